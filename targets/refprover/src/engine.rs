@@ -6,146 +6,37 @@
 //! Fault switches (crate::faults) bend exactly these mechanisms; each is marked `FAULT` below.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use bellperson::groth16::PreparedVerifyingKey;
 use blstrs::Bls12;
-use filecoin_proofs::{ChallengeSeed, FallbackPoStSectorProof, ProverId};
-use tokio::sync::watch;
+use storage_proofs_core::parameter_cache::Bls12GrothParams;
 
 use crate::config::Config;
 use crate::faults::Faults;
+use crate::job::{Assembler, Job};
 use crate::metrics::Metrics;
-use crate::proto::{await_proof_response::Status, AwaitProofResponse, ProofKind, SubmitProofRequest};
-use crate::{params, wpost};
+use crate::params;
+use crate::proto::{await_proof_response::Status, SubmitProofRequest};
+use crate::request::Inputs;
 
-/// How long a worker in the `partition-race` fault keeps its result in the shared scratch buffer
-/// before reading it back (the race window), in ms: any worker finishing meanwhile overwrites it.
-/// Partition proofs on 2 cores finish seconds apart, so the window must span seconds to make the
-/// race as reliable as the production incident (every partition invalid); it is bounded, so a
-/// lone worker never hangs.
+/// FAULT partition-race: how long a worker keeps its result in the shared scratch buffer before
+/// reading it back (the race window), in ms; any worker finishing meanwhile overwrites it.
+/// Partition proofs on 2 cores finish seconds apart, so the window spans seconds to make the
+/// race as reliable as the production incident; it is bounded, so a lone worker never hangs.
 const RACE_WINDOW_MS: u64 = 3000;
 
-/// One submitted proof job.
-pub struct Job {
-    /// The caller's request id (a UUID v4 when empty). Not unique: cuzk does not deduplicate.
-    pub id: String,
-    /// Engine-internal unique sequence number.
-    pub seq: u64,
-    submitted: Instant,
-    started: Mutex<Option<Instant>>,
-    srs_load_ms: AtomicU64,
-    synthesis_ms: AtomicU64,
-    prove_ms: AtomicU64,
-    /// Partition work items of this job not yet finished (pipeline mode).
-    pending_partitions: AtomicU64,
-    cancelled: AtomicBool,
-    result: watch::Sender<Option<AwaitProofResponse>>,
-}
-
-impl Job {
-    fn new(id: String, seq: u64) -> Arc<Self> {
-        let (tx, _rx) = watch::channel(None);
-        Arc::new(Self {
-            id,
-            seq,
-            submitted: Instant::now(),
-            started: Mutex::new(None),
-            srs_load_ms: AtomicU64::new(0),
-            synthesis_ms: AtomicU64::new(0),
-            prove_ms: AtomicU64::new(0),
-            pending_partitions: AtomicU64::new(0),
-            cancelled: AtomicBool::new(false),
-            result: tx,
-        })
-    }
-
-    /// A receiver that sees the result once the job ends.
-    pub fn subscribe(&self) -> watch::Receiver<Option<AwaitProofResponse>> {
-        self.result.subscribe()
-    }
-
-    /// True once a result was delivered.
-    pub fn is_done(&self) -> bool {
-        self.result.borrow().is_some()
-    }
-
-    fn mark_started(&self) {
-        let mut s = self.started.lock().expect("job lock");
-        if s.is_none() {
-            *s = Some(Instant::now());
-        }
-    }
-
-    /// Delivers the result once; later deliveries are ignored. Returns true when this call won.
-    fn finish(&self, status: Status, proof: Vec<u8>, error: String) -> bool {
-        let started = *self.started.lock().expect("job lock");
-        let queue_wait_ms = started.map(|s| (s - self.submitted).as_millis() as u64).unwrap_or(0);
-        let resp = AwaitProofResponse {
-            job_id: self.id.clone(),
-            status: status as i32,
-            proof,
-            error_message: error,
-            queue_wait_ms,
-            srs_load_ms: self.srs_load_ms.load(Ordering::Relaxed),
-            synthesis_ms: self.synthesis_ms.load(Ordering::Relaxed),
-            gpu_compute_ms: self.prove_ms.load(Ordering::Relaxed),
-            total_ms: self.submitted.elapsed().as_millis() as u64,
-        };
-        self.result.send_if_modified(|slot| {
-            if slot.is_some() {
-                return false;
-            }
-            *slot = Some(resp);
-            true
-        })
-    }
-}
-
-/// Collects the partition proofs of a job in order.
-struct Assembler {
-    slots: Mutex<Vec<Option<Vec<u8>>>>,
-}
-
-impl Assembler {
-    fn new(partitions: usize) -> Arc<Self> {
-        Arc::new(Self { slots: Mutex::new(vec![None; partitions]) })
-    }
-
-    /// Inserts partition `k`; returns the assembled proof once every slot is filled.
-    /// Errors: the slot is already filled (`partition k already inserted`).
-    fn insert(&self, k: usize, bytes: Vec<u8>) -> Result<Option<Vec<u8>>, String> {
-        let mut slots = self.slots.lock().expect("assembler lock");
-        match slots.get_mut(k) {
-            None => return Err(format!("partition {k} out of range ({} partitions)", slots.len())),
-            Some(Some(_)) => return Err(format!("partition {k} already inserted")),
-            Some(slot) => *slot = Some(bytes),
-        }
-        if slots.iter().all(Option::is_some) {
-            Ok(Some(slots.iter_mut().flat_map(|s| s.take().unwrap_or_default()).collect()))
-        } else {
-            Ok(None)
-        }
-    }
-}
-
-/// The public inputs of a WindowPoSt job (for the self-check).
-struct WpostJob {
-    randomness: ChallengeSeed,
-    prover_id: ProverId,
-    miner_id: u64,
-    sectors: Vec<(u64, [u8; 32])>,
-}
+/// FAULT queue-deadlock: jobs submitted while this many jobs are unfinished are parked forever.
+const DEADLOCK_PENDING: u64 = 2;
 
 enum Work {
     /// Monolithic: all partitions of a job in one batch.
-    Whole { vanilla: Vec<FallbackPoStSectorProof<wpost::Tree>> },
+    Whole,
     /// Pipeline: one partition, delivered to an assembler.
     Partition {
         k: usize,
-        vanilla: Vec<FallbackPoStSectorProof<wpost::Tree>>,
         assembler: Arc<Assembler>,
         /// Set when the assembler is shared by request id (FAULT shared-assembler).
         shared_key: Option<String>,
@@ -154,23 +45,52 @@ enum Work {
 
 struct WorkItem {
     job: Arc<Job>,
-    inputs: Arc<WpostJob>,
+    inputs: Arc<Inputs>,
     work: Work,
 }
 
 #[derive(Default)]
 struct Queue {
     items: VecDeque<WorkItem>,
-    in_progress: u32,
+    in_progress: HashMap<&'static str, u32>,
     shutdown: bool,
+    /// FAULT serialize-pipeline: the one job whose partitions may be proved now.
+    active_job: Option<u64>,
+    /// FAULT queue-deadlock: jobs accepted but never scheduled.
+    parked: Vec<Arc<Job>>,
+}
+
+impl Queue {
+    /// Takes the next item; with `serialize` only items of the active job (or of the next job
+    /// once none is active).
+    fn take(&mut self, serialize: bool) -> Option<WorkItem> {
+        if !serialize {
+            return self.items.pop_front();
+        }
+        let pos = match self.active_job {
+            Some(seq) => self.items.iter().position(|i| i.job.seq == seq)?,
+            None => 0,
+        };
+        let item = self.items.remove(pos)?;
+        self.active_job = Some(item.job.seq);
+        Some(item)
+    }
 }
 
 /// SRS (params) state of one circuit.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SrsEntry {
     pub circuit_id: String,
     pub size_bytes: u64,
     pub load_ms: u64,
+    params: Arc<Bls12GrothParams>,
+}
+
+/// Pending and in-progress work items of one proof kind.
+pub struct QueueDepth {
+    pub proof_kind: &'static str,
+    pub pending: u32,
+    pub in_progress: u32,
 }
 
 /// The engine shared by the gRPC service and the workers.
@@ -191,7 +111,10 @@ pub struct Engine {
     scratch: Mutex<(u64, Vec<u8>)>,
     scratch_cv: Condvar,
     srs: Mutex<HashMap<String, SrsEntry>>,
-    vk: OnceLock<PreparedVerifyingKey<Bls12>>,
+    vks: Mutex<HashMap<String, Arc<PreparedVerifyingKey<Bls12>>>>,
+    /// FAULT shared-witness: proofs cached by sectors and partition, ignoring the randomness
+    /// and seed; emptied whenever no job is running.
+    witness_cache: Mutex<HashMap<String, Vec<u8>>>,
 }
 
 impl Engine {
@@ -212,7 +135,8 @@ impl Engine {
             scratch: Mutex::new((0, Vec::new())),
             scratch_cv: Condvar::new(),
             srs: Mutex::new(HashMap::new()),
-            vk: OnceLock::new(),
+            vks: Mutex::new(HashMap::new()),
+            witness_cache: Mutex::new(HashMap::new()),
         });
         for w in 0..workers {
             let e = Arc::clone(&engine);
@@ -232,28 +156,39 @@ impl Engine {
 
     /// Submits a request. Bad input does not fail the call: the job ends FAILED with the
     /// reason, like cuzk. `register` puts the job in the AwaitProof table.
+    /// Returns the job and its queue position.
     pub fn submit(&self, req: SubmitProofRequest, register: bool) -> (Arc<Job>, u32) {
         let id = if req.request_id.is_empty() { uuid::Uuid::new_v4().to_string() } else { req.request_id.clone() };
-        let job = Job::new(id.clone(), self.next_seq.fetch_add(1, Ordering::Relaxed));
+        let synth_start = Instant::now();
+        let decoded = Inputs::decode(&req);
+        let kind = decoded.as_ref().map(|i| i.kind()).unwrap_or("UNSUPPORTED");
+        let job = Job::new(id, self.next_seq.fetch_add(1, Ordering::Relaxed), kind);
         if register {
-            self.table.lock().expect("table lock").entry(id.clone()).or_default().push_back(Arc::clone(&job));
+            self.table.lock().expect("table lock").entry(job.id.clone()).or_default().push_back(Arc::clone(&job));
         }
-        self.metrics.running.fetch_add(1, Ordering::Relaxed);
-        match self.plan(&job, req) {
-            Ok(items) => {
-                let mut q = self.queue.lock().expect("queue lock");
-                let position = q.items.len() as u32;
-                q.items.extend(items);
-                drop(q);
-                self.queue_cv.notify_all();
-                tracing::info!(job_id = %job.id, seq = job.seq, "job queued");
-                (job, position)
-            }
+        let unfinished = self.metrics.running.fetch_add(1, Ordering::Relaxed);
+        let inputs = match decoded {
+            Ok(i) => Arc::new(i),
             Err(e) => {
                 self.end(&job, Status::Failed, Vec::new(), e);
-                (job, 0)
+                return (job, 0);
             }
+        };
+        let items = self.plan(&job, inputs);
+        job.synthesis_ms.fetch_add(synth_start.elapsed().as_millis() as u64, Ordering::Relaxed);
+        let mut q = self.queue.lock().expect("queue lock");
+        let position = q.items.len() as u32;
+        if self.faults.on("queue-deadlock") && unfinished >= DEADLOCK_PENDING {
+            // FAULT queue-deadlock: accepted, never scheduled, never answered.
+            tracing::debug!(job_id = %job.id, seq = job.seq, "job parked");
+            q.parked.push(Arc::clone(&job));
+            return (job, position);
         }
+        q.items.extend(items);
+        drop(q);
+        self.queue_cv.notify_all();
+        tracing::info!(job_id = %job.id, seq = job.seq, kind, "job queued");
+        (job, position)
     }
 
     /// Oldest unclaimed job with this id.
@@ -275,16 +210,23 @@ impl Engine {
     /// Cancels the oldest unfinished job with this id. Returns (found, was_running).
     pub fn cancel(&self, id: &str) -> (bool, bool) {
         let Some(job) = self.lookup(id) else { return (false, false) };
-        let was_running = job.started.lock().expect("job lock").is_some();
+        let was_running = job.is_started();
         job.cancelled.store(true, Ordering::Relaxed);
         self.end(&job, Status::Cancelled, Vec::new(), "cancelled by CancelProof".into());
         (true, was_running)
     }
 
-    /// (pending, in_progress) work items.
-    pub fn queue_depth(&self) -> (u32, u32) {
+    /// Work items per proof kind (both kinds always listed).
+    pub fn queue_depth(&self) -> Vec<QueueDepth> {
         let q = self.queue.lock().expect("queue lock");
-        (q.items.len() as u32, q.in_progress)
+        ["POREP_SEAL_COMMIT", "WINDOW_POST_PARTITION"]
+            .into_iter()
+            .map(|kind| QueueDepth {
+                proof_kind: kind,
+                pending: q.items.iter().filter(|i| i.job.kind == kind).count() as u32,
+                in_progress: q.in_progress.get(kind).copied().unwrap_or(0),
+            })
+            .collect()
     }
 
     /// Loaded SRS entries.
@@ -292,17 +234,18 @@ impl Engine {
         self.srs.lock().expect("srs lock").values().cloned().collect()
     }
 
-    /// Loads a circuit's params if not loaded. Returns (already_loaded, load_ms).
+    /// Loads a circuit's params if not loaded. Returns (params, already_loaded, load_ms).
     /// Errors: missing or unreadable params (the message names the path and the fix).
-    pub fn ensure_srs(&self, circuit_id: &str) -> Result<(bool, u64), String> {
+    pub fn ensure_srs(&self, circuit_id: &str) -> Result<(Arc<Bls12GrothParams>, bool, u64), String> {
         let mut srs = self.srs.lock().expect("srs lock");
-        if srs.contains_key(circuit_id) {
-            return Ok((true, 0));
+        if let Some(e) = srs.get(circuit_id) {
+            return Ok((Arc::clone(&e.params), true, 0));
         }
-        let (load_ms, size_bytes) = params::load(circuit_id).map_err(|e| format!("{e:#}"))?;
+        let (loaded, load_ms, size_bytes) = params::load(circuit_id).map_err(|e| format!("{e:#}"))?;
         tracing::info!(circuit_id, load_ms, size_bytes, "SRS loaded");
-        srs.insert(circuit_id.into(), SrsEntry { circuit_id: circuit_id.into(), size_bytes, load_ms });
-        Ok((false, load_ms))
+        let params = Arc::new(loaded);
+        srs.insert(circuit_id.into(), SrsEntry { circuit_id: circuit_id.into(), size_bytes, load_ms, params: Arc::clone(&params) });
+        Ok((params, false, load_ms))
     }
 
     /// Forgets a loaded circuit. Returns (was_loaded, freed_bytes).
@@ -313,50 +256,32 @@ impl Engine {
         }
     }
 
-    fn plan(&self, job: &Arc<Job>, req: SubmitProofRequest) -> Result<Vec<WorkItem>, String> {
-        let synth_start = Instant::now();
-        let kind = ProofKind::try_from(req.proof_kind).unwrap_or(ProofKind::Unspecified);
-        if kind != ProofKind::WindowPostPartition {
-            return Err(format!(
-                "proof kind {} is not supported by this refprover build (supported: WINDOW_POST_PARTITION)",
-                kind.as_str_name()
-            ));
+    fn plan(&self, job: &Arc<Job>, inputs: Arc<Inputs>) -> Vec<WorkItem> {
+        if !self.config.pipeline.enabled {
+            return vec![WorkItem { job: Arc::clone(job), inputs, work: Work::Whole }];
         }
-        if req.sector_size != wpost::SECTOR_SIZE {
-            return Err(format!("sector size {} not supported: refprover proves 2 KiB (2048) sectors", req.sector_size));
-        }
-        let randomness = wpost::randomness(&req.randomness).map_err(|e| e.to_string())?;
-        let vanilla = wpost::decode_vanilla(&req.vanilla_proofs).map_err(|e| format!("{e:#}"))?;
-        let inputs = Arc::new(WpostJob {
-            randomness,
-            prover_id: wpost::prover_id(req.miner_id),
-            miner_id: req.miner_id,
-            sectors: vanilla.iter().map(|v| (u64::from(v.sector_id), <[u8; 32]>::from(v.comm_r))).collect(),
-        });
-        let items = if !self.config.pipeline.enabled {
-            vec![WorkItem { job: Arc::clone(job), inputs, work: Work::Whole { vanilla } }]
+        let partitions = inputs.partitions();
+        let shared = self.faults.on("shared-assembler");
+        let assembler = if shared {
+            // FAULT shared-assembler: keyed by request id, no duplicate guard.
+            let mut map = self.shared_assemblers.lock().expect("assemblers lock");
+            Arc::clone(map.entry(job.id.clone()).or_insert_with(|| Assembler::new(partitions)))
         } else {
-            let parts = wpost::split_partitions(vanilla);
-            let shared = self.faults.on("shared-assembler");
-            let assembler = if shared {
-                // FAULT shared-assembler: keyed by request id, no duplicate guard.
-                Arc::clone(self.shared_assemblers.lock().expect("assemblers lock").entry(job.id.clone()).or_insert_with(|| Assembler::new(parts.len())))
-            } else {
-                Assembler::new(parts.len())
-            };
-            job.pending_partitions.store(parts.len() as u64, Ordering::Relaxed);
-            parts
-                .into_iter()
-                .enumerate()
-                .map(|(k, vanilla)| WorkItem {
-                    job: Arc::clone(job),
-                    inputs: Arc::clone(&inputs),
-                    work: Work::Partition { k, vanilla, assembler: Arc::clone(&assembler), shared_key: shared.then(|| job.id.clone()) },
-                })
-                .collect()
+            Assembler::new(partitions)
         };
-        job.synthesis_ms.fetch_add(synth_start.elapsed().as_millis() as u64, Ordering::Relaxed);
-        Ok(items)
+        job.pending_partitions.store(partitions as u64, Ordering::Relaxed);
+        (0..partitions)
+            .map(|k| WorkItem {
+                job: Arc::clone(job),
+                inputs: Arc::clone(&inputs),
+                work: Work::Partition { k, assembler: Arc::clone(&assembler), shared_key: shared.then(|| job.id.clone()) },
+            })
+            .collect()
+    }
+
+    /// FAULT serialize-pipeline: pipeline mode proves one job at a time.
+    fn serializes(&self) -> bool {
+        self.faults.on("serialize-pipeline") && self.config.pipeline.enabled
     }
 
     fn worker_loop(&self, worker: usize) {
@@ -367,53 +292,71 @@ impl Engine {
                     if q.shutdown {
                         return;
                     }
-                    if let Some(item) = q.items.pop_front() {
-                        q.in_progress += 1;
+                    if let Some(item) = q.take(self.serializes()) {
+                        *q.in_progress.entry(item.job.kind).or_default() += 1;
                         break item;
                     }
                     q = self.queue_cv.wait(q).expect("queue lock");
                 }
             };
+            let kind = item.job.kind;
             self.run_item(worker, item);
-            self.queue.lock().expect("queue lock").in_progress -= 1;
+            *self.queue.lock().expect("queue lock").in_progress.entry(kind).or_default() -= 1;
         }
+    }
+
+    /// Proves (or, under FAULT shared-witness, reuses a cached proof whose key ignores the
+    /// randomness and seed). `k = None` means all partitions in one batch.
+    fn prove(&self, inputs: &Inputs, k: Option<usize>, groth: &Bls12GrothParams) -> anyhow::Result<Vec<u8>> {
+        let witness = self.faults.on("shared-witness");
+        let key = inputs.witness_key(k);
+        if witness {
+            if let Some(hit) = self.witness_cache.lock().expect("witness lock").get(&key) {
+                return Ok(hit.clone());
+            }
+        }
+        let bytes = inputs.prove(k, Some(groth))?;
+        if witness {
+            self.witness_cache.lock().expect("witness lock").insert(key, bytes.clone());
+        }
+        Ok(bytes)
     }
 
     fn run_item(&self, worker: usize, item: WorkItem) {
         let WorkItem { job, inputs, work } = item;
-        if job.cancelled.load(Ordering::Relaxed) || job.is_done() && !matches!(work, Work::Partition { .. }) {
+        if job.cancelled.load(Ordering::Relaxed) || (job.is_done() && matches!(work, Work::Whole)) {
             return;
         }
         job.mark_started();
         let srs_start = Instant::now();
-        if let Err(e) = self.ensure_srs(wpost::CIRCUIT_ID) {
-            self.end(&job, Status::Failed, Vec::new(), format!("SRS load failed: {e}"));
-            return;
-        }
+        let groth = match self.ensure_srs(&inputs.circuit_id()) {
+            Ok((groth, _, _)) => groth,
+            Err(e) => return self.end(&job, Status::Failed, Vec::new(), format!("SRS load failed: {e}")),
+        };
         job.srs_load_ms.fetch_max(srs_start.elapsed().as_millis() as u64, Ordering::Relaxed);
+        let what = inputs.kind();
         match work {
-            Work::Whole { vanilla } => {
+            Work::Whole => {
                 let t = Instant::now();
-                let res = wpost::prove_all(&inputs.randomness, inputs.prover_id, vanilla);
+                let res = self.prove(&inputs, None, &groth);
                 job.prove_ms.fetch_add(t.elapsed().as_millis() as u64, Ordering::Relaxed);
                 match res {
                     Ok(proof) => self.end(&job, Status::Completed, proof, String::new()),
-                    Err(e) => self.end(&job, Status::Failed, Vec::new(), format!("WindowPoSt proving failed: {e:#}")),
+                    Err(e) => self.end(&job, Status::Failed, Vec::new(), format!("{what} proving failed: {e:#}")),
                 }
             }
-            Work::Partition { k, vanilla, assembler, shared_key } => {
+            Work::Partition { k, assembler, shared_key } => {
                 tracing::debug!(job_id = %job.id, seq = job.seq, partition = k, worker, "partition start");
                 let t = Instant::now();
-                let res = wpost::prove_partition(&inputs.randomness, inputs.prover_id, vanilla, k);
+                let res = self.prove(&inputs, Some(k), &groth);
                 job.prove_ms.fetch_add(t.elapsed().as_millis() as u64, Ordering::Relaxed);
                 let outcome = match res {
-                    Ok(bytes) => {
-                        let bytes = self.through_scratch(bytes);
-                        assembler.insert(k, bytes).map_err(|e| format!("assembler for job {}: {e}", job.id))
-                    }
-                    Err(e) => Err(format!("WindowPoSt partition {k} proving failed: {e:#}")),
+                    Ok(bytes) => assembler
+                        .insert(k, self.through_scratch(bytes))
+                        .map_err(|e| format!("assembler for job {}: {e}", job.id)),
+                    Err(e) => Err(format!("{what} partition {k} proving failed: {e:#}")),
                 };
-                let left = job.pending_partitions.fetch_sub(1, Ordering::AcqRel) - 1;
+                let left = job.pending_partitions.fetch_sub(1, Ordering::AcqRel).saturating_sub(1);
                 match outcome {
                     Ok(Some(proof)) => {
                         if let Some(key) = shared_key {
@@ -421,11 +364,9 @@ impl Engine {
                         }
                         self.complete_assembled(&job, &inputs, proof);
                     }
-                    Ok(None) if left == 0 => {
-                        // Only reachable when another job filled our assembler (shared-assembler).
-                        self.end(&job, Status::Failed, Vec::new(), format!(
-                            "assembler for job {} did not complete: its partitions went to another job with the same id", job.id));
-                    }
+                    // Only reachable when another job filled our assembler (shared-assembler).
+                    Ok(None) if left == 0 => self.end(&job, Status::Failed, Vec::new(), format!(
+                        "assembler for job {} did not complete: its partitions went to another job with the same id", job.id)),
                     Ok(None) => {}
                     Err(e) => self.end(&job, Status::Failed, Vec::new(), e),
                 }
@@ -452,65 +393,51 @@ impl Engine {
         s.1.clone()
     }
 
-    fn complete_assembled(&self, job: &Arc<Job>, inputs: &WpostJob, proof: Vec<u8>) {
+    fn complete_assembled(&self, job: &Arc<Job>, inputs: &Inputs, proof: Vec<u8>) {
         if self.config.pipeline.self_check && !self.faults.on("no-self-check") {
-            match self.self_check(inputs, &proof) {
+            match self.vk(&inputs.circuit_id()).and_then(|vk| inputs.invalid_partitions(&vk, &proof)) {
                 Ok(bad) if bad.is_empty() => {}
-                Ok(bad) => {
-                    return self.end(job, Status::Failed, Vec::new(), format!(
-                        "WindowPoSt proof self-check failed: assembled proof did not verify (partitions {bad:?} invalid, miner={})",
-                        inputs.miner_id));
-                }
-                Err(e) => return self.end(job, Status::Failed, Vec::new(), format!("WindowPoSt proof self-check error: {e}")),
+                Ok(bad) => return self.end(job, Status::Failed, Vec::new(), inputs.self_check_message(&bad)),
+                Err(e) => return self.end(job, Status::Failed, Vec::new(), format!("proof self-check error: {e:#}")),
             }
         }
         self.end(job, Status::Completed, proof, String::new());
     }
 
-    /// Returns the indices of partitions that do not verify.
-    fn self_check(&self, inputs: &WpostJob, proof: &[u8]) -> Result<Vec<usize>, String> {
-        let vk = match self.vk.get() {
-            Some(vk) => vk,
-            None => {
-                let vk = params::window_post_vk().map_err(|e| format!("{e:#}"))?;
-                self.vk.get_or_init(|| vk)
-            }
-        };
-        let verdicts = wpost::verify_partitions(vk, &inputs.randomness, inputs.prover_id, &inputs.sectors, proof)
-            .map_err(|e| format!("{e:#}"))?;
-        Ok(verdicts.iter().enumerate().filter(|(_, ok)| !**ok).map(|(k, _)| k).collect())
+    fn vk(&self, circuit_id: &str) -> anyhow::Result<Arc<PreparedVerifyingKey<Bls12>>> {
+        if let Some(vk) = self.vks.lock().expect("vk lock").get(circuit_id) {
+            return Ok(Arc::clone(vk));
+        }
+        let vk = Arc::new(params::vk(circuit_id)?);
+        self.vks.lock().expect("vk lock").insert(circuit_id.into(), Arc::clone(&vk));
+        Ok(vk)
     }
 
     fn end(&self, job: &Arc<Job>, status: Status, proof: Vec<u8>, error: String) {
         if !error.is_empty() {
             tracing::warn!(job_id = %job.id, seq = job.seq, status = status.as_str_name(), error = %error, "job ended");
         }
-        if job.finish(status, proof, error) {
-            self.metrics.running.fetch_sub(1, Ordering::Relaxed);
-            let total = job.submitted.elapsed().as_secs_f64();
-            match status {
-                Status::Completed => {
-                    self.metrics.completed.fetch_add(1, Ordering::Relaxed);
-                    self.metrics.observe_duration("WINDOW_POST_PARTITION", total);
-                    tracing::info!(job_id = %job.id, seq = job.seq, total_ms = (total * 1000.0) as u64, "job completed");
-                }
-                _ => {
-                    self.metrics.failed.fetch_add(1, Ordering::Relaxed);
-                }
-            }
+        if !job.finish(status, proof, error) {
+            return;
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn assembler_orders_partitions_and_rejects_duplicates() {
-        let a = Assembler::new(2);
-        assert_eq!(a.insert(1, vec![2]).unwrap(), None);
-        assert_eq!(a.insert(1, vec![9]).unwrap_err(), "partition 1 already inserted");
-        assert_eq!(a.insert(0, vec![1]).unwrap(), Some(vec![1, 2]));
+        if self.metrics.running.fetch_sub(1, Ordering::Relaxed) == 1 {
+            self.witness_cache.lock().expect("witness lock").clear();
+        }
+        let mut q = self.queue.lock().expect("queue lock");
+        if q.active_job == Some(job.seq) {
+            q.active_job = None;
+            drop(q);
+            self.queue_cv.notify_all();
+        } else {
+            drop(q);
+        }
+        let total = job.submitted.elapsed().as_secs_f64();
+        if status == Status::Completed {
+            self.metrics.completed.fetch_add(1, Ordering::Relaxed);
+            self.metrics.observe_duration(job.kind, total);
+            tracing::info!(job_id = %job.id, seq = job.seq, total_ms = (total * 1000.0) as u64, "job completed");
+        } else {
+            self.metrics.failed.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }

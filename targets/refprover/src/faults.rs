@@ -4,7 +4,15 @@
 use std::collections::BTreeSet;
 
 /// The fault names this build knows.
-pub const KNOWN_FAULTS: &[&str] = &["partition-race", "shared-assembler", "no-self-check"];
+pub const KNOWN_FAULTS: &[&str] = &[
+    "partition-race",
+    "shared-assembler",
+    "no-self-check",
+    "param-path-default",
+    "serialize-pipeline",
+    "queue-deadlock",
+    "shared-witness",
+];
 
 /// The set of enabled faults.
 #[derive(Debug, Clone, Default)]

@@ -44,6 +44,10 @@ fn run() -> anyhow::Result<()> {
     let faults = Faults::from_env()?;
     // Like cuzk: the daemon sets FIL_PROOFS_PARAMETER_CACHE from srs.param_cache before any
     // proof call (storage-proofs reads it once).
+    // FAULT param-path-default: ignore srs.param_cache and the environment, read cuzk's default.
+    if faults.on("param-path-default") {
+        cfg.srs.param_cache = "/data/zk/params".into();
+    }
     params::set_param_cache(&cfg.srs.param_cache);
     for key in &loaded.ignored_keys {
         tracing::warn!(key = %key, "ignored config key: refprover does not know it");

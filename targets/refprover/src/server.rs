@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use tonic::{Request, Response, Status};
 
-use crate::engine::{Engine, Job};
+use crate::engine::Engine;
+use crate::job::Job;
 use crate::proto::proving_engine_server::ProvingEngine;
 use crate::proto::*;
 use crate::wpost;
@@ -79,7 +80,6 @@ impl ProvingEngine for Service {
 
     async fn get_status(&self, _req: Request<GetStatusRequest>) -> Result<Response<GetStatusResponse>, Status> {
         let e = &self.engine;
-        let (pending, in_progress) = e.queue_depth();
         let c = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Relaxed);
         Ok(Response::new(GetStatusResponse {
             gpus: Vec::new(), // CPU only
@@ -88,7 +88,11 @@ impl ProvingEngine for Service {
                 .into_iter()
                 .map(|s| SrsStatus { circuit_id: s.circuit_id, tier: srs_status::Tier::Hot as i32, size_bytes: s.size_bytes, ref_count: 0 })
                 .collect(),
-            queues: vec![QueueStatus { proof_kind: "WINDOW_POST_PARTITION".into(), pending, in_progress }],
+            queues: e
+                .queue_depth()
+                .into_iter()
+                .map(|d| QueueStatus { proof_kind: d.proof_kind.into(), pending: d.pending, in_progress: d.in_progress })
+                .collect(),
             total_proofs_completed: c(&e.metrics.completed),
             total_proofs_failed: c(&e.metrics.failed),
             uptime_seconds: e.started.elapsed().as_secs(),
@@ -98,7 +102,7 @@ impl ProvingEngine for Service {
     }
 
     async fn get_metrics(&self, _req: Request<GetMetricsRequest>) -> Result<Response<GetMetricsResponse>, Status> {
-        let (pending, _) = self.engine.queue_depth();
+        let pending = self.engine.queue_depth().iter().map(|d| d.pending).sum();
         Ok(Response::new(GetMetricsResponse { prometheus_text: self.engine.metrics.render(pending) }))
     }
 
@@ -112,7 +116,7 @@ impl ProvingEngine for Service {
             .await
             .map_err(|e| Status::internal(e.to_string()))?;
         match res {
-            Ok((already_loaded, load_time_ms)) => Ok(Response::new(PreloadSrsResponse { already_loaded, load_time_ms })),
+            Ok((_, already_loaded, load_time_ms)) => Ok(Response::new(PreloadSrsResponse { already_loaded, load_time_ms })),
             Err(e) => Err(Status::failed_precondition(e)),
         }
     }

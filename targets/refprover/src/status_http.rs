@@ -11,7 +11,9 @@ use crate::engine::Engine;
 
 /// The JSON body of `/status`.
 pub fn status_json(e: &Engine) -> serde_json::Value {
-    let (pending, in_progress) = e.queue_depth();
+    let depth = e.queue_depth();
+    let pending: u32 = depth.iter().map(|d| d.pending).sum();
+    let in_progress: u32 = depth.iter().map(|d| d.in_progress).sum();
     serde_json::json!({
         "uptime_seconds": e.started.elapsed().as_secs(),
         "total_proofs_completed": e.metrics.completed.load(Ordering::Relaxed),

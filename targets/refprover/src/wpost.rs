@@ -97,19 +97,6 @@ pub fn decode_vanilla(items: &[Vec<u8>]) -> Result<Vec<FallbackPoStSectorProof<T
         .collect()
 }
 
-/// Splits a job's sector proofs into partitions of `sectors_per_partition()` each, in order.
-pub fn split_partitions(
-    vanilla: Vec<FallbackPoStSectorProof<Tree>>,
-) -> Vec<Vec<FallbackPoStSectorProof<Tree>>> {
-    let per = sectors_per_partition();
-    let mut out = Vec::new();
-    let mut it = vanilla.into_iter().peekable();
-    while it.peek().is_some() {
-        out.push(it.by_ref().take(per).collect());
-    }
-    out
-}
-
 /// Proves all partitions of a job in one batch (num_circuits = partitions).
 /// Returns `partitions x 192` bytes.
 pub fn prove_all(

@@ -1,8 +1,15 @@
-//! `verify --param-cache DIR --input FILE`: independent verification of WindowPoSt proofs from
-//! their public inputs and the `.vk` file alone, partition by partition. Input and output formats
-//! are in README.md ("Verifier input and output"). Exit 0 when the input was read, 2 otherwise.
+//! `verify --param-cache DIR --input FILE`: independent verification of WindowPoSt and PoRep
+//! proofs from their public inputs and the `.vk` files alone, partition by partition. Input and
+//! output formats are in README.md ("Verifier input and output"). Exit 0 when the input was
+//! read (whatever the verdicts), 2 otherwise.
 
+use std::collections::HashMap;
+
+use anyhow::{ensure, Result};
+use bellperson::groth16::PreparedVerifyingKey;
+use blstrs::Bls12;
 use clap::Parser;
+use refprover::{params, porep, wpost};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -23,15 +30,25 @@ struct Sector {
     comm_r: String,
 }
 
+/// One proof with its public inputs; fields by proof kind (README.md).
 #[derive(Deserialize)]
 struct Item {
     id: String,
     proof_kind: String,
     sector_size: u64,
     miner_id: u64,
-    randomness: String,
-    sectors: Vec<Sector>,
     proof: String,
+    // WINDOW_POST_PARTITION
+    randomness: Option<String>,
+    #[serde(default)]
+    sectors: Vec<Sector>,
+    // POREP_SEAL_COMMIT
+    sector_number: Option<u64>,
+    comm_r: Option<String>,
+    comm_d: Option<String>,
+    ticket: Option<String>,
+    seed: Option<String>,
+    partitions: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -39,31 +56,68 @@ struct Batch {
     items: Vec<Item>,
 }
 
-fn hex32(s: &str, what: &str) -> anyhow::Result<[u8; 32]> {
+fn hex32(s: Option<&String>, what: &str) -> Result<[u8; 32]> {
+    let s = s.ok_or_else(|| anyhow::anyhow!("{what} is missing"))?;
     let v = hex::decode(s).map_err(|e| anyhow::anyhow!("{what} is not hex: {e}"))?;
     v.try_into().map_err(|v: Vec<u8>| anyhow::anyhow!("{what} must be 32 bytes, got {}", v.len()))
 }
 
-fn verify_item(
-    vk: &Result<bellperson::groth16::PreparedVerifyingKey<blstrs::Bls12>, String>,
-    it: &Item,
-) -> anyhow::Result<Vec<bool>> {
-    anyhow::ensure!(it.proof_kind == "WINDOW_POST_PARTITION", "proof kind {} not supported by this verifier", it.proof_kind);
-    anyhow::ensure!(it.sector_size == refprover::wpost::SECTOR_SIZE, "sector size {} has no vk here (2 KiB only)", it.sector_size);
-    let vk = vk.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let randomness = hex32(&it.randomness, "randomness")?;
-    let sectors = it
-        .sectors
-        .iter()
-        .map(|s| Ok((s.sector_id, hex32(&s.comm_r, "comm_r")?)))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+/// Verifying keys, loaded once per circuit.
+#[derive(Default)]
+struct Vks(HashMap<String, std::result::Result<PreparedVerifyingKey<Bls12>, String>>);
+
+impl Vks {
+    fn get(&mut self, circuit: &str) -> Result<&PreparedVerifyingKey<Bls12>> {
+        let vk = self
+            .0
+            .entry(circuit.to_string())
+            .or_insert_with(|| params::vk(circuit).map_err(|e| format!("{e:#}")));
+        vk.as_ref().map_err(|e| anyhow::anyhow!("{e}"))
+    }
+}
+
+/// The number of partitions the item's public inputs imply (for the error row).
+fn expected_partitions(it: &Item) -> usize {
+    match it.proof_kind.as_str() {
+        "POREP_SEAL_COMMIT" => it.partitions.unwrap_or(1),
+        _ => wpost::partitions_for(it.sectors.len().max(1)),
+    }
+}
+
+fn verify_item(vks: &mut Vks, it: &Item) -> Result<Vec<bool>> {
+    ensure!(it.sector_size == wpost::SECTOR_SIZE, "sector size {} has no vk here (2 KiB only)", it.sector_size);
     let proof = hex::decode(&it.proof).map_err(|e| anyhow::anyhow!("proof is not hex: {e}"))?;
-    refprover::wpost::verify_partitions(vk, &randomness, refprover::wpost::prover_id(it.miner_id), &sectors, &proof)
+    let prover_id = wpost::prover_id(it.miner_id);
+    match it.proof_kind.as_str() {
+        "WINDOW_POST_PARTITION" => {
+            let randomness = hex32(it.randomness.as_ref(), "randomness")?;
+            let sectors = it
+                .sectors
+                .iter()
+                .map(|s| Ok((s.sector_id, hex32(Some(&s.comm_r), "comm_r")?)))
+                .collect::<Result<Vec<_>>>()?;
+            wpost::verify_partitions(vks.get(wpost::CIRCUIT_ID)?, &randomness, prover_id, &sectors, &proof)
+        }
+        "POREP_SEAL_COMMIT" => {
+            let pi = porep::PublicInputs {
+                comm_r: hex32(it.comm_r.as_ref(), "comm_r")?,
+                comm_d: hex32(it.comm_d.as_ref(), "comm_d")?,
+                prover_id,
+                sector_num: it.sector_number.ok_or_else(|| anyhow::anyhow!("sector_number is missing"))?,
+                ticket: hex32(it.ticket.as_ref(), "ticket")?,
+                seed: hex32(it.seed.as_ref(), "seed")?,
+                partitions: it.partitions.unwrap_or(1),
+            };
+            let circuit = porep::circuit_id(pi.partitions);
+            porep::verify_partitions(vks.get(&circuit)?, &pi, &proof)
+        }
+        other => anyhow::bail!("proof kind {other} not supported (POREP_SEAL_COMMIT, WINDOW_POST_PARTITION)"),
+    }
 }
 
 fn main() {
     let args = Args::parse();
-    refprover::params::set_param_cache(&args.param_cache);
+    params::set_param_cache(&args.param_cache);
     let batch: Batch = match std::fs::read_to_string(&args.input)
         .map_err(anyhow::Error::from)
         .and_then(|t| serde_json::from_str(&t).map_err(anyhow::Error::from))
@@ -74,15 +128,14 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let vk = refprover::params::window_post_vk().map_err(|e| format!("{e:#}"));
-    let partitions_expected = |it: &Item| refprover::wpost::partitions_for(it.sectors.len());
+    let mut vks = Vks::default();
     let results: Vec<_> = batch
         .items
         .iter()
-        .map(|it| match verify_item(&vk, it) {
+        .map(|it| match verify_item(&mut vks, it) {
             Ok(parts) => json!({"id": it.id, "valid": parts.iter().all(|p| *p), "partitions": parts, "error": null}),
             Err(e) => json!({"id": it.id, "valid": false,
-                             "partitions": vec![false; partitions_expected(it)], "error": format!("{e:#}")}),
+                             "partitions": vec![false; expected_partitions(it)], "error": format!("{e:#}")}),
         })
         .collect();
     println!("{}", json!({"results": results}));

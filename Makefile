@@ -1,0 +1,45 @@
+# proofdiff: two entry points (README.md).
+#   make demo   set up, build the reference prover image, run bench vs prod, print the verdict
+#   make test   set up, build, run the Rust unit tests and every harness test (incl. Docker e2e)
+# Heavy builds are cached outside the clone under $(PROOFDIFF_CACHE) (default ~/.cache/proofdiff).
+
+PY       ?= python3.11
+VENV     := .venv
+BIN      := $(VENV)/bin
+CACHE    ?= $(or $(PROOFDIFF_CACHE),$(HOME)/.cache/proofdiff)
+CRATE    := targets/refprover
+ARGS     ?=
+
+.PHONY: demo test setup sysdeps image unit e2e rust-test reap clean
+
+demo: setup
+	$(BIN)/proofdiff run $(ARGS)
+
+test: setup image rust-test
+	$(BIN)/pytest tests -q -p no:cacheprovider $(ARGS)
+
+# The Python environment, pinned by requirements.lock; reinstalled when the lock changes.
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.lock pyproject.toml | sysdeps
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q -r requirements.lock
+	$(BIN)/pip install -q --no-deps -e .
+	touch $@
+
+# Debian packages the build needs (protoc for tonic-build, debootstrap for the base image).
+sysdeps:
+	@command -v protoc >/dev/null && command -v debootstrap >/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq protobuf-compiler debootstrap; }
+
+image: setup
+	$(BIN)/python -m harness.build --workload wpost-2k
+
+rust-test:
+	cd $(CRATE) && CARGO_TARGET_DIR=$(CACHE)/cargo-target cargo test --release --locked -q
+
+reap: setup
+	$(BIN)/proofdiff reap
+
+clean:
+	rm -rf $(VENV) reports/*/

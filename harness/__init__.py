@@ -1,0 +1,1 @@
+"""proofdiff test harness: differential regression testing for GPU proof-generation daemons."""

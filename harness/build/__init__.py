@@ -1,0 +1,129 @@
+"""Build everything a proofdiff run needs, locally and without a registry, cached by content.
+
+    from harness.build import ensure_artifacts
+    art = ensure_artifacts(workloads=["wpost-2k"], log=print)
+    art.image_tag, art.param_cache, art.workloads
+
+Steps (each cached under the cache root, ``$PROOFDIFF_CACHE`` or ``~/.cache/proofdiff``, keyed by
+content, see keys.py): ``binaries`` (cargo build of targets/refprover), ``rootfs`` (debootstrap +
+docker import -> proofdiff/base), ``image`` (proofdiff/refprover:<version>-<key12> and :latest),
+``params`` (paramgen), ``workloads`` (seal). Cold: minutes (a cold cargo build ~25 min on 2
+cores); warm: seconds. Safe to call from several processes at once (file locks).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.build._cache import cache_root as _cache_root
+from harness.build._docker import connect as _connect
+from harness.build.binaries import build_binaries as _build_binaries
+from harness.build.errors import BuildError, StepReport
+from harness.build.image import ensure_refprover_image as _ensure_image
+from harness.build.params import ensure_params as _ensure_params
+from harness.build.rootfs import ensure_base_image as _ensure_base
+from harness.build.workloads import WORKLOADS
+from harness.build.workloads import ensure_workload as _ensure_workload
+from harness.build.workloads import resolve as _resolve
+
+__all__ = [
+    "Artifacts",
+    "BuildError",
+    "StepReport",
+    "WORKLOADS",
+    "default_crate_dir",
+    "ensure_artifacts",
+]
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    """What a run needs, all present on this host.
+
+    Attributes:
+        image_tag: ``proofdiff/refprover:<version>-<key12>`` (``:latest`` points at it too).
+        param_cache: host directory with the ``.params``/``.vk``/``.meta`` files of every
+            requested workload's circuits; mount it read-only.
+        workloads: workload name -> workload JSON file on the host.
+        image_id: the image's id (``sha256:...``).
+        cache_root: the cache root everything lies under.
+        steps: what each step did and how long it took (seconds).
+    """
+
+    image_tag: str
+    param_cache: Path
+    workloads: dict[str, Path]
+    image_id: str = ""
+    cache_root: Path | None = None
+    steps: tuple[StepReport, ...] = field(default=())
+
+
+def default_crate_dir() -> Path:
+    """``targets/refprover`` of the clone this package lies in."""
+    return Path(__file__).resolve().parents[2] / "targets" / "refprover"
+
+
+def ensure_artifacts(
+    workloads: Sequence[str] = ("wpost-2k",),
+    log: Callable[[str], None] = print,
+    *,
+    cache_root: Path | None = None,
+    crate_dir: Path | None = None,
+) -> Artifacts:
+    """Build or reuse the binaries, images, params and workload files; idempotent.
+
+    Args:
+        workloads: workload names (see WORKLOADS). Default: ``("wpost-2k",)``.
+        log: called with one line of progress at a time.
+        cache_root: default ``$PROOFDIFF_CACHE``, else ``~/.cache/proofdiff``.
+        crate_dir: the refprover crate; default ``targets/refprover`` of this clone.
+
+    Raises:
+        BuildError: any step failed; ``step``, ``cause`` and ``fix`` say which, why and what to do.
+    """
+    specs = _resolve(list(workloads))
+    root = _cache_root(cache_root)
+    crate = crate_dir or default_crate_dir()
+    steps: list[StepReport] = []
+
+    def done(report: StepReport) -> None:
+        steps.append(report)
+        log(f"{report.step:<10} {report.action:<7} {report.elapsed_s:7.1f} s  {report.detail}")
+
+    client = _connect()
+    try:
+        bins, report = _build_binaries(crate, root, log=log)
+        done(report)
+        base, report = _ensure_base(client, root, log=log)
+        done(report)
+        tag, image, report = _ensure_image(client, root, base, bins, log=log, crate_dir=crate)
+        done(report)
+    finally:
+        client.close()
+    circuits = sorted({c for spec in specs for c in spec.circuits})
+    param_cache, params_key, report = _ensure_params(
+        root, bins["paramgen"], circuits, log=log, crate_dir=crate
+    )
+    done(report)
+    start = time.monotonic()
+    files: dict[str, Path] = {}
+    sealed: list[str] = []
+    for spec in specs:
+        files[spec.name], seal_s = _ensure_workload(
+            root, bins["seal"], spec, param_cache, params_key, log=log, crate_dir=crate
+        )
+        if seal_s is not None:
+            sealed.append(spec.name)
+    detail = ", ".join(f"{n}={p}" for n, p in files.items())
+    done(StepReport("workloads", "built" if sealed else "reused", time.monotonic() - start, detail))
+    return Artifacts(
+        image_tag=tag,
+        param_cache=param_cache,
+        workloads=files,
+        image_id=image.id,
+        cache_root=root,
+        steps=tuple(steps),
+    )
