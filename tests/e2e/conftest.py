@@ -47,7 +47,10 @@ class CliRun:
 def proofdiff_run(artifacts: Any, tmp_path: Path) -> Iterator[Any]:
     """Runs `proofdiff run ARGS` in a subprocess with a 15-minute deadline."""
 
+    run_ids: list[str] = []
+
     def run(*args: str, run_id: str) -> CliRun:
+        run_ids.append(run_id)
         cmd = [sys.executable, "-m", "harness.cli", "run", "--report-dir", str(tmp_path),
                "--run-id", run_id, *args]
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
@@ -57,5 +60,15 @@ def proofdiff_run(artifacts: Any, tmp_path: Path) -> Iterator[Any]:
         return CliRun(proc.returncode, out, json.loads(summary_path.read_text()), tmp_path / run_id)
 
     yield run
-    left = docker.from_env().containers.list(all=True, filters={"label": "proofdiff.run"})
-    assert not left, f"containers left behind: {[c.name for c in left]}"
+    client = docker.from_env()
+    for rid in run_ids:
+        left = client.containers.list(all=True, filters={"label": f"proofdiff.run={rid}"})
+        assert not left, f"run {rid} left containers behind: {[c.name for c in left]}"
+
+
+def all_errors(summary: dict[str, Any]) -> str:
+    """Every error text of a report: run-level and per profile x workload outcome."""
+    texts = list(summary.get("errors", []))
+    for o in summary.get("outcomes", []):
+        texts += o.get("errors", []) + [b.get("reason", "") for b in o.get("bad", [])]
+    return "\n".join(texts)

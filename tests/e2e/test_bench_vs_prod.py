@@ -7,9 +7,17 @@ report read back. Faults are applied to prod only, through the same `--set` user
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
+import docker
 import pytest
+
+from tests.e2e.conftest import REPO, all_errors
 
 pytestmark = pytest.mark.e2e
 
@@ -64,5 +72,53 @@ def test_missing_image_is_a_clear_error_with_a_report(proofdiff_run: Any) -> Non
     r = proofdiff_run("--image", "proofdiff/refprover:does-not-exist", run_id="e2e-noimage")
     assert r.rc == 3, r.output
     assert r.summary["verdict"] == "error"
-    text = r.output + " ".join(r.summary["errors"])
+    text = r.output + all_errors(r.summary)
     assert "does-not-exist" in text and "build" in text, text
+
+
+def test_daemon_exiting_at_start_is_a_clear_error(proofdiff_run: Any) -> None:
+    r = proofdiff_run("--profile", "bench", "--set", 'bench.command=["--no-such-flag"]',
+                      run_id="e2e-exits")
+    assert r.rc == 3, r.output
+    text = all_errors(r.summary) + r.output
+    assert "exited with code 2" in text and "--no-such-flag" in text, text
+
+
+def test_daemon_never_answering_fails_within_its_deadline(proofdiff_run: Any) -> None:
+    # The daemon listens on 9999 while the profile publishes 9820: GetStatus never answers.
+    r = proofdiff_run("--profile", "prod", "--set",
+                      'prod.command=["-c","/data/zk/cuzk.toml","-l","0.0.0.0:9999"]',
+                      "--set", "prod.ready_timeout_s=5", run_id="e2e-silent")
+    assert r.rc == 3, r.output
+    text = all_errors(r.summary)
+    assert "did not answer GetStatus" in text and "within 5 s" in text, text
+    assert "0.0.0.0:9999" in text, "the daemon's own log tail must be attached"
+
+
+def test_params_missing_where_the_daemon_reads_them_name_path_and_fix(proofdiff_run: Any) -> None:
+    # prod reads srs.param_cache=/var/tmp/filecoin-proof-parameters; mount the params elsewhere.
+    r = proofdiff_run("--set", "prod.mounts.params=/data/elsewhere", run_id="e2e-noparams")
+    assert r.rc in (1, 3), r.output
+    text = all_errors(r.summary)
+    assert "/data/elsewhere" in text and "/var/tmp/filecoin-proof-parameters" in text, text
+    assert "set config.srs.param_cache" in text, "the fix must be named"
+
+
+def test_interrupt_removes_containers_and_keeps_the_report(artifacts: Any, tmp_path: Path) -> None:
+    cmd = [sys.executable, "-m", "harness.cli", "run", "--report-dir", str(tmp_path),
+           "--run-id", "e2e-interrupt"]
+    # A shell may start us with SIGINT ignored; the child gets the default (Ctrl-C) behaviour.
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT,
+                                                                        signal.SIG_DFL))
+    client = docker.from_env()
+    label = {"label": "proofdiff.run=e2e-interrupt"}
+    deadline = time.monotonic() + 120
+    while not client.containers.list(all=True, filters=label):
+        assert proc.poll() is None and time.monotonic() < deadline, "no container ever started"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out
+    assert not client.containers.list(all=True, filters=label), "containers left after Ctrl-C"
+    assert (tmp_path / "e2e-interrupt" / "summary.json").is_file(), out
