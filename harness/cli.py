@@ -1,7 +1,8 @@
 """``proofdiff``: the command line.
 
     proofdiff run [--image TAG] [--profiles FILE] [--profile NAME]... [--workload NAME]...
-                  [--report-dir DIR] [--set PROFILE.KEY=VALUE]... [--keep-going] [-n WORKERS]
+                  [--full] [--report-dir DIR] [--set PROFILE.KEY=VALUE]... [--keep-going]
+                  [-n WORKERS]
     proofdiff build [--workload NAME]...
     proofdiff reap [--run-id ID]
 
@@ -53,6 +54,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="profile to run (repeatable; first = baseline). Default: all")
     r.add_argument("--workload", metavar="NAME", action="append", default=[],
                    help="workload (repeatable). Default: the profiles' workload")
+    r.add_argument("--full", action="store_true",
+                   help="run every known workload, the slow PoRep tier included (porep-2k, "
+                   "porep-2k-2p: ~1.7 GB of params, about a minute or more per proof on 2 "
+                   "cores). Default: only the profiles' (or --workload) workloads")
     r.add_argument("--report-dir", metavar="DIR", type=Path, default=REPO / "reports",
                    help="report root. Default: reports/")
     r.add_argument("--set", metavar="PROFILE.KEY=VALUE", action="append", default=[],
@@ -63,6 +68,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("-n", "--workers", metavar="N", type=int, default=0,
                    help="pytest-xdist workers. Default: 0 (one process)")
     r.add_argument("--run-id", metavar="ID", help="run id. Default: a new one")
+    r.add_argument("--param-cache", metavar="DIR", type=Path, default=None,
+                   help="param cache for the daemons and the verifier, e.g. the official "
+                   "Filecoin params a real cuzk image proves with. Default: the params the "
+                   "build generated")
     r.add_argument("--pytest-arg", metavar="ARG", action="append", default=[],
                    help="extra pytest argument (repeatable), e.g. --pytest-arg=-x")
     b = sub.add_parser("build", help="build/reuse the image, params and workloads")
@@ -81,6 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _sigterm)
     console = Console(stderr=False)
+    if not console.is_terminal:  # CI logs: keep the side-by-side table's columns readable
+        console = Console(stderr=False, width=132)
     if args.cmd == "reap":
         try:
             removed = reap(args.run_id)
@@ -129,7 +140,10 @@ def _run(console: Console, args: argparse.Namespace) -> int:
             console.print(f"[red]profile error:[/red] {exc}\nreport: {out / 'index.html'}")
             return EXIT_ERROR
         workloads = args.workload or list(dict.fromkeys(p.workload for p in profiles.values()))
-        from harness.build import BuildError, ensure_artifacts
+        from harness.build import WORKLOADS, BuildError, ensure_artifacts
+
+        if args.full:
+            workloads = list(dict.fromkeys([*workloads, *WORKLOADS]))
 
         try:
             art = ensure_artifacts(workloads=workloads,
@@ -142,7 +156,8 @@ def _run(console: Console, args: argparse.Namespace) -> int:
         if image is None and all(p.image == DEFAULT_IMAGE for p in profiles.values()):
             image = art.image_tag
         launched = True
-        rc = _pytest(args, run_id, image, art.param_cache, art.workloads, workloads)
+        rc = _pytest(args, run_id, image, args.param_cache or art.param_cache, art.workloads,
+                     workloads, verifier_image=art.image_tag)
         if rc == 2:  # pytest.ExitCode.INTERRUPTED: its fixtures already removed the daemons
             console.print(f"[yellow]interrupted; report so far: {args.report_dir / run_id}[/yellow]")
             return EXIT_INTERRUPTED
@@ -159,20 +174,26 @@ def _run(console: Console, args: argparse.Namespace) -> int:
 
 
 def _pytest(args: argparse.Namespace, run_id: str, image: str | None, param_cache: Path,
-            workload_files: dict[str, Path], workloads: list[str]) -> int:
+            workload_files: dict[str, Path], workloads: list[str],
+            verifier_image: str = "") -> int:
     import pytest
 
     pargs = [str(REPO / "suites"), f"--rootdir={REPO}", "-p", "no:cacheprovider",
              "-rfE", "--tb=short",
              f"--proofdiff-profiles={args.profiles}", f"--proofdiff-run-id={run_id}",
              f"--proofdiff-report-dir={args.report_dir}",
-             f"--proofdiff-param-cache={param_cache}"]
+             f"--proofdiff-param-cache={param_cache}",
+             # JUnit for CI gates, allure-results for the step/attachment view (DESIGN.md §6)
+             f"--junitxml={args.report_dir / run_id / 'junit.xml'}",
+             f"--alluredir={args.report_dir / run_id / 'allure-results'}"]
     pargs += [f"--proofdiff-workload-file={n}={p}" for n, p in workload_files.items()]
     pargs += [f"--proofdiff-workload={w}" for w in workloads]
     pargs += [f"--proofdiff-profile={p}" for p in args.profile]
     pargs += [f"--proofdiff-set={s}" for s in args.overrides]
     if image:
         pargs.append(f"--proofdiff-image={image}")
+    if verifier_image:
+        pargs.append(f"--proofdiff-verifier-image={verifier_image}")
     if args.keep_going:
         pargs.append("--proofdiff-keep-going")
     if args.workers:
