@@ -11,7 +11,7 @@ from harness.build._cache import locked
 from harness.build.errors import BuildError, StepReport
 
 #: The binaries the image ships, all built from targets/refprover.
-BINARIES: tuple[str, ...] = ("refprover", "paramgen", "seal", "verify")
+BINARIES: tuple[str, ...] = ("refprover", "paramgen", "seal", "verify", "bench")
 
 #: Deadline of one cargo build in seconds (a cold release build takes ~25 min on 2 cores).
 CARGO_TIMEOUT_S = 3600.0

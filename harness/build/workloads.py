@@ -28,12 +28,14 @@ SEAL_TIMEOUT_S = 1800.0
 class WorkloadSpec:
     """A named workload: the circuits whose params it needs and how ``seal`` makes it.
 
-    ``seal_args`` is the subcommand then its options; ``--param-cache`` and ``--out`` are added.
+    ``seal_args`` is the subcommand then its options; ``--out`` is added, and ``--param-cache``
+    when ``takes_param_cache`` (``seal wpost`` accepts it, ``seal porep`` rejects it).
     """
 
     name: str
     circuits: tuple[str, ...]
     seal_args: tuple[str, ...]
+    takes_param_cache: bool = True
 
 
 #: The known workloads (DESIGN.md section 1).
@@ -49,11 +51,13 @@ WORKLOADS: dict[str, WorkloadSpec] = {
         "porep-2k",
         ("porep-2k",),
         ("porep", "--sectors", "2", "--partitions", "1", "--miner-id", "1000", "--seed", "1"),
+        takes_param_cache=False,
     ),
     "porep-2k-2p": WorkloadSpec(
         "porep-2k-2p",
         ("porep-2k-2p",),
         ("porep", "--sectors", "2", "--partitions", "2", "--miner-id", "1000", "--seed", "1"),
+        takes_param_cache=False,
     ),
 }
 
@@ -106,8 +110,7 @@ def ensure_workload(
             argv = [
                 str(seal),
                 sub,
-                "--param-cache",
-                str(param_cache),
+                *(("--param-cache", str(param_cache)) if spec.takes_param_cache else ()),
                 "--out",
                 str(tmp / out.name),
                 *opts,
