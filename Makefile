@@ -1,6 +1,8 @@
 # proofdiff: two entry points (README.md).
 #   make demo   set up, build the reference prover image, run bench vs prod, print the verdict
 #   make test   set up, build, run the Rust unit tests and every harness test (incl. Docker e2e)
+#               except the slow PoRep tier; `make test-slow` runs that tier (tens of minutes)
+#   make demo ARGS=--full   the demo over every workload, the slow PoRep ones included
 # Heavy builds are cached outside the clone under $(PROOFDIFF_CACHE) (default ~/.cache/proofdiff).
 
 PY       ?= python3.11
@@ -9,14 +11,21 @@ BIN      := $(VENV)/bin
 CACHE    ?= $(or $(PROOFDIFF_CACHE),$(HOME)/.cache/proofdiff)
 CRATE    := targets/refprover
 ARGS     ?=
+# pytest marker expression of `make test`: the slow tier (PoRep C2, minutes per proof) is out
+MARK     ?= not slow
 
-.PHONY: demo test setup sysdeps image unit e2e rust-test reap clean
+.PHONY: demo test test-slow setup sysdeps image image-full unit e2e rust-test reap clean
 
 demo: setup
 	$(BIN)/proofdiff run $(ARGS)
 
 test: setup image rust-test
-	$(BIN)/pytest tests -q -p no:cacheprovider $(ARGS)
+	$(BIN)/pytest tests -q -p no:cacheprovider -m "$(MARK)" $(ARGS)
+
+# The slow tier alone: PoRep differential runs and the PoRep bench-cli run (params ~1.7 GB,
+# ~20 min to generate cold; about a minute or more per proof on 2 cores).
+test-slow: setup image-full
+	$(BIN)/pytest tests -q -p no:cacheprovider -m slow $(ARGS)
 
 # The Python environment, pinned by requirements.lock; reinstalled when the lock changes.
 setup: $(VENV)/.installed
@@ -34,6 +43,9 @@ sysdeps:
 
 image: setup
 	$(BIN)/python -m harness.build --workload wpost-2k
+
+image-full: setup
+	$(BIN)/python -m harness.build --workload wpost-2k --workload porep-2k --workload porep-2k-2p
 
 rust-test:
 	cd $(CRATE) && CARGO_TARGET_DIR=$(CACHE)/cargo-target cargo test --release --locked -q

@@ -132,6 +132,9 @@ def profile_view(profile: Profile) -> dict[str, Any]:
         "mem_limit": profile.mem_limit,
         "timeout_s": profile.timeout_s,
         "ready_timeout_s": profile.ready_timeout_s,
+        # the bench client's settings matter only where it runs (driver bench-cli)
+        **({"bench_tool": profile.bench_tool, "bench_args": list(profile.bench_args)}
+           if profile.driver == "bench-cli" else {}),
     }
 
 

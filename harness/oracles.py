@@ -56,6 +56,9 @@ class ValidityOutcome:
     valid: int
     bad: tuple[BadJob, ...]
     errors: tuple[str, ...]
+    #: COMPLETED jobs whose proof could not be obtained (``JobResult.unverifiable``): neither
+    #: valid nor invalid; named in :meth:`explain`, they do not change the outcome label.
+    unverified: tuple[str, ...] = ()
 
     @property
     def outcome(self) -> str:
@@ -79,6 +82,9 @@ class ValidityOutcome:
                 f"({self.valid}/{self.total} valid, {self.completed} completed)")
         lines = [head] + [f"  {b.render()}" for b in self.bad]
         lines += [f"  error: {e}" for e in self.errors]
+        if self.unverified:
+            lines.append(f"  {len(self.unverified)} completed proof(s) not verified: "
+                         f"{self.unverified[0]}")
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -87,7 +93,9 @@ class ValidityOutcome:
                 "total": self.total, "completed": self.completed, "valid": self.valid,
                 "invalid": sum(1 for b in self.bad if b.kind == "invalid"),
                 "failed": sum(1 for b in self.bad if b.kind == "failed"),
-                "bad": [b.to_json() for b in self.bad], "errors": list(self.errors)}
+                "bad": [b.to_json() for b in self.bad], "errors": list(self.errors),
+                "unverified": len(self.unverified),
+                "unverified_reasons": sorted(set(self.unverified))}
 
 
 def validity(run: RunResult) -> ValidityOutcome:
@@ -96,6 +104,7 @@ def validity(run: RunResult) -> ValidityOutcome:
     is counted as ``failed`` with its error text."""
     expected = run.partitions * PROOF_BYTES_PER_PARTITION
     bad: list[BadJob] = []
+    unverified: list[str] = []
     completed = valid = 0
     for j in run.jobs:
         def mk(kind: str, reason: str, parts: tuple[int, ...] = ()) -> BadJob:
@@ -105,6 +114,9 @@ def validity(run: RunResult) -> ValidityOutcome:
             bad.append(mk("failed", j.error or "no error text"))
             continue
         completed += 1
+        if j.unverifiable and not j.proof:
+            unverified.append(j.unverifiable)
+            continue
         v = run.verdicts.get(j.key)
         if len(j.proof) != expected:
             bad.append(mk("invalid", f"proof is {len(j.proof)} bytes, expected {expected} "
@@ -119,7 +131,7 @@ def validity(run: RunResult) -> ValidityOutcome:
             valid += 1
     return ValidityOutcome(profile=run.profile, workload=run.workload, total=len(run.jobs),
                            completed=completed, valid=valid, bad=tuple(bad),
-                           errors=tuple(run.errors))
+                           errors=tuple(run.errors), unverified=tuple(unverified))
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "ALL_PROFILES",
     "DEFAULT_CONFIG_PATH",
     "DEFAULT_PARAM_PATH",
     "JOB_ID_SCHEMES",
@@ -51,10 +52,12 @@ REFPROVER_DEFAULTS: dict[str, Any] = {
     "logging": {"level": "info"},
 }
 
-DRIVERS = ("grpc",)  # "bench-cli" comes with issue 4
+DRIVERS = ("grpc", "bench-cli")
 JOB_ID_SCHEMES = ("uuid", "curio", "fixed")
 NETWORKS = ("bridge", "host", "none")
 MOUNT_NAMES = ("params",)
+#: The profile name of an override that applies to every profile: ``--set '*.image=TAG'``.
+ALL_PROFILES = "*"
 
 #: Every key a profile may set, with its meaning (shown in errors).
 PROFILE_KEYS: dict[str, str] = {
@@ -76,6 +79,12 @@ PROFILE_KEYS: dict[str, str] = {
     "jobs": "how many workload jobs to run (int >= 1; default all)",
     "timeout_s": "deadline per job in seconds (default 600)",
     "ready_timeout_s": "deadline for the daemon to answer GetStatus, seconds (default 60)",
+    "bench_tool": "bench-cli driver: the cuzk-bench-style client in the image, run as the "
+                  "entrypoint of a short-lived container (default 'bench', refprover's; "
+                  "'cuzk-bench' in a cuzk image)",
+    "bench_args": "bench-cli driver: extra args appended to `<bench_tool> -a ADDR batch -t TYPE "
+                  "--c1 FILE --sector-num N --miner-id M -c COUNT -j CONCURRENCY` "
+                  "(list of strings; default none)",
 }
 
 
@@ -110,6 +119,8 @@ class Profile:
         jobs: how many workload jobs to run; ``None`` = all.
         timeout_s: deadline per job, seconds (default 600).
         ready_timeout_s: deadline for readiness, seconds (default 60).
+        bench_tool: the bench client run by the ``bench-cli`` driver (default ``bench``).
+        bench_args: extra args for the bench client (``bench-cli`` only).
         source: the file the profile came from.
         overrides: the ``--set`` overrides applied, as ``key=value`` strings.
     """
@@ -133,6 +144,8 @@ class Profile:
     jobs: int | None = None
     timeout_s: float = 600.0
     ready_timeout_s: float = 60.0
+    bench_tool: str = "bench"
+    bench_args: tuple[str, ...] = ()
     source: str = ""
     overrides: tuple[str, ...] = ()
 
@@ -197,6 +210,8 @@ class Override:
 
 def parse_override(text: str) -> Override:
     """Parse ``prod.env.REFPROVER_FAULTS=partition-race`` into an :class:`Override`.
+
+    The profile ``*`` means every profile of the file (``*.gpus=none``).
 
     Raises:
         ProfileError: no ``=``, or fewer than two dotted parts before it.
@@ -295,9 +310,11 @@ def _build(name: str, raw: Mapping[str, Any], source: str, overrides: tuple[str,
     if driver == "grpc" and "grpc" not in ports:
         ports = {**ports, "grpc": 9820}
     gpus = raw.get("gpus")
+    if gpus in (0, "none"):  # an explicit "no GPU request" (what --set X.gpus=none types)
+        gpus = None
     _expect(gpus is None or gpus == "all" or (isinstance(gpus, int) and gpus >= 0)
             or (isinstance(gpus, list) and all(isinstance(g, str) for g in gpus)),
-            where, "gpus", "'all', a count or a list of device ids", gpus)
+            where, "gpus", "'all', a count, a list of device ids, or 'none'", gpus)
     network = raw.get("network", "bridge")
     _expect(network in NETWORKS, where, "network", f"one of {NETWORKS}", network)
     cpus = raw.get("cpus")
@@ -309,6 +326,16 @@ def _build(name: str, raw: Mapping[str, Any], source: str, overrides: tuple[str,
     jobs = raw.get("jobs")
     _expect(jobs is None or (isinstance(jobs, int) and jobs >= 1), where, "jobs",
             "an int >= 1", jobs)
+    bench_tool = raw.get("bench_tool", "bench")
+    _expect(isinstance(bench_tool, str) and bool(bench_tool.strip()), where, "bench_tool",
+            "a non-empty string naming the bench client in the image", bench_tool)
+    bench_args = raw.get("bench_args", [])
+    _expect(isinstance(bench_args, list) and all(isinstance(a, str) for a in bench_args),
+            where, "bench_args", "a list of strings, e.g. ['--timeout', '1800']", bench_args)
+    if driver == "bench-cli":
+        _expect(job_ids == "uuid", where, "job_ids", "'uuid' with driver 'bench-cli' (the bench "
+                "tool makes a fresh UUID per proof; use driver 'grpc' for curio or fixed ids)",
+                job_ids)
     for key, default in (("timeout_s", 600.0), ("ready_timeout_s", 60.0)):
         val = raw.get(key, default)
         _expect(isinstance(val, (int, float)) and not isinstance(val, bool) and val > 0,
@@ -323,7 +350,7 @@ def _build(name: str, raw: Mapping[str, Any], source: str, overrides: tuple[str,
         mem_limit=str(mem) if mem is not None else None, jobs=jobs,
         timeout_s=float(raw.get("timeout_s", 600.0)),
         ready_timeout_s=float(raw.get("ready_timeout_s", 60.0)),
-        source=source, overrides=overrides,
+        bench_tool=bench_tool, bench_args=tuple(bench_args), source=source, overrides=overrides,
     )
     return profile
 
@@ -344,7 +371,8 @@ def load_profiles(path: str | Path, overrides: Iterable[str | Override] = ()) ->
 
     Args:
         path: the TOML file.
-        overrides: ``PROFILE.KEY...=VALUE`` strings or parsed :class:`Override` objects.
+        overrides: ``PROFILE.KEY...=VALUE`` strings or parsed :class:`Override` objects,
+            applied in order; ``*`` as PROFILE applies to every profile.
 
     Returns:
         Profiles by name, in file order.
@@ -366,7 +394,7 @@ def load_profiles(path: str | Path, overrides: Iterable[str | Override] = ()) ->
         raise ProfileError(f"{path}: no profiles; add at least one [profiles.NAME] table")
     parsed = [o if isinstance(o, Override) else parse_override(o) for o in overrides]
     for o in parsed:
-        if o.profile not in tables:
+        if o.profile != ALL_PROFILES and o.profile not in tables:
             raise ProfileError(f"--set {o.text!r}: unknown profile {o.profile!r}; known "
                                f"profiles in {path}: {', '.join(tables)}")
     out: dict[str, Profile] = {}
@@ -374,7 +402,7 @@ def load_profiles(path: str | Path, overrides: Iterable[str | Override] = ()) ->
         if not isinstance(table, dict):
             raise ProfileError(f"{path}: [profiles.{name}] must be a table")
         raw = deep_merge(defaults, table)
-        mine = [o for o in parsed if o.profile == name]
+        mine = [o for o in parsed if o.profile in (name, ALL_PROFILES)]
         for o in mine:
             _set_path(raw, o.path, o.value, f"--set {o.text!r}")
         out[name] = _build(name, raw, str(path), tuple(o.text for o in mine))

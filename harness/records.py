@@ -46,6 +46,9 @@ class JobResult:
             daemon (0 when no answer).
         wall_ms: client wall time from the call to its answer, ms.
         started_unix_s: wall clock when the call was made, seconds since the epoch.
+        unverifiable: why a COMPLETED job's proof bytes could not be obtained, so it cannot be
+            verified ('' = not applicable), e.g. a bench tool that does not save proofs. The
+            validity oracle counts such a job as completed but unverified, never as invalid.
     """
 
     name: str
@@ -62,6 +65,7 @@ class JobResult:
     total_ms: int = 0
     wall_ms: float = 0.0
     started_unix_s: float = 0.0
+    unverifiable: str = ""
 
     @property
     def key(self) -> str:
@@ -78,7 +82,7 @@ class JobResult:
             "queue_wait_ms": self.queue_wait_ms, "srs_load_ms": self.srs_load_ms,
             "synthesis_ms": self.synthesis_ms, "gpu_compute_ms": self.gpu_compute_ms,
             "total_ms": self.total_ms, "wall_ms": round(self.wall_ms, 3),
-            "started_unix_s": self.started_unix_s,
+            "started_unix_s": self.started_unix_s, "unverifiable": self.unverifiable,
         }
 
     @classmethod
@@ -92,6 +96,7 @@ class JobResult:
             synthesis_ms=int(d.get("synthesis_ms", 0)),
             gpu_compute_ms=int(d.get("gpu_compute_ms", 0)), total_ms=int(d.get("total_ms", 0)),
             wall_ms=float(d.get("wall_ms", 0.0)), started_unix_s=float(d.get("started_unix_s", 0)),
+            unverifiable=d.get("unverifiable", ""),
         )
 
 

@@ -1,12 +1,22 @@
 """Workload files (refprover README, 'Workload file'): load, validate, turn into requests.
 
-A workload is JSON written by the image's ``seal`` tool::
+A workload is JSON written by the image's ``seal`` tool. WindowPoSt (``seal wpost``)::
 
     {"schema": 1, "workload": "wpost-2k", "proof_kind": "WINDOW_POST_PARTITION",
      "sector_size": 2048, "registered_proof": 10, "api_version": "1.2.0", "partitions": 2,
      "jobs": [{"name": "wpost-0", "miner_id": 1000, "randomness": "<hex 32 bytes>",
                "sectors": [{"sector_id": 1, "comm_r": "<hex 32 bytes>"}],
                "vanilla_proofs": ["<base64 bincode>"]}]}
+
+PoRep C2 (``seal porep``; one job per sealed sector; ``c1`` is the cuzk C1 envelope as JSON
+text, DESIGN.md section 3)::
+
+    {"schema": 1, "workload": "porep-2k", "proof_kind": "POREP_SEAL_COMMIT",
+     "sector_size": 2048, "registered_proof": 5, "partitions": 1,
+     "jobs": [{"name": "porep-s1", "miner_id": 1000, "sector_number": 1,
+               "comm_r": "<hex 32>", "comm_d": "<hex 32>", "ticket": "<hex 32>",
+               "seed": "<hex 32>",
+               "c1": "{\"SectorNum\": 1, \"Phase1Out\": \"<base64>\", \"SectorSize\": 2048}"}]}
 """
 
 from __future__ import annotations
@@ -28,7 +38,9 @@ __all__ = [
     "Workload",
     "WorkloadError",
     "WorkloadJob",
+    "bench_input",
     "build_request",
+    "is_slow_workload",
     "load_workload",
     "sector_ids",
     "select_jobs",
@@ -38,8 +50,12 @@ __all__ = [
 #: A Groth16 proof on BLS12-381, compressed: 192 bytes per partition.
 PROOF_BYTES_PER_PARTITION = 192
 #: Proof kinds this harness can submit and verify today.
-SUPPORTED_KINDS = ("WINDOW_POST_PARTITION",)
+SUPPORTED_KINDS = ("WINDOW_POST_PARTITION", "POREP_SEAL_COMMIT")
+POREP = "POREP_SEAL_COMMIT"
 SCHEMA_VERSION = 1
+#: Name prefixes of the slow tier's workloads (pytest marker ``slow``): PoRep C2 takes about a
+#: minute or more per proof on a 2-core CPU, and its params are 0.5-1.1 GB.
+SLOW_WORKLOAD_PREFIXES = ("porep",)
 
 
 class WorkloadError(ValueError):
@@ -56,14 +72,25 @@ class Sector:
 
 @dataclass(frozen=True)
 class WorkloadJob:
-    """One proof request: ``randomness`` is 32 bytes; ``vanilla_proofs`` one bincode blob per
-    sector, decoded from base64."""
+    """One proof request.
+
+    WindowPoSt: ``randomness`` is 32 bytes; ``sectors`` the job's sectors; ``vanilla_proofs``
+    one bincode blob per sector, decoded from base64.
+
+    PoRep C2: ``sectors`` is the one sealed sector (``sector_number``, ``comm_r``); ``c1`` the
+    cuzk C1 envelope bytes sent as ``vanilla_proof``; ``comm_d``, ``ticket`` and ``seed`` (hex,
+    32 bytes each) are public inputs for the verifier only.
+    """
 
     name: str
     miner_id: int
-    randomness: bytes
-    sectors: tuple[Sector, ...]
-    vanilla_proofs: tuple[bytes, ...]
+    randomness: bytes = b""
+    sectors: tuple[Sector, ...] = ()
+    vanilla_proofs: tuple[bytes, ...] = ()
+    c1: bytes = b""
+    comm_d: str = ""
+    ticket: str = ""
+    seed: str = ""
 
 
 @dataclass(frozen=True)
@@ -103,6 +130,35 @@ def _hex(val: str, where: str, nbytes: int | None = None) -> bytes:
     if nbytes is not None and len(raw) != nbytes:
         raise WorkloadError(f"{where}: expected {nbytes} bytes, got {len(raw)}")
     return raw
+
+
+def _porep_job(d: Any, where: str, sector_size: int) -> WorkloadJob:
+    """A PoRep job; the C1 envelope is checked for shape (JSON with SectorNum, Phase1Out,
+    SectorSize that agree with the job) but its Phase1Out stays opaque to the harness."""
+    name = _need(d, "name", str, where)
+    where = f"{where} ({name!r})"
+    sector = _need(d, "sector_number", int, where)
+    hexes = {}
+    for key in ("comm_r", "comm_d", "ticket", "seed"):
+        hexes[key] = _need(d, key, str, where)
+        _hex(hexes[key], f"{where}.{key}", 32)
+    c1 = _need(d, "c1", str, where)
+    try:
+        env = json.loads(c1)
+    except json.JSONDecodeError as exc:
+        raise WorkloadError(f"{where}.c1: the C1 envelope is not JSON ({exc.msg}); regenerate the "
+                            "workload with `seal porep`") from None
+    for key in ("SectorNum", "Phase1Out", "SectorSize"):
+        _need(env, key, str if key == "Phase1Out" else int, f"{where}.c1 (C1 envelope)")
+    if env["SectorNum"] != sector or env["SectorSize"] != sector_size:
+        raise WorkloadError(
+            f"{where}.c1: the C1 envelope says SectorNum={env['SectorNum']}, SectorSize="
+            f"{env['SectorSize']} but the job says sector_number={sector}, sector_size="
+            f"{sector_size}; the envelope belongs to another sector: regenerate the workload")
+    return WorkloadJob(
+        name=name, miner_id=_need(d, "miner_id", int, where),
+        sectors=(Sector(sector_id=sector, comm_r=hexes["comm_r"]),), c1=c1.encode("utf-8"),
+        comm_d=hexes["comm_d"], ticket=hexes["ticket"], seed=hexes["seed"])
 
 
 def _job(d: Any, where: str) -> WorkloadJob:
@@ -161,8 +217,13 @@ def load_workload(path: str | Path) -> Workload:
     if kind not in SUPPORTED_KINDS:
         raise WorkloadError(f"{where}: proof_kind {kind!r} not supported yet; "
                             f"supported: {', '.join(SUPPORTED_KINDS)}")
-    jobs = tuple(_job(j, f"{where}: jobs[{i}]")
-                 for i, j in enumerate(_need(doc, "jobs", list, where)))
+    sector_size = _need(doc, "sector_size", int, where)
+    raw_jobs = _need(doc, "jobs", list, where)
+    if kind == POREP:
+        jobs = tuple(_porep_job(j, f"{where}: jobs[{i}]", sector_size)
+                     for i, j in enumerate(raw_jobs))
+    else:
+        jobs = tuple(_job(j, f"{where}: jobs[{i}]") for i, j in enumerate(raw_jobs))
     if not jobs:
         raise WorkloadError(f"{where}: 'jobs' is empty")
     partitions = _need(doc, "partitions", int, where)
@@ -170,7 +231,7 @@ def load_workload(path: str | Path) -> Workload:
         raise WorkloadError(f"{where}: partitions must be >= 1, got {partitions}")
     return Workload(
         name=_need(doc, "workload", str, where), proof_kind=kind,
-        sector_size=_need(doc, "sector_size", int, where),
+        sector_size=sector_size,
         registered_proof=_need(doc, "registered_proof", int, where),
         api_version=str(doc.get("api_version", "")), partitions=partitions, jobs=jobs,
         source=str(path),
@@ -187,9 +248,19 @@ def select_jobs(workload: Workload, count: int | None) -> list[WorkloadJob]:
 
 def build_request(workload: Workload, job: WorkloadJob, request_id: str,
                   priority: int = cuzk_pb2.NORMAL) -> cuzk_pb2.SubmitProofRequest:
-    """The ``SubmitProofRequest`` for one job (WindowPoSt: all of the job's sectors' vanilla
-    proofs, its randomness and miner id; ``partition_index`` 0, ``sector_number`` = first
-    sector)."""
+    """The ``SubmitProofRequest`` for one job.
+
+    WindowPoSt: all of the job's sectors' vanilla proofs, its randomness and miner id;
+    ``partition_index`` 0, ``sector_number`` = first sector. PoRep C2: the C1 envelope as
+    ``vanilla_proof``, the sector number and miner id (the prover id is derived from it).
+    """
+    if workload.proof_kind == POREP:
+        return cuzk_pb2.SubmitProofRequest(
+            request_id=request_id, proof_kind=workload.proof_kind,
+            sector_size=workload.sector_size, registered_proof=workload.registered_proof,
+            priority=priority,  # type: ignore[arg-type]
+            vanilla_proof=job.c1, sector_number=job.sectors[0].sector_id,
+            miner_id=job.miner_id)
     return cuzk_pb2.SubmitProofRequest(
         request_id=request_id,
         proof_kind=workload.proof_kind,  # the enum's name; protobuf maps it
@@ -208,6 +279,13 @@ def verify_item(workload: Workload, job: WorkloadJob, item_id: str,
                 proof: bytes) -> dict[str, Any]:
     """One ``items[]`` entry of the verifier's input (refprover README, 'Verifier input'): the
     job's own public inputs and the proof to check, as hex."""
+    if workload.proof_kind == POREP:
+        return {
+            "id": item_id, "proof_kind": POREP, "sector_size": workload.sector_size,
+            "miner_id": job.miner_id, "sector_number": job.sectors[0].sector_id,
+            "comm_r": job.sectors[0].comm_r, "comm_d": job.comm_d, "ticket": job.ticket,
+            "seed": job.seed, "partitions": workload.partitions, "proof": proof.hex(),
+        }
     return {
         "id": item_id,
         "proof_kind": workload.proof_kind,
@@ -222,3 +300,23 @@ def verify_item(workload: Workload, job: WorkloadJob, item_id: str,
 def sector_ids(job: WorkloadJob) -> Sequence[int]:
     """The job's sector numbers in order."""
     return [s.sector_id for s in job.sectors]
+
+
+def bench_input(workload: Workload, job: WorkloadJob) -> bytes:
+    """The file a cuzk-bench-style tool reads with ``--c1`` for this job.
+
+    PoRep: the C1 envelope itself. WindowPoSt (no C1 exists; refprover's ``bench`` reads a
+    workload job): the job as JSON, in the workload file's own shape.
+    """
+    if workload.proof_kind == POREP:
+        return job.c1
+    return json.dumps({
+        "name": job.name, "miner_id": job.miner_id, "randomness": job.randomness.hex(),
+        "sectors": [{"sector_id": s.sector_id, "comm_r": s.comm_r} for s in job.sectors],
+        "vanilla_proofs": [base64.b64encode(v).decode("ascii") for v in job.vanilla_proofs],
+    }).encode("utf-8")
+
+
+def is_slow_workload(name: str) -> bool:
+    """True for the slow tier's workloads (``porep-2k``, ``porep-2k-2p``, ...)."""
+    return name.startswith(SLOW_WORKLOAD_PREFIXES)
