@@ -8,7 +8,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bellperson::groth16::PreparedVerifyingKey;
 use blstrs::Bls12;
@@ -21,12 +21,6 @@ use crate::metrics::Metrics;
 use crate::params;
 use crate::proto::{await_proof_response::Status, SubmitProofRequest};
 use crate::request::Inputs;
-
-/// FAULT partition-race: how long a worker keeps its result in the shared scratch buffer before
-/// reading it back (the race window), in ms; any worker finishing meanwhile overwrites it.
-/// Partition proofs on 2 cores finish seconds apart, so the window spans seconds to make the
-/// race as reliable as the production incident; it is bounded, so a lone worker never hangs.
-const RACE_WINDOW_MS: u64 = 3000;
 
 /// FAULT queue-deadlock: jobs submitted while this many jobs are unfinished are parked forever.
 const DEADLOCK_PENDING: u64 = 2;
@@ -107,9 +101,8 @@ pub struct Engine {
     table: Mutex<HashMap<String, VecDeque<Arc<Job>>>>,
     /// FAULT shared-assembler: assemblers keyed by request id, without a duplicate guard.
     shared_assemblers: Mutex<HashMap<String, Arc<Assembler>>>,
-    /// FAULT partition-race: one scratch buffer shared by all workers (generation, bytes).
-    scratch: Mutex<(u64, Vec<u8>)>,
-    scratch_cv: Condvar,
+    /// FAULT partition-race: one scratch buffer shared by all workers.
+    scratch: Mutex<Vec<u8>>,
     srs: Mutex<HashMap<String, SrsEntry>>,
     vks: Mutex<HashMap<String, Arc<PreparedVerifyingKey<Bls12>>>>,
     /// FAULT shared-witness: proofs cached by sectors and partition, ignoring the randomness
@@ -132,8 +125,7 @@ impl Engine {
             queue_cv: Condvar::new(),
             table: Mutex::new(HashMap::new()),
             shared_assemblers: Mutex::new(HashMap::new()),
-            scratch: Mutex::new((0, Vec::new())),
-            scratch_cv: Condvar::new(),
+            scratch: Mutex::new(Vec::new()),
             srs: Mutex::new(HashMap::new()),
             vks: Mutex::new(HashMap::new()),
             witness_cache: Mutex::new(HashMap::new()),
@@ -374,23 +366,19 @@ impl Engine {
         }
     }
 
-    /// FAULT partition-race: with more than one worker, a finished partition proof goes
-    /// through one scratch buffer shared by every worker; a worker reads back whatever the last
-    /// writer left there. Without the fault (or with one worker) the bytes pass through untouched.
+    /// FAULT partition-race: with more than one worker, every finished partition proof goes
+    /// through one scratch buffer shared by all workers, and a worker swaps its output in and
+    /// takes the previous occupant out, so each partition gets the bytes of whichever partition
+    /// (of any job) finished before it; the first swap finds 192 zero bytes. Deterministic: no
+    /// partition keeps its own proof, like the incident where all 10 partitions were invalid.
+    /// Without the fault, or with one worker, the bytes pass through untouched.
     fn through_scratch(&self, bytes: Vec<u8>) -> Vec<u8> {
         if !(self.faults.on("partition-race") && self.config.synthesis.partition_workers > 1) {
             return bytes;
         }
-        let mut s = self.scratch.lock().expect("scratch lock");
-        s.0 += 1;
-        let my_gen = s.0;
-        s.1 = bytes;
-        self.scratch_cv.notify_all();
-        let (s, _) = self
-            .scratch_cv
-            .wait_timeout_while(s, Duration::from_millis(RACE_WINDOW_MS), |s| s.0 == my_gen)
-            .expect("scratch lock");
-        s.1.clone()
+        let mut scratch = self.scratch.lock().expect("scratch lock");
+        let previous = std::mem::replace(&mut *scratch, bytes);
+        if previous.is_empty() { vec![0u8; crate::wpost::PARTITION_PROOF_BYTES] } else { previous }
     }
 
     fn complete_assembled(&self, job: &Arc<Job>, inputs: &Inputs, proof: Vec<u8>) {
