@@ -5,6 +5,10 @@
                   [-n WORKERS]
     proofdiff build [--workload NAME]...
     proofdiff reap [--run-id ID]
+    proofdiff catch-matrix [--fault NAME]... [--repeat-clean N] [--targeted] (harness.catch_matrix)
+
+``run --suite NAME`` (repeatable) picks suites; default: every suite but ``timing`` (minutes of
+interleaved samples on a quiet host), ``--suite all`` adds it.
 
 ``run`` ensures the artifacts (harness.build), runs ``suites/`` through pytest in-process with
 the matching ``--proofdiff-*`` options, prints a side-by-side table and a one-line verdict from
@@ -38,6 +42,9 @@ __all__ = ["EXIT_DIVERGED", "EXIT_ERROR", "EXIT_FAILED", "EXIT_INTERRUPTED", "EX
 EXIT_OK, EXIT_DIVERGED, EXIT_FAILED, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_IMAGE = "proofdiff/refprover:latest"
+#: The suites of suites/, in run order; ``proofdiff run`` runs DEFAULT_SUITES unless --suite.
+SUITES = ("preflight", "validity", "warmup", "isolation", "timing")
+DEFAULT_SUITES = ("preflight", "validity", "warmup", "isolation")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -72,10 +79,18 @@ def _parser() -> argparse.ArgumentParser:
                    help="param cache for the daemons and the verifier, e.g. the official "
                    "Filecoin params a real cuzk image proves with. Default: the params the "
                    "build generated")
+    r.add_argument("--suite", metavar="NAME", action="append", default=[],
+                   choices=[*SUITES, "all"],
+                   help=f"suite to run (repeatable): {', '.join(SUITES)} or all. Default: "
+                   f"{', '.join(DEFAULT_SUITES)} (timing takes minutes: --suite all)")
     r.add_argument("--pytest-arg", metavar="ARG", action="append", default=[],
                    help="extra pytest argument (repeatable), e.g. --pytest-arg=-x")
     b = sub.add_parser("build", help="build/reuse the image, params and workloads")
     b.add_argument("--workload", metavar="NAME", action="append", default=[])
+    from .catch_matrix import add_arguments as _catch_args
+
+    _catch_args(sub.add_parser("catch-matrix", help="run the suites against the clean image and "
+                               "each fault switch on prod; print fault x suite"))
     rp = sub.add_parser("reap", help="remove leftover proofdiff containers")
     rp.add_argument("--run-id", metavar="ID", help="only this run's. Default: every run's")
     return p
@@ -103,6 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     if args.cmd == "build":
         return _build(console, args.workload or ["wpost-2k"])
+    if args.cmd == "catch-matrix":
+        from .catch_matrix import run_matrix
+
+        return run_matrix(args, console)
     return _run(console, args)
 
 
@@ -178,7 +197,7 @@ def _pytest(args: argparse.Namespace, run_id: str, image: str | None, param_cach
             verifier_image: str = "") -> int:
     import pytest
 
-    pargs = [str(REPO / "suites"), f"--rootdir={REPO}", "-p", "no:cacheprovider",
+    pargs = [*_suite_paths(args), f"--rootdir={REPO}", "-p", "no:cacheprovider",
              "-rfE", "--tb=short",
              f"--proofdiff-profiles={args.profiles}", f"--proofdiff-run-id={run_id}",
              f"--proofdiff-report-dir={args.report_dir}",
@@ -202,6 +221,14 @@ def _pytest(args: argparse.Namespace, run_id: str, image: str | None, param_cach
     return int(pytest.main(pargs))
 
 
+def _suite_paths(args: argparse.Namespace) -> list[str]:
+    """``suites/`` for ``--suite all``, else one file per selected suite (default set)."""
+    chosen = list(getattr(args, "suite", []) or DEFAULT_SUITES)
+    if "all" in chosen:
+        return [str(REPO / "suites")]
+    return [str(REPO / "suites" / f"test_{n}.py") for n in dict.fromkeys(chosen)]
+
+
 def _finish(console: Console, args: argparse.Namespace, run_id: str, rc: int,
             elapsed_s: float) -> int:
     path = args.report_dir / run_id
@@ -220,7 +247,10 @@ def _finish(console: Console, args: argparse.Namespace, run_id: str, rc: int,
     for row in side_by_side(summary):
         colour = "green" if row["outcome"] == "valid" else "red"
         table.add_row(row["profile"], row["workload"], f"[{colour}]{row['outcome']}[/{colour}]",
-                      f"{row['proofs']}/{row['jobs']}", str(row["valid"]), str(row["invalid"]),
+                      f"{row['proofs']}/{row['jobs']}",
+                      str(row["valid"]) + (f" (+{row['unverified']} unverified)"
+                                           if row.get("unverified") else ""),
+                      str(row["invalid"]),
                       str(row["failed"]),
                       "-" if row["median_ms"] is None else f"{row['median_ms']:.0f}",
                       "-" if row["start_to_ready_ms"] is None
@@ -229,6 +259,10 @@ def _finish(console: Console, args: argparse.Namespace, run_id: str, rc: int,
     for div in summary["divergences"]:
         console.print(f"[red]{div['headline']}[/red]")
         for i, s in enumerate(div["suspects"][:5]):
+            console.print(f"  suspect {i + 1}: {s['line']}")
+    for div in summary.get("oracle_divergences", []):
+        console.print(f"[red]{div['headline']}[/red]\n  {div['message'].splitlines()[-1][:300]}")
+        for i, s in enumerate(div.get("suspects", [])[:3]):
             console.print(f"  suspect {i + 1}: {s['line']}")
     verdict = summary["verdict"]
     colour = "green" if verdict == "pass" else "red"

@@ -12,7 +12,9 @@ Schema (``schema_version`` 1)::
      runs: [RunResult without the raw inspect, plus inspect_view],
      outcomes: [ValidityOutcome], divergences: [Divergence],
      config_delta: [ConfigDelta first profile -> each other], start_to_ready_ms: {name: ms},
-     errors: [str], pytest: {exitstatus, passed, failed, errors, skipped}}
+     errors: [str], pytest: {exitstatus, passed, failed, errors, skipped},
+     oracles: [OracleRecord] (issue-3 suites), oracle_divergences: [...],
+     catch_matrix: {...} (only in a `proofdiff catch-matrix` report)}
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 import jinja2
 
 from .config_delta import inspect_view, profile_delta, profile_view
+from .oracle_records import OracleRecord, oracle_divergences
 from .oracles import Divergence, ValidityOutcome, diverge, validity
 from .profiles import Profile
 from .records import JobStatus, RunResult
@@ -43,8 +46,8 @@ def _median(xs: Sequence[float]) -> float | None:
 
 def side_by_side(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per run for tables: profile, workload, outcome, proofs (completed), valid,
-    failed (not completed), invalid, median_ms (client wall of COMPLETED jobs, ms),
-    start_to_ready_ms."""
+    failed (not completed), invalid, unverified (completed, proof not obtainable), median_ms
+    (client wall of COMPLETED jobs, ms), start_to_ready_ms."""
     outcomes = {(o["profile"], o["workload"]): o for o in summary.get("outcomes", [])}
     rows = []
     for run in summary.get("runs", []):
@@ -55,6 +58,7 @@ def side_by_side(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
             "outcome": o.get("outcome", "error"), "jobs": len(run["jobs"]),
             "proofs": o.get("completed", 0), "valid": o.get("valid", 0),
             "failed": o.get("failed", 0), "invalid": o.get("invalid", 0),
+            "unverified": o.get("unverified", 0),
             "median_ms": _median(walls), "start_to_ready_ms": run.get("start_to_ready_ms"),
         })
     return rows
@@ -79,9 +83,12 @@ def _verdict(outcomes: Sequence[ValidityOutcome], divergences: Sequence[Divergen
 def build_summary(*, run_id: str, profiles: Mapping[str, Profile], runs: Sequence[RunResult],
                   errors: Sequence[str] = (), image_tag: str = "", image_digest: str = "",
                   pytest_info: Mapping[str, Any] | None = None,
-                  created_unix_s: float | None = None) -> dict[str, Any]:
+                  created_unix_s: float | None = None, oracles: Sequence[OracleRecord] = (),
+                  catch_matrix: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The summary dict (see the module docstring). Divergences and deltas compare the first
-    profile (the baseline, e.g. ``bench``) with each other profile, per workload."""
+    profile (the baseline, e.g. ``bench``) with each other profile, per workload. ``oracles``
+    (records of the other suites) can turn a ``pass``/``invalid`` verdict into ``diverged``
+    (an oracle fails on a profile but not on the baseline) or ``invalid`` (fails on both)."""
     outcomes = [validity(r) for r in runs]
     names = list(profiles)
     deltas = [profile_delta(profiles[names[0]], profiles[n]) for n in names[1:]]
@@ -96,6 +103,17 @@ def build_summary(*, run_id: str, profiles: Mapping[str, Profile], runs: Sequenc
                 if div is not None:
                     divergences.append(div)
     verdict, line = _verdict(outcomes, divergences, errors)
+    if not runs and oracles and not errors:  # no proving suite ran (e.g. --suite preflight)
+        verdict, line = "pass", (f"SAME: every oracle passed ({len(oracles)} checks on "
+                                 f"{', '.join(sorted({r.profile for r in oracles}))})")
+    odivs = oracle_divergences(oracles, names[0], deltas) if names else []
+    failed = [r for r in oracles if r.outcome == "fail"]
+    if odivs and verdict in ("pass", "invalid", "diverged"):
+        heads = "; ".join(d["headline"] for d in odivs)
+        verdict, line = "diverged", (f"{line}; {heads}" if verdict == "diverged" else heads)
+    elif failed and verdict == "pass":
+        verdict, line = "invalid", "no divergence, but " + "; ".join(
+            f"{r.suite}/{r.oracle} failed on {r.profile or 'all'}" for r in failed)
     run_docs = []
     for r in runs:
         doc = r.to_json()
@@ -118,6 +136,9 @@ def build_summary(*, run_id: str, profiles: Mapping[str, Profile], runs: Sequenc
                               if r.start_to_ready_ms is not None},
         "errors": list(errors),
         "pytest": dict(pytest_info or {}),
+        "oracles": [r.to_json() for r in oracles],
+        "oracle_divergences": odivs,
+        **({"catch_matrix": dict(catch_matrix)} if catch_matrix else {}),
     }
 
 

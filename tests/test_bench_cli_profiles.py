@@ -89,3 +89,17 @@ def test_unverifiable_proofs_are_counted_not_called_invalid() -> None:
 def test_an_empty_proof_without_a_reason_is_still_invalid() -> None:
     o = validity(run("prod", [dataclasses.replace(job(0), proof=b"")]))
     assert o.outcome == "invalid" and "0 bytes" in o.bad[0].reason
+
+
+def test_report_rows_show_unverified_proofs_next_to_valid_ones() -> None:
+    from harness.report import build_summary, side_by_side
+
+    ps = load_profiles(PROFILES, ['bench.driver="bench-cli"'])
+    unverified = [dataclasses.replace(job(i), proof=b"", request_id="(bench tool uuid)",
+                                      unverifiable="no --save-proofs") for i in range(4)]
+    s = build_summary(run_id="r", profiles=ps, runs=[run("bench", unverified),
+                                                     run("prod", [job(i) for i in range(4)])])
+    rows = {r["profile"]: r for r in side_by_side(s)}
+    assert (rows["bench"]["valid"], rows["bench"]["unverified"]) == (0, 4)
+    assert (rows["prod"]["valid"], rows["prod"]["unverified"]) == (4, 0)
+    assert s["verdict"] == "pass", "unverified is not a divergence from verified-valid"
