@@ -22,12 +22,17 @@ from tests.e2e.conftest import REPO, all_errors
 pytestmark = pytest.mark.e2e
 
 
+#: The validity suite alone: these tests are about issue 2's bench-vs-prod validity verdict;
+#: the other suites have their own catalog (tests/e2e/test_fault_catalog.py).
+VALIDITY_ONLY = ("--pytest-arg=-k", "--pytest-arg=test_validity")
+
+
 def _outcome(summary: dict[str, Any], profile: str) -> dict[str, Any]:
     return next(o for o in summary["outcomes"] if o["profile"] == profile)
 
 
 def test_clean_image_bench_and_prod_agree(proofdiff_run: Any) -> None:
-    r = proofdiff_run(run_id="e2e-clean")
+    r = proofdiff_run(*VALIDITY_ONLY, run_id="e2e-clean")
     assert r.rc == 0, r.output
     s = r.summary
     assert s["verdict"] == "pass" and not s["divergences"], s["verdict_line"]
@@ -41,7 +46,8 @@ def test_clean_image_bench_and_prod_agree(proofdiff_run: Any) -> None:
 
 
 def test_partition_race_on_prod_is_reported_with_the_config_delta(proofdiff_run: Any) -> None:
-    r = proofdiff_run("--set", "prod.env.REFPROVER_FAULTS=partition-race", run_id="e2e-race")
+    r = proofdiff_run(*VALIDITY_ONLY, "--set", "prod.env.REFPROVER_FAULTS=partition-race",
+                      run_id="e2e-race")
     assert r.rc == 1, r.output
     s = r.summary
     assert s["verdict"] == "diverged", s["verdict_line"]
@@ -58,7 +64,8 @@ def test_partition_race_on_prod_is_reported_with_the_config_delta(proofdiff_run:
 def test_shared_assembler_with_colliding_job_ids_is_reported(proofdiff_run: Any) -> None:
     # prod's curio-style ids are derived from (miner, first sector): the workload's 4 jobs
     # prove the same sectors with different randomness, so all 4 share one id, as retries do.
-    r = proofdiff_run("--set", "prod.env.REFPROVER_FAULTS=shared-assembler", run_id="e2e-asm")
+    r = proofdiff_run(*VALIDITY_ONLY, "--set", "prod.env.REFPROVER_FAULTS=shared-assembler",
+                      run_id="e2e-asm")
     assert r.rc == 1, r.output
     (div,) = r.summary["divergences"]
     assert div["left"]["outcome"] == "valid" and div["right"]["outcome"] in ("invalid", "failed")
@@ -97,7 +104,8 @@ def test_daemon_never_answering_fails_within_its_deadline(proofdiff_run: Any) ->
 
 def test_params_missing_where_the_daemon_reads_them_name_path_and_fix(proofdiff_run: Any) -> None:
     # prod reads srs.param_cache=/var/tmp/filecoin-proof-parameters; mount the params elsewhere.
-    r = proofdiff_run("--set", "prod.mounts.params=/data/elsewhere", run_id="e2e-noparams")
+    r = proofdiff_run(*VALIDITY_ONLY, "--set", "prod.mounts.params=/data/elsewhere",
+                      run_id="e2e-noparams")
     assert r.rc in (1, 3), r.output
     text = all_errors(r.summary)
     assert "/data/elsewhere" in text and "/var/tmp/filecoin-proof-parameters" in text, text
