@@ -165,10 +165,12 @@ class Side:
 
 @dataclass
 class Sampling:
-    """Batches of every side so far (all rounds), plus why sampling stopped early ('')."""
+    """Batches of every side so far (all rounds), plus why sampling stopped early ('') and on
+    which side's batch (its label)."""
 
     batches: list[Batch] = field(default_factory=list)
     stopped: str = ""
+    stopped_side: str = ""
 
     def of(self, side: str) -> list[Batch]:
         """Batches of ``side`` that completed fully."""
@@ -194,12 +196,14 @@ class Sampling:
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict."""
-        return {"batches": [b.to_json() for b in self.batches], "stopped": self.stopped}
+        return {"batches": [b.to_json() for b in self.batches], "stopped": self.stopped,
+                "stopped_side": self.stopped_side}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Sampling:
         """Inverse of :meth:`to_json`."""
-        return cls([Batch.from_json(b) for b in d["batches"]], d.get("stopped", ""))
+        return cls([Batch.from_json(b) for b in d["batches"]], d.get("stopped", ""),
+                   d.get("stopped_side", ""))
 
 
 def run_rounds(workload: Workload, sides: Sequence[Side], *, initial: int, budget: int,
@@ -221,6 +225,7 @@ def run_rounds(workload: Workload, sides: Sequence[Side], *, initial: int, budge
             if not b.ok:
                 bad = [f"{j.request_id} {j.status}: {j.error}" for j in b.jobs
                        if j.status != "COMPLETED"]
+                s.stopped_side = side.label
                 s.stopped = (f"side {side.label} round {rnd}: " + (
                     f"stuck ids {list(b.stuck)} ({b.why})" if b.stuck else "; ".join(bad[:3])))
                 return s

@@ -45,15 +45,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture
 def proofdiff_gate(proofdiff_session: ProofdiffSession,
-                   request: pytest.FixtureRequest) -> Callable[[str, str], None]:
-    """``gate(profile, workload)``: skip (and record ``skipped``) when the profile is blocked."""
+                   request: pytest.FixtureRequest) -> Callable[..., None]:
+    """``gate(profile, workload, oracle)``: skip, and record the oracle as ``skipped`` with the
+    reason, when the profile is blocked (its preflight failed or its daemon died)."""
     suite = suite_name(request.node.path)
 
-    def gate(profile: str, workload: str) -> None:
+    def gate(profile: str, workload: str, oracle: str = "") -> None:
         why = blocked(proofdiff_session, profile, workload)
         if why:
-            record(proofdiff_session, OracleRecord(suite, request.node.originalname, profile,
-                                                   workload, "skipped", why))
+            record(proofdiff_session, OracleRecord(suite, oracle or request.node.originalname,
+                                                   profile, workload, "skipped", why))
             pytest.skip(why)
 
     return gate

@@ -19,10 +19,10 @@ from fixtures.session import ProofdiffSession
 pytestmark = pytest.mark.proofdiff
 
 
-def _judge(session: ProofdiffSession, gate: Callable[[str, str], None],
+def _judge(session: ProofdiffSession, gate: Callable[..., None],
            rec: Callable[..., None], profile: str, workload: str, name: str,
            *oracles: str) -> None:
-    gate(profile, workload)
+    gate(profile, workload, name)
     n = len(session.workload(workload).jobs)
     if n < 2:
         pytest.skip(f"workload {workload} has {n} job; isolation needs >= 2 distinct inputs")
@@ -33,7 +33,7 @@ def _judge(session: ProofdiffSession, gate: Callable[[str, str], None],
               "stuck_ids": list(run.stuck_ids)})
 
 
-def test_no_job_is_stuck(proofdiff_session: ProofdiffSession, proofdiff_gate: Callable[[str, str], None],
+def test_no_job_is_stuck(proofdiff_session: ProofdiffSession, proofdiff_gate: Callable[..., None],
                          proofdiff_record: Callable[..., None], proofdiff_profile_name: str,
                          proofdiff_workload_name: str) -> None:
     """Hang guard: every wait had a deadline; stuck job ids are named."""
@@ -42,7 +42,7 @@ def test_no_job_is_stuck(proofdiff_session: ProofdiffSession, proofdiff_gate: Ca
 
 
 def test_nothing_lost_failed_or_returned_twice(
-        proofdiff_session: ProofdiffSession, proofdiff_gate: Callable[[str, str], None],
+        proofdiff_session: ProofdiffSession, proofdiff_gate: Callable[..., None],
         proofdiff_record: Callable[..., None], proofdiff_profile_name: str,
         proofdiff_workload_name: str) -> None:
     _judge(proofdiff_session, proofdiff_gate, proofdiff_record, proofdiff_profile_name,
@@ -50,7 +50,7 @@ def test_nothing_lost_failed_or_returned_twice(
 
 
 def test_colliding_ids_get_their_own_proofs(
-        proofdiff_session: ProofdiffSession, proofdiff_gate: Callable[[str, str], None],
+        proofdiff_session: ProofdiffSession, proofdiff_gate: Callable[..., None],
         proofdiff_record: Callable[..., None], proofdiff_profile_name: str,
         proofdiff_workload_name: str) -> None:
     _judge(proofdiff_session, proofdiff_gate, proofdiff_record, proofdiff_profile_name,
@@ -58,7 +58,7 @@ def test_colliding_ids_get_their_own_proofs(
 
 
 def test_reused_id_gets_the_new_inputs_proof(
-        proofdiff_session: ProofdiffSession, proofdiff_gate: Callable[[str, str], None],
+        proofdiff_session: ProofdiffSession, proofdiff_gate: Callable[..., None],
         proofdiff_record: Callable[..., None], proofdiff_profile_name: str,
         proofdiff_workload_name: str) -> None:
     _judge(proofdiff_session, proofdiff_gate, proofdiff_record, proofdiff_profile_name,
@@ -66,7 +66,7 @@ def test_reused_id_gets_the_new_inputs_proof(
 
 
 def test_distinct_inputs_get_distinct_proofs(
-        proofdiff_session: ProofdiffSession, proofdiff_gate: Callable[[str, str], None],
+        proofdiff_session: ProofdiffSession, proofdiff_gate: Callable[..., None],
         proofdiff_record: Callable[..., None], proofdiff_profile_name: str,
         proofdiff_workload_name: str) -> None:
     """K distinct inputs together (and the workload run): own proofs, never shared bytes."""

@@ -25,7 +25,7 @@ def _check(session: ProofdiffSession, rec: Callable[..., None], name: str, profi
     c = pf.check(name) or pf.check("daemon")
     if c is None:
         pytest.skip(f"check {name!r} does not apply to profile {profile!r}")
-    text = f"{pf.explain()}\n\n{c.render()}"
+    text = c.render() if c.ok else f"{c.render()}\n\n{pf.explain()}"
     rec(name, profile, workload, "pass" if c.ok else "fail", text, data=c.data)
 
 
@@ -70,4 +70,4 @@ def test_workload_file_is_usable(proofdiff_session: ProofdiffSession,
                          f"workload {proofdiff_workload_name} loads")
         return
     proofdiff_record("workload", proofdiff_profile_name, proofdiff_workload_name, "fail",
-                     f"{pf.explain()}\n\n{c.render()}", data=c.data)
+                     f"{c.render()}\n\n{pf.explain()}", data=c.data)
