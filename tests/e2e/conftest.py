@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,9 @@ def proofdiff_run(artifacts: Any, tmp_path: Path) -> Iterator[Any]:
     run_ids: list[str] = []
 
     def run(*args: str, run_id: str) -> CliRun:
+        # unique per call: container names derive from the run id, and another checkout's
+        # e2e run may be going on the same engine
+        run_id = f"{run_id}-{uuid.uuid4().hex[:6]}"
         run_ids.append(run_id)
         cmd = [sys.executable, "-m", "harness.cli", "run", "--report-dir", str(tmp_path),
                "--run-id", run_id, *args]

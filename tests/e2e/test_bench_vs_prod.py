@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -113,14 +114,15 @@ def test_params_missing_where_the_daemon_reads_them_name_path_and_fix(proofdiff_
 
 
 def test_interrupt_removes_containers_and_keeps_the_report(artifacts: Any, tmp_path: Path) -> None:
+    run_id = f"e2e-interrupt-{uuid.uuid4().hex[:6]}"
     cmd = [sys.executable, "-m", "harness.cli", "run", "--report-dir", str(tmp_path),
-           "--run-id", "e2e-interrupt"]
+           "--run-id", run_id]
     # A shell may start us with SIGINT ignored; the child gets the default (Ctrl-C) behaviour.
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, preexec_fn=lambda: signal.signal(signal.SIGINT,
                                                                         signal.SIG_DFL))
     client = docker.from_env()
-    label = {"label": "proofdiff.run=e2e-interrupt"}
+    label = {"label": f"proofdiff.run={run_id}"}
     deadline = time.monotonic() + 120
     while not client.containers.list(all=True, filters=label):
         assert proc.poll() is None and time.monotonic() < deadline, "no container ever started"
@@ -129,4 +131,4 @@ def test_interrupt_removes_containers_and_keeps_the_report(artifacts: Any, tmp_p
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, out
     assert not client.containers.list(all=True, filters=label), "containers left after Ctrl-C"
-    assert (tmp_path / "e2e-interrupt" / "summary.json").is_file(), out
+    assert (tmp_path / run_id / "summary.json").is_file(), out
