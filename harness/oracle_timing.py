@@ -36,7 +36,7 @@ from .timing_sampler import Sampling, Side, in_progress
 __all__ = ["ArmJudgement", "arms", "judge", "run_concurrency", "sides_for"]
 
 #: Rounds first, and the most rounds (budget) the adaptive sampling may take.
-INITIAL_ROUNDS, MAX_ROUNDS = 4, 7
+INITIAL_ROUNDS, MAX_ROUNDS = 4, 6
 #: Per-proof cost floor: throughput within +/-25 % is "the same".
 COST_FLOOR = 0.25
 #: Concurrency floor: at least 1.25 jobs in progress on average counts as "side by side".
