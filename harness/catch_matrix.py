@@ -11,6 +11,7 @@ passes when nothing failed anywhere. The matrix goes into a report of its own
     proofdiff catch-matrix                          # every fault, every suite (~30 min, 2 cores)
     proofdiff catch-matrix --targeted               # each fault with only its suite(s)
     proofdiff catch-matrix --fault shared-witness --repeat-clean 5
+    proofdiff catch-matrix --clean-only --repeat-clean 5    # A/A false alarms of 5 clean runs
 """
 
 from __future__ import annotations
@@ -82,6 +83,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="fault to run (repeatable). Default: every fault of the catalog")
     p.add_argument("--repeat-clean", metavar="N", type=int, default=1,
                    help="clean-image runs (A/A false alarms are counted over them). Default: 1")
+    p.add_argument("--clean-only", action="store_true",
+                   help="only the clean-image row(s), no fault (with --repeat-clean: the A/A "
+                   "false-alarm measurement). Default: clean and faults")
     p.add_argument("--targeted", action="store_true",
                    help="run each fault with only the suite(s) meant for it (faster); the clean "
                    "row still runs every suite. Default: every suite for every row")
@@ -185,7 +189,8 @@ def run_matrix(args: argparse.Namespace, console: Console) -> int:
     profiles = load_profiles(args.profiles, args.overrides)
     baseline = next(iter(profiles))
     mid = args.run_id or f"matrix-{new_run_id()}"
-    wanted = set(args.fault) if args.fault else {c.name for c in CATALOG if c.faults}
+    wanted = (set() if args.clean_only else set(args.fault) if args.fault
+              else {c.name for c in CATALOG if c.faults})
     cases = [CATALOG[0]] * max(1, args.repeat_clean) + [c for c in CATALOG if c.name in wanted]
     rows: list[dict[str, Any]] = []
     t_all = time.monotonic()
