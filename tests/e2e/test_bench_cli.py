@@ -29,7 +29,10 @@ def _outcome(summary: dict[str, Any], profile: str) -> dict[str, Any]:
 
 
 def test_cuzk_profiles_on_refprover_bench_cli_vs_grpc_agree(proofdiff_run: Any) -> None:
-    r = proofdiff_run(*ON_REFPROVER, "--set", "*.gpus=none", run_id="e2e-cuzk-ref")
+    # The validity suite alone: cuzk.toml's real cuzk keys (gpus.*) are unknown to refprover,
+    # which preflight's config-keys check rightly reports; that check has its own tests.
+    r = proofdiff_run(*ON_REFPROVER, "--set", "*.gpus=none", "--pytest-arg=-k",
+                      "--pytest-arg=test_validity", run_id="e2e-cuzk-ref")
     assert r.rc == 0, r.output
     s = r.summary
     assert s["verdict"] == "pass", s["verdict_line"]
@@ -45,7 +48,7 @@ def test_cuzk_profiles_on_refprover_bench_cli_vs_grpc_agree(proofdiff_run: Any) 
     # cuzk keys refprover does not know are logged, as cuzk would ignore refprover's
     assert "ignored config key" in runs["prod"]["log_tail"]
     left = docker.from_env().containers.list(
-        all=True, filters={"label": ["proofdiff.run=e2e-cuzk-ref", "proofdiff.role=bench"]})
+        all=True, filters={"label": [f"proofdiff.run={s['run_id']}", "proofdiff.role=bench"]})
     assert not left, "bench containers must be removed after each batch"
 
 
