@@ -64,10 +64,10 @@ def proofdiff_run(artifacts: Any, tmp_path: Path) -> Iterator[Any]:
         return CliRun(proc.returncode, out, json.loads(summary_path.read_text()), tmp_path / run_id)
 
     yield run
-    client = docker.from_env()
+    api = docker.from_env().api  # low-level list: no per-container inspect to race removals
     for rid in run_ids:
-        left = client.containers.list(all=True, filters={"label": f"proofdiff.run={rid}"})
-        assert not left, f"run {rid} left containers behind: {[c.name for c in left]}"
+        left = api.containers(all=True, filters={"label": f"proofdiff.run={rid}"})
+        assert not left, f"run {rid} left containers behind: {[c['Names'] for c in left]}"
 
 
 def all_errors(summary: dict[str, Any]) -> str:

@@ -121,14 +121,15 @@ def test_interrupt_removes_containers_and_keeps_the_report(artifacts: Any, tmp_p
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, preexec_fn=lambda: signal.signal(signal.SIGINT,
                                                                         signal.SIG_DFL))
-    client = docker.from_env()
+    # the low-level list: containers.list() inspects each one and races their removal
+    api = docker.from_env().api
     label = {"label": f"proofdiff.run={run_id}"}
     deadline = time.monotonic() + 120
-    while not client.containers.list(all=True, filters=label):
+    while not api.containers(all=True, filters=label):
         assert proc.poll() is None and time.monotonic() < deadline, "no container ever started"
         time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, out
-    assert not client.containers.list(all=True, filters=label), "containers left after Ctrl-C"
+    assert not api.containers(all=True, filters=label), "containers left after Ctrl-C"
     assert (tmp_path / run_id / "summary.json").is_file(), out
