@@ -20,7 +20,10 @@ from harness.gpu import probe_gpu_support
 
 pytestmark = pytest.mark.e2e
 
-ON_REFPROVER = ("--profiles", "profiles/cuzk.toml", "--workload", "wpost-2k",
+#: The validity suite alone: cuzk.toml's real cuzk keys (gpus.*) are unknown to refprover,
+#: which preflight's config-keys check rightly reports; the other suites have their own tests.
+ON_REFPROVER = ("--pytest-arg=-k", "--pytest-arg=test_validity",
+                "--profiles", "profiles/cuzk.toml", "--workload", "wpost-2k",
                 "--set", "*.image=proofdiff/refprover:latest", "--set", 'bench.bench_tool="bench"')
 
 
@@ -29,10 +32,7 @@ def _outcome(summary: dict[str, Any], profile: str) -> dict[str, Any]:
 
 
 def test_cuzk_profiles_on_refprover_bench_cli_vs_grpc_agree(proofdiff_run: Any) -> None:
-    # The validity suite alone: cuzk.toml's real cuzk keys (gpus.*) are unknown to refprover,
-    # which preflight's config-keys check rightly reports; that check has its own tests.
-    r = proofdiff_run(*ON_REFPROVER, "--set", "*.gpus=none", "--pytest-arg=-k",
-                      "--pytest-arg=test_validity", run_id="e2e-cuzk-ref")
+    r = proofdiff_run(*ON_REFPROVER, "--set", "*.gpus=none", run_id="e2e-cuzk-ref")
     assert r.rc == 0, r.output
     s = r.summary
     assert s["verdict"] == "pass", s["verdict_line"]

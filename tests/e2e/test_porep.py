@@ -31,6 +31,9 @@ RUN_TIMEOUT_S = 3600
 #: Per-job deadline for these runs: 4 PoRep jobs in flight on 2 shared cores took up to 10 min
 #: each (beyond refprover.toml's 600 s) while other runs used the same machine.
 SLOW_JOB_TIMEOUT = ("--set", "*.timeout_s=1800")
+#: The validity suite alone: these tests are about PoRep validity verdicts; the other suites
+#: (isolation, warmup, timing, ...) would add minutes of PoRep proving per run.
+VALIDITY_ONLY = ("--pytest-arg=-k", "--pytest-arg=test_validity")
 
 
 @pytest.fixture
@@ -39,7 +42,7 @@ def porep_run(artifacts: Any, tmp_path: Path) -> Callable[..., CliRun]:
 
     def run(*args: str, run_id: str) -> CliRun:
         cmd = [sys.executable, "-m", "harness.cli", "run", "--report-dir", str(tmp_path),
-               "--run-id", run_id, *SLOW_JOB_TIMEOUT, *args]
+               "--run-id", run_id, *VALIDITY_ONLY, *SLOW_JOB_TIMEOUT, *args]
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
                               timeout=RUN_TIMEOUT_S)
         out = proc.stdout + proc.stderr
