@@ -23,9 +23,13 @@ __all__ = ["OUTCOMES", "SUSPECT_ORDER", "OracleRecord", "oracle_divergences", "r
 OUTCOMES = ("pass", "fail", "inconclusive", "skipped")
 SUBDIR = "oracles"
 _FAULT = "env.REFPROVER_FAULTS"
-#: Config delta paths (prefixes) in suspect order per suite, most suspect first (the validity
-#: oracle's order lives in harness.config_delta): what each class of failure usually comes from.
+#: Config delta paths (prefixes) in suspect order per ``suite/oracle`` or, failing that, per
+#: suite, most suspect first (the validity oracle's order lives in harness.config_delta): what
+#: each class of failure usually comes from.
 SUSPECT_ORDER: dict[str, tuple[str, ...]] = {
+    "preflight/config-keys": ("config", _FAULT, "command"),
+    "preflight/bench-cli": ("bench_args", "bench_tool", "driver", "image"),
+    "warmup/liveness": ("mem_limit", _FAULT, "cpus", "command", "env", "config"),
     "preflight": (_FAULT, "config.srs.param_cache", "mounts.params",
                   "env.FIL_PROOFS_PARAMETER_CACHE", "config", "command", "image", "bench_args"),
     "warmup": (_FAULT, "config.srs.param_cache", "mounts.params", "mem_limit", "config.pipeline",
@@ -104,8 +108,8 @@ def read_records(run_dir: Path) -> list[OracleRecord]:
             for p in sorted(d.glob("*.json"))]
 
 
-def _suspects(delta: Any, suite: str, n: int = 5) -> list[dict[str, Any]]:
-    order = SUSPECT_ORDER.get(suite, (_FAULT,))
+def _suspects(delta: Any, suite: str, oracle: str, n: int = 5) -> list[dict[str, Any]]:
+    order = SUSPECT_ORDER.get(f"{suite}/{oracle}") or SUSPECT_ORDER.get(suite, (_FAULT,))
 
     def rank(item: Any) -> int:
         for i, prefix in enumerate(order):
@@ -141,5 +145,5 @@ def oracle_divergences(records: Sequence[OracleRecord], baseline: str,
                     "headline": f"{r.suite}/{r.oracle} diverged on {r.workload}: "
                                 f"{baseline}={left}, {r.profile}=fail",
                     "message": r.message,
-                    "suspects": _suspects(d, r.suite) if d is not None else []})
+                    "suspects": _suspects(d, r.suite, r.oracle) if d is not None else []})
     return out
