@@ -195,7 +195,7 @@ def run_matrix(args: argparse.Namespace, console: Console) -> int:
     rows: list[dict[str, Any]] = []
     t_all = time.monotonic()
     for i, case in enumerate(cases):
-        label = case.name if case.faults or args.repeat_clean <= 1 else f"clean#{i + 1}"
+        label = case.name if case.faults or args.repeat_clean <= 1 else f"clean-{i + 1}"
         suites = case.targeted if (args.targeted and case.faults) else SUITES
         rc, wall, summary = _run_case(case, args, f"{mid}-{label}", suites, console)
         cells = cells_of(summary)
