@@ -8,7 +8,7 @@ meant for it failed on the faulty profile and the baseline profile stayed clean;
 passes when nothing failed anywhere. The matrix goes into a report of its own
 (``<report dir>/<matrix run id>/summary.json`` key ``catch_matrix``, and ``index.html``).
 
-    proofdiff catch-matrix                          # every fault, every suite (~30 min, 2 cores)
+    proofdiff catch-matrix                          # every fault, every suite (~17 min, 2 cores)
     proofdiff catch-matrix --targeted               # each fault with only its suite(s)
     proofdiff catch-matrix --fault shared-witness --repeat-clean 5
     proofdiff catch-matrix --clean-only --repeat-clean 5    # A/A false alarms of 5 clean runs
@@ -214,10 +214,10 @@ def run_matrix(args: argparse.Namespace, console: Console) -> int:
     shown = [s for s in (*SUITES, "errors") if any(s in r["cells"] for r in rows) or s in SUITES]
     table = Table(title=f"catch matrix {mid}: faults on {args.faulty_profile!r} only "
                         f"({total / 60:.1f} min)")
-    table.add_column("fault")
+    table.add_column("fault", no_wrap=True)
     for s in shown:
         table.add_column(s)
-    table.add_column("verdict")
+    table.add_column("verdict", overflow="fold")  # keep oracle names whole
     table.add_column("s", justify="right")
     for r in rows:
         cols = []
@@ -233,7 +233,7 @@ def run_matrix(args: argparse.Namespace, console: Console) -> int:
         table.add_row(r["fault"], *cols, f"[{colour}]{r['verdict']}[/{colour}]",
                       f"{r['wall_s']:.0f}")
     console.print(table)
-    console.print("cells: the oracles that failed [profile]; bold = the one meant to catch the "
+    console.print("cells: the oracles that failed \\[profile]; bold = the one meant to catch the "
                   "fault; '-' = suite not run (--targeted)")
     cleans = [r for r in rows if not r["faults"]]
     false_alarms = sum(1 for r in cleans if r["aa"] == "fail")

@@ -113,16 +113,21 @@ def test_partition_race_on_prod_names_the_failing_partitions(porep_run: Any) -> 
 def test_shared_assembler_with_retried_sectors_on_prod_is_caught(porep_run: Any) -> None:
     # prod proves each sector twice at once (jobs=4 cycles the 2 sectors), as a retried C2
     # does: curio ids collide (porep-1000-1 twice), the two jobs share one assembler, and the
-    # second partition proof for a slot is refused ("partition 0 already inserted").
-    r = porep_run("--workload", "porep-2k", "--set", "bench.jobs=1", "--set", "prod.jobs=4",
-                  "--set", "prod.env.REFPROVER_FAULTS=shared-assembler", run_id="e2e-porep-asm")
+    # second partition proof for a slot is refused ("partition N already inserted"), or, with
+    # 2 partitions, one job may be assembled from the other's partitions.
+    r = porep_run("--workload", "porep-2k", "--workload", "porep-2k-2p", "--set", "bench.jobs=1",
+                  "--set", "prod.jobs=4", "--set", "prod.env.REFPROVER_FAULTS=shared-assembler",
+                  run_id="e2e-porep-asm")
     assert r.rc == 1, r.output
-    div = _divergence(r.summary, "porep-2k")
-    right = div["right"]
-    assert div["left"]["outcome"] == "valid" and right["outcome"] in ("failed", "invalid"), div
-    assert {b["request_id"] for b in right["bad"]} <= {"porep-1000-1", "porep-1000-2"}
-    for b in right["bad"]:  # each failure names its partition: in the error or the verdict
-        assert b["bad_partitions"] or "partition " in b["reason"], b
-    assert any("already inserted" in b["reason"] or b["bad_partitions"] for b in right["bad"])
-    assert div["suspects"][0]["path"] == "env.REFPROVER_FAULTS", div["suspects"]
+    for workload, partitions in (("porep-2k", 1), ("porep-2k-2p", 2)):
+        div = _divergence(r.summary, workload)
+        right = div["right"]
+        assert div["left"]["outcome"] == "valid", div
+        assert right["outcome"] in ("failed", "invalid"), div
+        assert {b["request_id"] for b in right["bad"]} <= {"porep-1000-1", "porep-1000-2"}
+        for b in right["bad"]:  # each failure names its partition: in the error or the verdict
+            assert b["bad_partitions"] or "partition " in b["reason"], b
+            assert set(b["bad_partitions"]) <= set(range(partitions)), b
+        assert any("already inserted" in b["reason"] or b["bad_partitions"] for b in right["bad"])
+        assert div["suspects"][0]["path"] == "env.REFPROVER_FAULTS", div["suspects"]
     assert "porep-1000-1" in r.output and "already inserted" in r.output, r.output
