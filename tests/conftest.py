@@ -1,4 +1,5 @@
-"""Shared builders for the harness's unit tests: real records and real-shaped files, no Docker."""
+"""Shared builders for the harness's tests: real records and real-shaped files (no Docker), and
+the built artifacts (image, binaries, params, wpost-2k workload) for the tests that need them."""
 
 from __future__ import annotations
 
@@ -7,11 +8,25 @@ import json
 from pathlib import Path
 from typing import Any
 
+import docker
 import pytest
 
 from harness.records import JobResult, JobStatus, RunResult, Verdict
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Any:
+    """The build's artifacts (harness.build; `make test` builds them first, cached outside the
+    clone, so this is a quick check). Skips, with the reason, where no Docker engine answers."""
+    try:
+        docker.from_env().ping()
+    except Exception as exc:  # noqa: BLE001 - any failure means: no engine to build or test against
+        pytest.skip(f"no Docker engine reachable ({exc}); start dockerd to run this tier")
+    from harness.build import ensure_artifacts
+
+    return ensure_artifacts(workloads=["wpost-2k"], log=lambda _line: None)
 
 
 def workload_doc(jobs: int = 4, sectors: int = 4) -> dict[str, Any]:

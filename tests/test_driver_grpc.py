@@ -29,13 +29,6 @@ PROD_CONFIG: dict[str, Any] = {"pipeline": {"enabled": True}, "synthesis": {"par
 
 
 @pytest.fixture(scope="module")
-def artifacts() -> Any:
-    from harness.build import ensure_artifacts
-
-    return ensure_artifacts(workloads=["wpost-2k"], log=lambda _l: None)
-
-
-@pytest.fixture(scope="module")
 def binary(artifacts: Any) -> Path:
     path = Path(artifacts.cache_root) / "cargo-target" / "release" / "refprover"
     assert path.is_file(), f"{path} missing: run `python -m harness.build`"

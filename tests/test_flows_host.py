@@ -23,13 +23,6 @@ PROD_CONFIG: dict[str, Any] = {"pipeline": {"enabled": True},
 
 
 @pytest.fixture(scope="module")
-def artifacts() -> Any:
-    from harness.build import ensure_artifacts
-
-    return ensure_artifacts(workloads=["wpost-2k"], log=lambda _l: None)
-
-
-@pytest.fixture(scope="module")
 def binary(artifacts: Any) -> Path:
     return Path(artifacts.cache_root) / "cargo-target" / "release" / "refprover"
 

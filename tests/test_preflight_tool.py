@@ -13,17 +13,6 @@ from harness.daemon_status import ignored_keys_from_log, param_cache_from_log
 from harness.preflight import dry_parse, required_param_files
 
 
-@pytest.fixture(scope="module")
-def artifacts() -> Any:
-    try:
-        docker.from_env().ping()
-    except Exception as exc:  # noqa: BLE001 - any failure means: no engine to test against
-        pytest.skip(f"no Docker engine reachable ({exc}); start dockerd to run this")
-    from harness.build import ensure_artifacts
-
-    return ensure_artifacts(workloads=["wpost-2k"], log=lambda _l: None)
-
-
 def test_dry_parse_rejects_n_with_the_tools_usage_line(artifacts: Any) -> None:
     bad = dry_parse(artifacts.image_tag, ["-a", "http://127.0.0.1:1", "batch", "-t", "wpost",
                                           "--c1", "/in/x.c1", "-n", "3"], run_id="t-preflight")

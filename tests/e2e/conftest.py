@@ -23,17 +23,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="session")
-def artifacts() -> Any:
-    try:
-        docker.from_env().ping()
-    except Exception as exc:  # noqa: BLE001 - any failure means: no engine to test against
-        pytest.skip(f"no Docker engine reachable ({exc}); start dockerd to run the e2e tier")
-    from harness.build import ensure_artifacts
-
-    return ensure_artifacts(workloads=["wpost-2k"], log=lambda _line: None)
-
-
 @dataclass(frozen=True)
 class CliRun:
     """One `proofdiff run`: its exit code, output and the summary.json it wrote."""
