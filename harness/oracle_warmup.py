@@ -108,7 +108,7 @@ def warmup(run: RunResult, steady_ms: Sequence[float] = (), *,
         ev = _log_evidence(run.log_tail)
         problems.append(f"the warmup proof came back {first.status.value}: "
                         f"{first.error or '(no error text)'}"
-                        + (f"\n  daemon log:\n    " + ev.replace("\n", "\n    ") if ev else ""))
+                        + ("\n  daemon log:\n    " + ev.replace("\n", "\n    ") if ev else ""))
     elif v is None:
         problems.append("the warmup proof was not verified (no verdict): "
                         + ("; ".join(run.errors) or "the verifier gave none"))
