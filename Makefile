@@ -14,13 +14,17 @@ ARGS     ?=
 # pytest marker expression of `make test`: the slow tier (PoRep C2, minutes per proof) is out
 MARK     ?= not slow
 
-.PHONY: demo test test-slow setup sysdeps image image-full unit e2e rust-test reap clean
+.PHONY: demo test test-slow typecheck setup sysdeps image image-full rust-test reap clean
 
 demo: setup
 	$(BIN)/proofdiff run $(ARGS)
 
 test: setup image rust-test
 	$(BIN)/pytest tests -q -p no:cacheprovider -m "$(MARK)" $(ARGS)
+
+# mypy --strict over the library, the plugin and the suites (pyproject.toml [tool.mypy]).
+typecheck: setup
+	$(BIN)/mypy harness fixtures suites
 
 # The slow tier alone: PoRep differential runs and the PoRep bench-cli run (params ~1.7 GB,
 # ~20 min to generate cold; about a minute or more per proof on 2 cores).

@@ -1,19 +1,37 @@
-"""Shared builders for the harness's tests: real records and real-shaped files (no Docker), and
-the built artifacts (image, binaries, params, wpost-2k workload) for the tests that need them."""
+"""Shared by the harness's tests: tier markers by folder, real-shaped records and files, and
+the built artifacts (image, binaries, params, wpost-2k workload) for the tiers that need them.
+
+Tiers (tests/README.md): ``unit`` (no Docker, no daemon), ``host`` (refprover binaries run on
+the host), ``docker`` (a Docker engine), ``e2e`` (``proofdiff run`` and ``run_differential`` on
+real containers); the marker follows the folder, so ``-m unit`` picks a tier.
+"""
 
 from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import docker
 import pytest
 
-from harness.records import JobResult, JobStatus, RunResult, Verdict
+from harness.model.jobs import FlowRecord, JobRecord, ProofVerdict
+from harness.model.runs import DaemonFacts, RunRecord
+from harness.model.status import JobStatus
+from harness.oracles.base import Recorder
 
 REPO = Path(__file__).resolve().parents[1]
+TIERS = ("unit", "host", "docker", "e2e")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = Path(item.path).relative_to(REPO).parts
+        if len(parts) > 2 and parts[0] == "tests" and parts[1] in TIERS:
+            item.add_marker(getattr(pytest.mark, parts[1]))
 
 
 @pytest.fixture(scope="session")
@@ -26,7 +44,8 @@ def artifacts() -> Any:
         pytest.skip(f"no Docker engine reachable ({exc}); start dockerd to run this tier")
     from harness.build import ensure_artifacts
 
-    return ensure_artifacts(workloads=["wpost-2k"], log=lambda _line: None)
+    return ensure_artifacts(workloads=["wpost-2k"], log=lambda _line: None, crate_dir=REPO /
+                            "targets" / "refprover")
 
 
 def workload_doc(jobs: int = 4, sectors: int = 4) -> dict[str, Any]:
@@ -52,25 +71,38 @@ def workload_file(tmp_path: Path) -> Path:
 
 
 def job(i: int, status: JobStatus = JobStatus.COMPLETED, nbytes: int = 384, rid: str = "",
-        error: str = "", wall_ms: float = 1000.0) -> JobResult:
-    return JobResult(name=f"wpost-{i}", index=i, request_id=rid or f"id-{i}", job_id=rid or f"id-{i}",
-                     status=status, proof=bytes([i]) * nbytes if status is JobStatus.COMPLETED
-                     else b"", error=error, queue_wait_ms=5, srs_load_ms=200 if i == 0 else 0,
-                     synthesis_ms=40, gpu_compute_ms=700, total_ms=int(wall_ms) - 10,
-                     wall_ms=wall_ms, started_unix_s=1_700_000_000.0 + i)
+        error: str = "", wall_ms: float = 1000.0, parts: Sequence[bool] | None = (True, True),
+        name: str = "", owners: Sequence[str] = ()) -> JobRecord:
+    """A job record; a COMPLETED one carries ``nbytes`` of proof and the verifier's partition
+    verdicts ``parts`` (``None``: not verified)."""
+    done = status is JobStatus.COMPLETED
+    verdict = (ProofVerdict(valid=all(parts), partitions=tuple(parts), owners=tuple(owners),
+                            error=None if all(parts) else "partition did not verify")
+               if done and parts is not None else None)
+    return JobRecord(index=i, job=name or f"wpost-{i}", request_id=rid or f"id-{i}",
+                     job_id=rid or f"id-{i}", status=status,
+                     proof=bytes([i + 1]) * nbytes if done else b"", error=error,
+                     queue_wait_ms=5, srs_load_ms=200 if i == 0 else 0, synthesis_ms=40,
+                     gpu_compute_ms=700, total_ms=int(wall_ms) - 10, wall_ms=wall_ms,
+                     started_unix_s=1_700_000_000.0 + i, verdict=verdict)
 
 
-def run(profile: str, jobs: list[JobResult], bad: dict[int, list[bool]] | None = None,
-        errors: tuple[str, ...] = ()) -> RunResult:
-    """A run whose verifier accepted every proof except ``bad`` (index -> partition verdicts)."""
-    bad = bad or {}
-    verdicts = {}
-    for j in jobs:
-        if j.status is JobStatus.COMPLETED and j.proof:
-            parts = bad.get(j.index, [True, True])
-            verdicts[j.key] = Verdict(id=j.key, valid=all(parts), partitions=tuple(parts),
-                                      error=None if all(parts) else "partition did not verify")
-    return RunResult(profile=profile, workload="wpost-2k", image="proofdiff/refprover:test",
-                     partitions=2, jobs=tuple(jobs), verdicts=verdicts, container_id="abc123",
-                     address="127.0.0.1:40000", start_to_ready_ms=180.0, wall_ms=4000.0,
-                     errors=errors, log_tail="INFO refprover: ready\n")
+def run(profile: str, jobs: Sequence[JobRecord], *, errors: Sequence[str] = (),
+        flow_errors: Sequence[str] = (), state: dict[str, Any] | None = None,
+        workload: str = "wpost-2k") -> RunRecord:
+    """A run of ``jobs`` on a daemon whose final state is ``state`` (default: running)."""
+    flow = FlowRecord(name="workload", jobs=tuple(jobs), concurrency=1, wall_ms=4000.0,
+                      errors=tuple(flow_errors))
+    return RunRecord(profile=profile, workload=workload, image="proofdiff/refprover:test",
+                     image_digest="sha256:" + "ab" * 32, partitions=2,
+                     flows=(flow,) if not errors else (),
+                     daemon=DaemonFacts(container_id="abc123", address="127.0.0.1:40000",
+                                        start_to_ready_ms=180.0,
+                                        state=state if state is not None else {"Status": "running"},
+                                        log_tail="INFO refprover: ready\n"),
+                     errors=tuple(errors))
+
+
+def recorder(suite: str, workload: str = "wpost-2k") -> Recorder:
+    """A Recorder for oracle functions that need no session (the image slot is '')."""
+    return Recorder(SimpleNamespace(image_slot=""), suite, workload)  # type: ignore[arg-type]

@@ -13,12 +13,15 @@ cores); warm: seconds. Safe to call from several processes at once (file locks).
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.build._cache import cache_root as _cache_root
+from harness.build._cache import write_json
 from harness.build._docker import connect as _connect
 from harness.build.binaries import build_binaries as _build_binaries
 from harness.build.errors import BuildError, StepReport
@@ -34,8 +37,9 @@ __all__ = [
     "BuildError",
     "StepReport",
     "WORKLOADS",
-    "default_crate_dir",
     "ensure_artifacts",
+    "locate_crate",
+    "resolve_artifacts",
 ]
 
 
@@ -61,9 +65,56 @@ class Artifacts:
     steps: tuple[StepReport, ...] = field(default=())
 
 
-def default_crate_dir() -> Path:
-    """``targets/refprover`` of the clone this package lies in."""
-    return Path(__file__).resolve().parents[2] / "targets" / "refprover"
+def locate_crate(explicit: Path | None = None) -> Path | None:
+    """The refprover crate to build: ``explicit``, else ``$PROOFDIFF_CRATE``, else
+    ``targets/refprover`` under the current directory (a checkout); ``None`` when there is none
+    (an installed proofdiff then uses the last build's artifacts, :func:`resolve_artifacts`).
+    Read at call time."""
+    for cand in (explicit, os.environ.get("PROOFDIFF_CRATE"), Path.cwd() / "targets" / "refprover"):
+        if cand and (Path(cand) / "Cargo.toml").is_file():
+            return Path(cand).resolve()
+    return None
+
+
+def _manifest(root: Path, workloads: Sequence[str]) -> Path:
+    return root / "artifacts" / ("+".join(sorted(set(workloads))) + ".json")
+
+
+def _write_manifest(root: Path, art: Artifacts) -> None:
+    write_json(_manifest(root, list(art.workloads)), {
+        "image_tag": art.image_tag, "image_id": art.image_id, "param_cache": str(art.param_cache),
+        "workloads": {n: str(p) for n, p in art.workloads.items()}})
+
+
+def resolve_artifacts(workloads: Sequence[str] = ("wpost-2k",), log: Callable[[str], None] = print,
+                      *, crate_dir: Path | None = None,
+                      cache_root: Path | None = None) -> Artifacts:
+    """The artifacts of ``workloads``: built (or reused) from the crate when one is found
+    (:func:`locate_crate`), else the last build's, recorded in the cache by
+    :func:`ensure_artifacts`.
+
+    Raises:
+        BuildError: no crate and no earlier build of these workloads, or the build failed.
+    """
+    crate = locate_crate(crate_dir)
+    if crate is not None:
+        return ensure_artifacts(workloads, log, cache_root=cache_root, crate_dir=crate)
+    root = _cache_root(cache_root)
+    path = _manifest(root, workloads)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise BuildError("artifacts", f"no refprover crate here (targets/refprover, "
+                         f"$PROOFDIFF_CRATE) and no earlier build of {sorted(workloads)} in "
+                         f"{root}", "build once from a checkout (`make image`, or `proofdiff "
+                         "build --workload W` in the checkout), or set PROOFDIFF_CRATE") from None
+    files = {n: Path(p) for n, p in doc["workloads"].items()}
+    gone = [str(p) for p in [Path(doc["param_cache"]), *files.values()] if not p.exists()]
+    if gone:
+        raise BuildError("artifacts", f"the last build's artifacts are gone: {gone}",
+                         "rebuild from a checkout (`make image`)")
+    return Artifacts(image_tag=doc["image_tag"], image_id=doc["image_id"],
+                     param_cache=Path(doc["param_cache"]), workloads=files, cache_root=root)
 
 
 def ensure_artifacts(
@@ -79,14 +130,19 @@ def ensure_artifacts(
         workloads: workload names (see WORKLOADS). Default: ``("wpost-2k",)``.
         log: called with one line of progress at a time.
         cache_root: default ``$PROOFDIFF_CACHE``, else ``~/.cache/proofdiff``.
-        crate_dir: the refprover crate; default ``targets/refprover`` of this clone.
+        crate_dir: the refprover crate; default :func:`locate_crate`.
 
     Raises:
-        BuildError: any step failed; ``step``, ``cause`` and ``fix`` say which, why and what to do.
+        BuildError: no crate was found, or a step failed; ``step``, ``cause`` and ``fix`` say
+            which, why and what to do.
     """
     specs = _resolve(list(workloads))
     root = _cache_root(cache_root)
-    crate = crate_dir or default_crate_dir()
+    crate = locate_crate(crate_dir)
+    if crate is None:
+        raise BuildError("binaries", "no refprover crate: not given, not in $PROOFDIFF_CRATE and "
+                         "no targets/refprover under the current directory",
+                         "run from the proofdiff checkout or set PROOFDIFF_CRATE=<path>")
     steps: list[StepReport] = []
 
     def done(report: StepReport) -> None:
@@ -119,7 +175,7 @@ def ensure_artifacts(
             sealed.append(spec.name)
     detail = ", ".join(f"{n}={p}" for n, p in files.items())
     done(StepReport("workloads", "built" if sealed else "reused", time.monotonic() - start, detail))
-    return Artifacts(
+    art = Artifacts(
         image_tag=tag,
         param_cache=param_cache,
         workloads=files,
@@ -127,3 +183,5 @@ def ensure_artifacts(
         cache_root=root,
         steps=tuple(steps),
     )
+    _write_manifest(root, art)
+    return art

@@ -1,14 +1,14 @@
-"""End-to-end tier: real Docker containers of the real refprover image, real proofs.
+"""The end-to-end tier: real containers of the real reference image, real proofs.
 
-Every test here drives `proofdiff run` (the CLI users run) and reads the report it wrote. The
-image, params and workload come from harness.build (`make test` builds them first; here they
-are ensured once per session, cached outside the clone). Without a Docker engine the tier is
+Tests drive ``proofdiff run`` (the CLI users run, in a subprocess) or call
+``run_differential`` directly, and read the report back as a typed DifferentialResult. The
+image, params and workload come from harness.build (`make test` builds them first; here they are
+ensured once per session, cached outside the clone). Without a Docker engine the tier is
 skipped with the reason.
 """
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import uuid
@@ -20,37 +20,51 @@ from typing import Any
 import docker
 import pytest
 
+from harness.model.oracles import OracleRecord
+from harness.model.result import DifferentialResult
+from harness.report.summary import load_summary
+
 REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
 class CliRun:
-    """One `proofdiff run`: its exit code, output and the summary.json it wrote."""
+    """One ``proofdiff run``: its exit code, output, the result it wrote and its report dir."""
 
     rc: int
     output: str
-    summary: dict[str, Any]
+    result: DifferentialResult
     report_dir: Path
+
+    def record(self, suite: str, oracle: str, profile: str,
+               workload: str = "wpost-2k") -> OracleRecord:
+        """The one record of that check (fails the test when there is none)."""
+        found = self.result.records_of(suite, profile, workload, oracle)
+        assert len(found) == 1, (suite, oracle, profile, [r.check for r in self.result.records])
+        return found[0]
+
+
+def unique(name: str) -> str:
+    """A run id unique per call: container names derive from it, and another checkout's e2e
+    run may be going on the same engine."""
+    return f"{name}-{uuid.uuid4().hex[:6]}"
 
 
 @pytest.fixture
-def proofdiff_run(artifacts: Any, tmp_path: Path) -> Iterator[Any]:
-    """Runs `proofdiff run ARGS` in a subprocess with a 15-minute deadline."""
-
+def cli_run(artifacts: Any, tmp_path: Path) -> Iterator[Any]:
+    """``cli_run(*args, run_id=...)``: ``proofdiff run ARGS`` in a subprocess (15 min deadline);
+    afterwards, no container of the run may be left."""
     run_ids: list[str] = []
 
-    def run(*args: str, run_id: str) -> CliRun:
-        # unique per call: container names derive from the run id, and another checkout's
-        # e2e run may be going on the same engine
-        run_id = f"{run_id}-{uuid.uuid4().hex[:6]}"
-        run_ids.append(run_id)
+    def run(*args: str, run_id: str, timeout_s: float = 900) -> CliRun:
+        rid = unique(run_id)
+        run_ids.append(rid)
         cmd = [sys.executable, "-m", "harness.cli", "run", "--report-dir", str(tmp_path),
-               "--run-id", run_id, *args]
-        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
+               "--run-id", rid, *args]
+        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout_s)
         out = proc.stdout + proc.stderr
-        summary_path = tmp_path / run_id / "summary.json"
-        assert summary_path.is_file(), f"no report written by {cmd}:\n{out}"
-        return CliRun(proc.returncode, out, json.loads(summary_path.read_text()), tmp_path / run_id)
+        assert (tmp_path / rid / "summary.json").is_file(), f"no report written by {cmd}:\n{out}"
+        return CliRun(proc.returncode, out, load_summary(tmp_path / rid), tmp_path / rid)
 
     yield run
     api = docker.from_env().api  # low-level list: no per-container inspect to race removals
@@ -59,9 +73,6 @@ def proofdiff_run(artifacts: Any, tmp_path: Path) -> Iterator[Any]:
         assert not left, f"run {rid} left containers behind: {[c['Names'] for c in left]}"
 
 
-def all_errors(summary: dict[str, Any]) -> str:
-    """Every error text of a report: run-level and per profile x workload outcome."""
-    texts = list(summary.get("errors", []))
-    for o in summary.get("outcomes", []):
-        texts += o.get("errors", []) + [b.get("reason", "") for b in o.get("bad", [])]
-    return "\n".join(texts)
+def errors_of(result: DifferentialResult) -> str:
+    """Every error text of a result: run-level errors and every failed record's message."""
+    return "\n".join([*result.errors, *(r.message for r in result.failed())])

@@ -1,17 +1,12 @@
-"""Bad input end to end (issue 3): a workload file that does not parse, a C1 for another sector
-size, a proof of the wrong length, a daemon that crashes mid-run. Each must give a clear error
-naming the cause, end, write its report and leave no container behind.
-
-The workload cases drive the pytest plugin directly (`pytest suites --proofdiff-workload-file`,
-what `proofdiff run` runs underneath) with the default suites; the crash case is `proofdiff
-run` with a memory limit the kernel enforces for real (OOM kill while proving).
-"""
+"""Bad input end to end: a workload file that does not parse, a C1 for another sector size, a
+proof of the wrong length (through the pytest plugin, as a user's `pytest suites` run), and a
+daemon OOM-killed mid-run (through `proofdiff run`). Each must give a clear error naming the
+cause, end, write its report and leave no container behind."""
 
 from __future__ import annotations
 
 import base64
 import json
-import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -20,52 +15,43 @@ from typing import Any
 import docker
 import pytest
 
-from harness.cli import DEFAULT_SUITES
+from harness.model.result import DifferentialResult
+from harness.model.status import Outcome, Verdict
+from harness.report.summary import load_summary
+
+from .conftest import REPO, errors_of, unique
 
 pytestmark = pytest.mark.e2e
-REPO = Path(__file__).resolve().parents[2]
 
 
-def _rid(name: str) -> str:
-    return f"e2e-{name}-{secrets.token_hex(3)}"
-
-
-def _pytest_run(artifacts: Any, tmp_path: Path, run_id: str, workload: str,
-                path: Path) -> tuple[int, str, dict[str, Any]]:
-    cmd = [sys.executable, "-m", "pytest", *[f"suites/test_{s}.py" for s in DEFAULT_SUITES],
-           "-p", "no:cacheprovider", "-q", "--tb=line", f"--rootdir={REPO}",
-           f"--proofdiff-run-id={run_id}", f"--proofdiff-report-dir={tmp_path}",
+def _pytest_suites(artifacts: Any, tmp_path: Path, name: str, workload: str,
+                   path: Path) -> tuple[int, str, DifferentialResult]:
+    run_id = unique(name)
+    cmd = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q",
+           "--tb=line", f"--proofdiff-run-id={run_id}", f"--proofdiff-report-dir={tmp_path}",
            f"--proofdiff-param-cache={artifacts.param_cache}",
            f"--proofdiff-workload={workload}", f"--proofdiff-workload-file={workload}={path}",
-           f"--proofdiff-image={artifacts.image_tag}"]
+           f"--proofdiff-image={artifacts.image_tag}",
+           f"--proofdiff-verifier-image={artifacts.image_tag}", "-k", "not timing"]
     try:
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
     finally:
-        left = docker.from_env().containers.list(all=True,
-                                                 filters={"label": f"proofdiff.run={run_id}"})
-        assert not left, f"run {run_id} left containers behind: {[c.name for c in left]}"
-    summary = tmp_path / run_id / "summary.json"
-    assert summary.is_file(), f"no report:\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}"
-    return proc.returncode, proc.stdout + proc.stderr, json.loads(summary.read_text())
-
-
-def _texts(summary: dict[str, Any]) -> str:
-    out = list(summary["errors"]) + [r["message"] for r in summary.get("oracles", [])]
-    for o in summary["outcomes"]:
-        out += o["errors"] + [b["reason"] for b in o["bad"]]
-    return "\n".join(out)
+        left = docker.from_env().api.containers(all=True,
+                                                filters={"label": f"proofdiff.run={run_id}"})
+        assert not left, f"run {run_id} left containers behind: {[c['Names'] for c in left]}"
+    assert (tmp_path / run_id / "summary.json").is_file(), proc.stdout[-3000:] + proc.stderr[-2000:]
+    return proc.returncode, proc.stdout + proc.stderr, load_summary(tmp_path / run_id)
 
 
 def test_a_workload_file_that_does_not_parse(artifacts: Any, tmp_path: Path) -> None:
     bad = tmp_path / "broken.json"
     bad.write_text('{"schema": 1,\n "workload": "wpost-2k",\n "jobs": [\n', encoding="utf-8")
-    rc, out, s = _pytest_run(artifacts, tmp_path, _rid("badjson"), "wpost-2k", bad)
-    assert rc != 0 and s["verdict"] == "error", s["verdict_line"]
-    text = _texts(s)
+    rc, out, res = _pytest_suites(artifacts, tmp_path, "e2e-badjson", "wpost-2k", bad)
+    assert rc != 0 and res.verdict is Verdict.ERROR, res.verdict_line
+    text = errors_of(res)
     assert f"{bad}:4:1: bad JSON" in text and "regenerate the workload" in text, text
-    pre = [r for r in s["oracles"] if r["oracle"] == "workload"]
-    assert pre and all(r["outcome"] == "fail" for r in pre), pre
-    assert "a run could not start" in out, out[-2000:]  # the session stops: nothing to prove
+    pre = res.records_of("preflight", oracle="workload")
+    assert pre and all(r.outcome is Outcome.FAIL for r in pre), pre
 
 
 def test_a_c1_for_another_sector_size(artifacts: Any, tmp_path: Path) -> None:
@@ -78,13 +64,15 @@ def test_a_c1_for_another_sector_size(artifacts: Any, tmp_path: Path) -> None:
                      "seed": "44" * 32, "c1": json.dumps(env)}]}
     path = tmp_path / "porep-32g.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
-    rc, out, s = _pytest_run(artifacts, tmp_path, _rid("c1size"), "porep-32g", path)
-    assert rc != 0 and s["verdict"] in ("invalid", "diverged"), s["verdict_line"]
-    for o in s["outcomes"]:
-        assert o["outcome"] == "failed", o
-        assert "sector size 34359738368 not supported" in o["bad"][0]["reason"], o["bad"]
-    warm = [r for r in s["oracles"] if r["oracle"] == "first-proof"]
-    assert warm and all("sector size 34359738368" in r["message"] for r in warm)
+    rc, out, res = _pytest_suites(artifacts, tmp_path, "e2e-c1size", "porep-32g", path)
+    assert rc != 0 and res.verdict in (Verdict.FAILED, Verdict.ERROR), res.verdict_line
+    for profile in ("bench", "prod"):
+        jobs = res.records_of("validity", profile, oracle="jobs")[0]
+        assert jobs.outcome is Outcome.FAIL
+        assert "sector size 34359738368 not supported" in jobs.evidence["bad"][0]["reason"]
+        assert res.records_of("validity", profile, oracle="proofs")[0].outcome is Outcome.ERROR
+    warm = res.records_of("warmup", oracle="first-proof")
+    assert warm and all("sector size 34359738368" in r.message for r in warm)
 
 
 def test_a_proof_of_the_wrong_length(artifacts: Any, tmp_path: Path) -> None:
@@ -92,24 +80,26 @@ def test_a_proof_of_the_wrong_length(artifacts: Any, tmp_path: Path) -> None:
     doc["partitions"] = 3  # the daemon proves 4 sectors = 2 partitions = 384 bytes
     path = tmp_path / "wpost-2k-3p.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
-    rc, out, s = _pytest_run(artifacts, tmp_path, _rid("length"), "wpost-2k", path)
-    assert rc != 0 and s["verdict"] == "invalid", s["verdict_line"]
-    for o in s["outcomes"]:
-        assert o["outcome"] == "invalid" and o["invalid"] == 4, o
-        assert "proof is 384 bytes, expected 576 (3 partitions x 192)" in o["bad"][0]["reason"]
+    rc, out, res = _pytest_suites(artifacts, tmp_path, "e2e-length", "wpost-2k", path)
+    assert rc != 0 and res.verdict is Verdict.FAILED, res.verdict_line
+    for profile in ("bench", "prod"):
+        proofs = res.records_of("validity", profile, oracle="proofs")[0]
+        assert proofs.outcome is Outcome.FAIL and proofs.evidence["invalid"] == 4
+        assert proofs.evidence["bad"][0]["reason"] == \
+            "proof is 384 bytes, expected 576 (3 partitions x 192)"
 
 
-def test_a_daemon_that_crashes_mid_run(proofdiff_run: Any) -> None:
+def test_a_daemon_that_crashes_mid_run(cli_run: Any) -> None:
     # 20 MB is enough to start the daemon (11 MB) but not to prove: the kernel OOM-kills it
-    r = proofdiff_run("--set", "prod.mem_limit=20m", run_id=_rid("oom"))
-    s = r.summary
-    assert r.rc in (1, 2) and s["verdict"] in ("diverged", "invalid"), (r.rc, s["verdict_line"])
-    (live,) = [x for x in s["oracles"] if x["oracle"] == "liveness" and x["profile"] == "prod"]
-    assert live["outcome"] == "fail" and "exit code 137 and OOMKilled=true" in live["message"]
-    assert "raise the profile's mem_limit" in live["message"], live["message"]
-    assert live["data"]["state"]["OOMKilled"] is True and live["data"]["lost"]
-    iso = [x for x in s["oracles"] if x["suite"] == "isolation" and x["profile"] == "prod"]
-    assert iso and all(x["outcome"] == "skipped" and "OOMKilled=True" in x["message"]
+    r = cli_run("--set", "prod.mem_limit=20m", run_id="e2e-oom")
+    res = r.result
+    assert r.rc == 1 and res.verdict is Verdict.DIVERGED, (r.rc, res.verdict_line)
+    live = r.record("warmup", "liveness", "prod")
+    assert live.outcome is Outcome.FAIL and "exit code 137 and OOMKilled=true" in live.message
+    assert "raise the profile's mem_limit" in live.message
+    assert live.evidence["state"]["OOMKilled"] is True and live.evidence["lost"]
+    iso = res.records_of("isolation", "prod")
+    assert iso and all(x.outcome is Outcome.SKIPPED and "OOMKilled=True" in x.message
                        for x in iso), iso
-    bench = [x for x in s["oracles"] if x["profile"] == "bench"]
-    assert bench and all(x["outcome"] == "pass" for x in bench)
+    bench = res.records_of(profile="bench")
+    assert bench and all(x.outcome is Outcome.PASS for x in bench)

@@ -1,135 +1,156 @@
-"""The main job end to end: bench vs prod on the real refprover image (issue 2's done-when).
+"""The main job end to end: bench vs prod on the real reference image, through `proofdiff run`.
 
-Each test is one `proofdiff run` (about a minute on 2 cores): containers started by the
-fixtures, real WindowPoSt proofs, independent verification in a short-lived container, the
-report read back. Faults are applied to prod only, through the same `--set` users type.
+Each test is one run (about a minute on 2 cores): containers started through the one runner,
+real WindowPoSt proofs, independent verification in a short-lived container, the report read
+back. Faults are applied to prod only, through the same `--set` users type.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import docker
 import pytest
 
-from tests.e2e.conftest import REPO, all_errors
+from harness.model.status import Outcome, Verdict
+
+from .conftest import REPO, errors_of, unique
 
 pytestmark = pytest.mark.e2e
 
-
-#: The validity suite alone: these tests are about issue 2's bench-vs-prod validity verdict;
-#: the other suites have their own catalog (tests/e2e/test_fault_catalog.py).
-VALIDITY_ONLY = ("--pytest-arg=-k", "--pytest-arg=test_validity")
-
-
-def _outcome(summary: dict[str, Any], profile: str) -> dict[str, Any]:
-    return next(o for o in summary["outcomes"] if o["profile"] == profile)
+#: The validity suite alone: these tests are about the bench-vs-prod validity verdict; the other
+#: suites have their own catalog (tests/e2e/test_fault_catalog.py).
+VALIDITY = ("--suite", "validity")
 
 
-def test_clean_image_bench_and_prod_agree(proofdiff_run: Any) -> None:
-    r = proofdiff_run(*VALIDITY_ONLY, run_id="e2e-clean")
+def test_clean_image_bench_and_prod_agree(cli_run: Any) -> None:
+    r = cli_run(*VALIDITY, run_id="e2e-clean")
     assert r.rc == 0, r.output
-    s = r.summary
-    assert s["verdict"] == "pass" and not s["divergences"], s["verdict_line"]
+    assert r.result.verdict is Verdict.SAME and not r.result.divergences, r.result.verdict_line
     for profile in ("bench", "prod"):
-        o = _outcome(s, profile)
-        assert o["outcome"] == "valid" and o["total"] == o["completed"] == o["valid"] == 4, o
-    # every proof was checked partition by partition by the independent verifier
-    for run in s["runs"]:
-        assert all(len(j["proof"]) == 2 * 192 * 2 for j in run["jobs"]), "2 partitions x 192 B hex"
+        proofs = r.record("validity", "proofs", profile)
+        assert proofs.outcome is Outcome.PASS
+        assert (proofs.evidence["total"], proofs.evidence["valid"]) == (4, 4), proofs.evidence
+        run = r.result.run(profile, "wpost-2k")
+        assert run is not None and run.workload_flow is not None
+        for j in run.workload_flow.jobs:  # every proof checked partition by partition
+            assert len(j.proof) == 2 * 192 and j.verdict is not None
+            assert j.verdict.partitions == (True, True), j.verdict
     assert "bench" in r.output and "prod" in r.output and "SAME" in r.output
 
 
-def test_partition_race_on_prod_is_reported_with_the_config_delta(proofdiff_run: Any) -> None:
-    r = proofdiff_run(*VALIDITY_ONLY, "--set", "prod.env.REFPROVER_FAULTS=partition-race",
-                      run_id="e2e-race")
+def test_partition_race_on_prod_is_reported_with_the_config_delta(cli_run: Any) -> None:
+    r = cli_run(*VALIDITY, "--set", "prod.env.REFPROVER_FAULTS=partition-race",
+                run_id="e2e-race")
     assert r.rc == 1, r.output
-    s = r.summary
-    assert s["verdict"] == "diverged", s["verdict_line"]
-    (div,) = s["divergences"]
-    assert div["left"]["outcome"] == "valid" and div["right"]["outcome"] == "invalid", div
-    bad = [b for b in div["right"]["bad"] if b["kind"] == "invalid"]
-    assert bad and all(b["bad_partitions"] for b in bad), "failing partitions must be named"
-    suspects = [x["path"] for x in div["suspects"]]
-    assert any("REFPROVER_FAULTS" in x for x in suspects), suspects
-    assert any("pipeline.enabled" in x for x in suspects), suspects
-    assert "REFPROVER_FAULTS" in r.output and "invalid" in r.output
+    (div,) = [d for d in r.result.divergences if d.oracle == "proofs"]
+    assert div.baseline_outcome is Outcome.PASS and div.outcome is Outcome.FAIL
+    bad = r.record("validity", "proofs", "prod").evidence["bad"]
+    assert len(bad) == 4 and all(b["bad_partitions"] == [0, 1] for b in bad), bad
+    assert [s.path for s in div.suspects[:3]] == [
+        "env.REFPROVER_FAULTS", "config.pipeline.enabled", "config.synthesis.partition_workers"]
+    assert "REFPROVER_FAULTS" in r.output and "partitions [0, 1] do not verify" in r.output
 
 
-def test_shared_assembler_with_colliding_job_ids_is_reported(proofdiff_run: Any) -> None:
+def test_shared_assembler_with_colliding_job_ids_is_reported(cli_run: Any) -> None:
     # prod's curio-style ids are derived from (miner, first sector): the workload's 4 jobs
     # prove the same sectors with different randomness, so all 4 share one id, as retries do.
-    r = proofdiff_run(*VALIDITY_ONLY, "--set", "prod.env.REFPROVER_FAULTS=shared-assembler",
-                      run_id="e2e-asm")
+    r = cli_run(*VALIDITY, "--set", "prod.env.REFPROVER_FAULTS=shared-assembler",
+                run_id="e2e-asm")
     assert r.rc == 1, r.output
-    (div,) = r.summary["divergences"]
-    assert div["left"]["outcome"] == "valid" and div["right"]["outcome"] in ("invalid", "failed")
-    ids = {b["request_id"] for b in div["right"]["bad"]}
-    assert ids == {"wpost-1000-1"}, ids
-    reasons = " ".join(b["reason"] for b in div["right"]["bad"])
-    assert div["right"]["invalid"] or "already inserted" in reasons or "another job" in reasons
+    failed = [r.record("validity", o, "prod") for o in ("proofs", "jobs")]
+    assert any(x.outcome is Outcome.FAIL for x in failed), failed
+    bad = [b for x in failed for b in x.evidence.get("bad", [])]
+    assert {b["request_id"] for b in bad} == {"wpost-1000-1"}, bad
+    reasons = " ".join(b["reason"] for b in bad)
+    assert "already inserted" in reasons or "do not verify" in reasons, reasons
+    assert r.record("validity", "proofs", "bench").outcome is Outcome.PASS
 
 
-def test_missing_image_is_a_clear_error_with_a_report(proofdiff_run: Any) -> None:
-    r = proofdiff_run("--image", "proofdiff/refprover:does-not-exist", run_id="e2e-noimage")
+def test_missing_image_is_a_clear_error_with_a_report(cli_run: Any) -> None:
+    r = cli_run("--image", "proofdiff/refprover:does-not-exist", run_id="e2e-noimage")
     assert r.rc == 3, r.output
-    assert r.summary["verdict"] == "error"
-    text = r.output + all_errors(r.summary)
-    assert "does-not-exist" in text and "build" in text, text
+    assert r.result.verdict is Verdict.ERROR
+    text = r.output + errors_of(r.result)
+    assert "proofdiff/refprover:does-not-exist" in text and "make image" in text, text
+    assert "ERROR: ERROR" not in r.output
 
 
-def test_daemon_exiting_at_start_is_a_clear_error(proofdiff_run: Any) -> None:
-    r = proofdiff_run("--profile", "bench", "--set", 'bench.command=["--no-such-flag"]',
-                      run_id="e2e-exits")
+def test_daemon_exiting_at_start_is_a_clear_error(cli_run: Any) -> None:
+    r = cli_run("--profile", "bench", "--set", 'bench.command=["--no-such-flag"]',
+                run_id="e2e-exits")
     assert r.rc == 3, r.output
-    text = all_errors(r.summary) + r.output
+    text = errors_of(r.result) + r.output
     assert "exited with code 2" in text and "--no-such-flag" in text, text
 
 
-def test_daemon_never_answering_fails_within_its_deadline(proofdiff_run: Any) -> None:
+def test_daemon_never_answering_fails_within_its_deadline(cli_run: Any) -> None:
     # The daemon listens on 9999 while the profile publishes 9820: GetStatus never answers.
-    r = proofdiff_run("--profile", "prod", "--set",
-                      'prod.command=["-c","/data/zk/cuzk.toml","-l","0.0.0.0:9999"]',
-                      "--set", "prod.ready_timeout_s=5", run_id="e2e-silent")
+    r = cli_run("--profile", "prod", "--set",
+                'prod.command=["-c","/data/zk/cuzk.toml","-l","0.0.0.0:9999"]',
+                "--set", "prod.ready_timeout_s=5", run_id="e2e-silent")
     assert r.rc == 3, r.output
-    text = all_errors(r.summary)
+    text = errors_of(r.result)
     assert "did not answer GetStatus" in text and "within 5 s" in text, text
     assert "0.0.0.0:9999" in text, "the daemon's own log tail must be attached"
 
 
-def test_params_missing_where_the_daemon_reads_them_name_path_and_fix(proofdiff_run: Any) -> None:
+def test_params_mounted_where_the_daemon_does_not_read_name_path_and_fix(cli_run: Any) -> None:
     # prod reads srs.param_cache=/var/tmp/filecoin-proof-parameters; mount the params elsewhere.
-    r = proofdiff_run(*VALIDITY_ONLY, "--set", "prod.mounts.params=/data/elsewhere",
-                      run_id="e2e-noparams")
-    assert r.rc in (1, 3), r.output
-    text = all_errors(r.summary)
+    r = cli_run(*VALIDITY, "--set", "prod.mounts.params=/data/elsewhere", run_id="e2e-noparams")
+    assert r.rc == 1, r.output  # bench proves, prod cannot start: a divergence
+    text = errors_of(r.result)
     assert "/data/elsewhere" in text and "/var/tmp/filecoin-proof-parameters" in text, text
     assert "set config.srs.param_cache" in text, "the fix must be named"
 
 
+def _wait_for_container(api: Any, label: dict[str, str], proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 120
+    while not api.containers(all=True, filters=label):
+        assert proc.poll() is None and time.monotonic() < deadline, "no container ever started"
+        time.sleep(0.2)
+
+
 def test_interrupt_removes_containers_and_keeps_the_report(artifacts: Any, tmp_path: Path) -> None:
-    run_id = f"e2e-interrupt-{uuid.uuid4().hex[:6]}"
+    run_id = unique("e2e-interrupt")
     cmd = [sys.executable, "-m", "harness.cli", "run", "--report-dir", str(tmp_path),
            "--run-id", run_id]
     # A shell may start us with SIGINT ignored; the child gets the default (Ctrl-C) behaviour.
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, preexec_fn=lambda: signal.signal(signal.SIGINT,
                                                                         signal.SIG_DFL))
-    # the low-level list: containers.list() inspects each one and races their removal
     api = docker.from_env().api
-    label = {"label": f"proofdiff.run={run_id}"}
-    deadline = time.monotonic() + 120
-    while not api.containers(all=True, filters=label):
-        assert proc.poll() is None and time.monotonic() < deadline, "no container ever started"
-        time.sleep(0.2)
+    _wait_for_container(api, {"label": f"proofdiff.run={run_id}"}, proc)
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, out
-    assert not api.containers(all=True, filters=label), "containers left after Ctrl-C"
-    assert (tmp_path / run_id / "summary.json").is_file(), out
+    assert not api.containers(all=True, filters={"label": f"proofdiff.run={run_id}"})
+    doc = json.loads((tmp_path / run_id / "summary.json").read_text())
+    assert doc["verdict"] == "INTERRUPTED" and doc["exit_code"] == 130
+
+
+def test_sigkill_of_proofdiff_run_leaves_no_container_or_temp_dir(artifacts: Any,
+                                                                  tmp_path: Path) -> None:
+    run_id = unique("e2e-sigkill")
+    before = set(Path(tempfile.gettempdir()).glob("proofdiff-daemon-*"))
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--report-dir",
+                             str(tmp_path), "--run-id", run_id], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+    api = docker.from_env().api
+    label = {"label": f"proofdiff.run={run_id}"}
+    _wait_for_container(api, label, proc)
+    os.kill(proc.pid, signal.SIGKILL)  # no handler runs: only the watchdog can clean up
+    proc.wait(timeout=10)
+    t0 = time.monotonic()
+    while api.containers(all=True, filters=label) or \
+            set(Path(tempfile.gettempdir()).glob("proofdiff-daemon-*")) - before:
+        assert time.monotonic() - t0 < 10, "the run's containers or config dirs outlived it by 10 s"
+        time.sleep(0.2)

@@ -10,18 +10,15 @@ Run: `make test-slow` (or `pytest tests -m slow`).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness.driver_bench_cli import BENCH_REQUEST_ID
+from harness.model.oracles import Divergence
+from harness.model.status import Outcome, Verdict
 
-from tests.e2e.conftest import REPO, CliRun
+from .conftest import CliRun
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -33,35 +30,22 @@ RUN_TIMEOUT_S = 3600
 SLOW_JOB_TIMEOUT = ("--set", "*.timeout_s=1800")
 #: The validity suite alone: these tests are about PoRep validity verdicts; the other suites
 #: (isolation, warmup, timing, ...) would add minutes of PoRep proving per run.
-VALIDITY_ONLY = ("--pytest-arg=-k", "--pytest-arg=test_validity")
+VALIDITY = ("--suite", "validity")
 
 
 @pytest.fixture
-def porep_run(artifacts: Any, tmp_path: Path) -> Callable[..., CliRun]:
-    """Runs `proofdiff run ARGS` with a one-hour deadline and reads its summary."""
-
+def porep_run(cli_run: Any) -> Callable[..., CliRun]:
+    """`proofdiff run ARGS` on the validity suite with a one-hour deadline."""
     def run(*args: str, run_id: str) -> CliRun:
-        cmd = [sys.executable, "-m", "harness.cli", "run", "--report-dir", str(tmp_path),
-               "--run-id", run_id, *VALIDITY_ONLY, *SLOW_JOB_TIMEOUT, *args]
-        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
-                              timeout=RUN_TIMEOUT_S)
-        out = proc.stdout + proc.stderr
-        path = tmp_path / run_id / "summary.json"
-        assert path.is_file(), f"no report written by {cmd}:\n{out}"
-        return CliRun(proc.returncode, out, json.loads(path.read_text()), tmp_path / run_id)
-
+        result: CliRun = cli_run(*VALIDITY, *SLOW_JOB_TIMEOUT, *args, run_id=run_id,
+                                 timeout_s=RUN_TIMEOUT_S)
+        return result
     return run
 
 
-def _outcome(summary: dict[str, Any], profile: str, workload: str) -> dict[str, Any]:
-    return next(o for o in summary["outcomes"]
-                if o["profile"] == profile and o["workload"] == workload)
-
-
-def _divergence(summary: dict[str, Any], workload: str) -> dict[str, Any]:
-    found: list[dict[str, Any]] = [d for d in summary["divergences"]
-                                   if d["workload"] == workload]
-    assert len(found) == 1, summary["verdict_line"]
+def _divergence(r: CliRun, workload: str) -> Divergence:
+    found = [d for d in r.result.divergences if d.workload == workload and d.oracle == "proofs"]
+    assert len(found) == 1, r.result.verdict_line
     return found[0]
 
 
@@ -71,21 +55,23 @@ def test_clean_image_bench_cli_and_prod_agree_on_1_and_2_partitions(porep_run: A
     r = porep_run("--workload", "porep-2k", "--workload", "porep-2k-2p",
                   "--set", 'bench.driver="bench-cli"', run_id="e2e-porep-clean")
     assert r.rc == 0, r.output
-    s = r.summary
-    assert s["verdict"] == "pass" and not s["divergences"], s["verdict_line"]
-    runs = {(x["profile"], x["workload"]): x for x in s["runs"]}
+    assert r.result.verdict is Verdict.SAME and not r.result.divergences, r.result.verdict_line
     for workload, partitions in (("porep-2k", 1), ("porep-2k-2p", 2)):
         for profile in ("bench", "prod"):
-            o = _outcome(s, profile, workload)
-            assert o["outcome"] == "valid" and o["total"] == o["valid"] == 2, o
-            assert o["unverified"] == 0, o
-            run = runs[(profile, workload)]
-            assert all(len(j["proof"]) == partitions * 192 * 2 for j in run["jobs"]), workload
-            for v in run["verdicts"].values():
-                assert v["partitions"] == [True] * partitions, v
-        assert {j["request_id"] for j in runs[("prod", workload)]["jobs"]} == {
-            "porep-1000-1", "porep-1000-2"}
-        assert {j["request_id"] for j in runs[("bench", workload)]["jobs"]} == {BENCH_REQUEST_ID}
+            proofs = r.record("validity", "proofs", profile, workload)
+            assert proofs.outcome is Outcome.PASS
+            assert (proofs.evidence["total"], proofs.evidence["valid"]) == (2, 2), proofs.evidence
+            assert proofs.evidence["unverified"] == 0
+            run = r.result.run(profile, workload)
+            assert run is not None and run.workload_flow is not None
+            for j in run.workload_flow.jobs:
+                assert len(j.proof) == partitions * 192 and j.verdict is not None
+                assert j.verdict.partitions == (True,) * partitions, j.verdict
+        prod = r.result.run("prod", workload)
+        bench = r.result.run("bench", workload)
+        assert prod and prod.workload_flow and bench and bench.workload_flow
+        assert {j.request_id for j in prod.workload_flow.jobs} == {"porep-1000-1", "porep-1000-2"}
+        assert {j.request_id for j in bench.workload_flow.jobs} == {"(bench tool uuid)"}
 
 
 def test_partition_race_on_prod_names_the_failing_partitions(porep_run: Any) -> None:
@@ -95,18 +81,16 @@ def test_partition_race_on_prod_names_the_failing_partitions(porep_run: Any) -> 
                   "--set", "prod.env.REFPROVER_FAULTS=partition-race", run_id="e2e-porep-race")
     assert r.rc == 1, r.output
     for workload, partitions in (("porep-2k", 1), ("porep-2k-2p", 2)):
-        div = _divergence(r.summary, workload)
-        assert div["left"]["outcome"] == "valid" and div["right"]["outcome"] == "invalid", div
-        bad = [b for b in div["right"]["bad"] if b["kind"] == "invalid"]
+        div = _divergence(r, workload)
+        assert div.baseline_outcome is Outcome.PASS and div.outcome is Outcome.FAIL, div
+        bad = r.record("validity", "proofs", "prod", workload).evidence["bad"]
         assert bad, div
         for b in bad:
-            assert b["bad_partitions"], b
-            assert set(b["bad_partitions"]) <= set(range(partitions)), b
+            assert b["bad_partitions"] and set(b["bad_partitions"]) <= set(range(partitions)), b
             assert "do not verify" in b["reason"], b
-        suspects = [x["path"] for x in div["suspects"]]
-        assert suspects[0] == "env.REFPROVER_FAULTS", suspects
-        assert "config.pipeline.enabled" in suspects, suspects
-        assert "config.synthesis.partition_workers" in suspects, suspects
+        suspects = [x.path for x in div.suspects]
+        assert suspects[:3] == ["env.REFPROVER_FAULTS", "config.pipeline.enabled",
+                                "config.synthesis.partition_workers"], suspects
     assert "partitions [0] do not verify" in r.output, r.output  # the CLI names them too
 
 
@@ -120,14 +104,14 @@ def test_shared_assembler_with_retried_sectors_on_prod_is_caught(porep_run: Any)
                   run_id="e2e-porep-asm")
     assert r.rc == 1, r.output
     for workload, partitions in (("porep-2k", 1), ("porep-2k-2p", 2)):
-        div = _divergence(r.summary, workload)
-        right = div["right"]
-        assert div["left"]["outcome"] == "valid", div
-        assert right["outcome"] in ("failed", "invalid"), div
-        assert {b["request_id"] for b in right["bad"]} <= {"porep-1000-1", "porep-1000-2"}
-        for b in right["bad"]:  # each failure names its partition: in the error or the verdict
+        assert r.record("validity", "proofs", "bench", workload).outcome is Outcome.PASS
+        bad = [b for o in ("proofs", "jobs")
+               for b in r.record("validity", o, "prod", workload).evidence.get("bad", [])]
+        assert bad and {b["request_id"] for b in bad} <= {"porep-1000-1", "porep-1000-2"}
+        for b in bad:  # each failure names its partition: in the error or the verdict
             assert b["bad_partitions"] or "partition " in b["reason"], b
             assert set(b["bad_partitions"]) <= set(range(partitions)), b
-        assert any("already inserted" in b["reason"] or b["bad_partitions"] for b in right["bad"])
-        assert div["suspects"][0]["path"] == "env.REFPROVER_FAULTS", div["suspects"]
+        assert any("already inserted" in b["reason"] or b["bad_partitions"] for b in bad)
+        divs = [d for d in r.result.divergences if d.workload == workload]
+        assert divs and all(d.suspects[0].path == "env.REFPROVER_FAULTS" for d in divs)
     assert "porep-1000-1" in r.output and "already inserted" in r.output, r.output

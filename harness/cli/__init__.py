@@ -1,0 +1,54 @@
+"""``proofdiff``: the command line.
+
+    proofdiff run [--profiles SET|FILE] [--profile NAME]... [--workload NAME]... [--suite NAME]...
+                  [--image TAG]... [--set PROFILE.KEY=VALUE]... [--report-dir DIR] [--full]
+    proofdiff build [--workload NAME]... [--crate DIR]
+    proofdiff reap [--run-id ID]
+    proofdiff catch-matrix [--fault NAME]... [--repeat-clean N] [--targeted] [--clean-only]
+
+Exit codes of ``run`` (the verdict's): 0 SAME; 1 DIVERGED; 2 FAILED or INCOMPLETE (failures or
+skipped checks without a divergence); 3 ERROR (could not run: profile file, build, Docker, a
+daemon that did not start, a broken verifier); 130 interrupted (the run's containers removed,
+the report kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from rich.console import Console
+
+from . import catch_matrix, maintenance, run
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="proofdiff", description="Differential regression testing "
+                                "of proof-generation daemons: bench vs prod on one image.",
+                                epilog=run.EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    run.add_arguments(sub.add_parser("run", help="run the suites on every profile, print the "
+                                     "verdict", epilog=run.EXIT_HELP,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter))
+    maintenance.add_build(sub.add_parser("build", help="build or reuse the refprover image, "
+                                         "params and workloads (cached by content)"))
+    maintenance.add_reap(sub.add_parser("reap", help="remove containers left by crashed runs"))
+    catch_matrix.add_arguments(sub.add_parser("catch-matrix", help="the fault catalog self-test: "
+                                              "clean + every fault x every suite"))
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``proofdiff``; returns the exit code."""
+    args = _parser().parse_args(argv)
+    console = Console(width=max(100, Console().width), highlight=False)
+    handler = {"run": run.run, "build": maintenance.build, "reap": maintenance.reap,
+               "catch-matrix": catch_matrix.run_matrix}[args.cmd]
+    return handler(args, console)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

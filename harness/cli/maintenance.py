@@ -1,0 +1,55 @@
+"""``proofdiff build`` and ``proofdiff reap``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+from harness.target.containers import ContainerError, reap as reap_containers
+
+__all__ = ["add_build", "add_reap", "build", "reap"]
+
+
+def add_build(p: argparse.ArgumentParser) -> None:
+    """Options of ``proofdiff build``."""
+    p.add_argument("--workload", metavar="NAME", action="append", default=[],
+                   help="workload to prepare (repeatable). Default: wpost-2k")
+    p.add_argument("--crate", metavar="DIR", type=Path, default=None,
+                   help="the refprover crate. Default: $PROOFDIFF_CRATE, else ./targets/refprover")
+
+
+def build(args: argparse.Namespace, console: Console) -> int:
+    """Build or reuse everything; 0 ok, 3 the build failed (step, cause and fix printed)."""
+    from harness.build import BuildError, ensure_artifacts
+
+    try:
+        art = ensure_artifacts(args.workload or ["wpost-2k"],
+                               lambda line: console.print(Text(line)), crate_dir=args.crate)
+    except BuildError as exc:
+        console.print(Text(str(exc), style="red"))
+        return 3
+    console.print(Text(f"image {art.image_tag}; params {art.param_cache}"))
+    for name, path in art.workloads.items():
+        console.print(Text(f"workload {name}: {path}"))
+    return 0
+
+
+def add_reap(p: argparse.ArgumentParser) -> None:
+    """Options of ``proofdiff reap``."""
+    p.add_argument("--run-id", metavar="ID", help="only this run's containers. Default: every "
+                   "proofdiff container")
+
+
+def reap(args: argparse.Namespace, console: Console) -> int:
+    """Remove labelled containers; 0 ok, 3 no Docker engine."""
+    try:
+        removed = reap_containers(run_id=args.run_id)
+    except ContainerError as exc:
+        console.print(Text(str(exc), style="red"))
+        return 3
+    console.print(Text(f"removed {len(removed)} container(s)" + (f": {', '.join(removed)}"
+                                                                  if removed else "")))
+    return 0

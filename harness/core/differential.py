@@ -1,0 +1,142 @@
+"""``run_differential``: the one way in, for the CLI, the pytest plugin and every workflow.
+
+    from harness import run_differential
+    result = run_differential("refprover", overrides=["prod.env.REFPROVER_FAULTS=partition-race"])
+    result.verdict, result.exit_code, result.divergences[0].suspects[0].path
+
+It loads and plans the profiles, evaluates every selected suite on every selected workload (and
+image), derives divergences and the verdict once (:mod:`harness.core.verdict`), writes the report
+(even when the run failed or was interrupted) and returns the typed
+:class:`~harness.model.result.DifferentialResult`. Nothing here needs pytest.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.build.errors import BuildError
+from harness.model.delta import ConfigDelta
+from harness.model.oracles import OracleRecord
+from harness.model.profile import Profile
+from harness.model.profile_file import ProfileError, load_profiles, select_profiles
+from harness.model.result import DifferentialResult, ImageInfo
+from harness.model.runs import RunRecord
+from harness.target.containers import ContainerError
+
+from .delta import profile_delta, profile_view
+from .plan import Plan, new_run_id, plan_runs
+from .session import Session
+from .verdict import divergences, missing_cells, verdict
+
+__all__ = ["assemble", "run_differential"]
+
+
+def _images(plans: Sequence[Plan], runs: Sequence[RunRecord]) -> tuple[ImageInfo, ...]:
+    seen: dict[str, str] = {}
+    for r in runs:
+        seen.setdefault(r.image, r.image_digest)
+    for plan in plans:
+        for p in plan.profiles.values():
+            seen.setdefault(p.image or "", "")
+    ref = next((p.reference for p in plans if p.reference), None)
+    if ref is not None and ref.tag in seen and not seen[ref.tag]:
+        seen[ref.tag] = ref.digest
+    return tuple(ImageInfo(tag=t, digest=d) for t, d in seen.items() if t)
+
+
+def assemble(*, run_id: str, profiles: Mapping[str, Profile], records: Sequence[OracleRecord],
+             runs: Sequence[RunRecord], plans: Sequence[Plan] = (), errors: Sequence[str] = (),
+             interrupted: bool = False, extra: Mapping[str, Any] | None = None,
+             created_unix_s: float | None = None) -> DifferentialResult:
+    """The result of a run from what its sessions computed: divergences from the baseline (the
+    first profile), suspects, the verdict and the exit code, computed here and only here."""
+    names = list(profiles)
+    deltas: dict[str, ConfigDelta] = {n: profile_delta(profiles[names[0]], profiles[n])
+                                      for n in names[1:]}
+    divs = divergences(records, names[0], deltas) if names else []
+    workloads = tuple(dict.fromkeys(w for p in plans for w in p.workloads))
+    suites = tuple(dict.fromkeys(s for p in plans for s in p.suites))
+    slots = [p.image_slot for p in plans] or [""]
+    missing = missing_cells(records, names, workloads, suites, slots) if not errors else []
+    v, line = verdict(records, divs, errors, missing, runs, interrupted=interrupted)
+    return DifferentialResult(
+        run_id=run_id, created_unix_s=time.time() if created_unix_s is None else created_unix_s,
+        verdict=v, verdict_line=line, exit_code=v.exit_code, images=_images(plans, runs),
+        profiles={n: {**profile_view(p), "source": p.source, "overrides": list(p.overrides)}
+                  for n, p in profiles.items()},
+        workloads=workloads, suites=suites, runs=tuple(runs), records=tuple(records),
+        divergences=tuple(divs), deltas=tuple(deltas.values()), errors=tuple(errors),
+        extra=dict(extra or {}))
+
+
+def run_differential(profiles: Mapping[str, Profile] | str | Path | None = None, *,
+                     overrides: Sequence[str] = (), select: Sequence[str] = (),
+                     workloads: Sequence[str] = (), suites: Sequence[str] = (),
+                     images: Sequence[str] = (), report_dir: str | Path = "reports",
+                     run_id: str | None = None, param_cache: str | Path | None = None,
+                     workload_files: Mapping[str, str | Path] | None = None,
+                     verifier_image: str | None = None, verify_timeout_s: float = 300.0,
+                     log: Callable[[str], None] = lambda _line: None,
+                     write_report: bool = True) -> DifferentialResult:
+    """Run a differential and return its result (see the module docstring).
+
+    Args:
+        profiles: resolved profiles (the first is the baseline), or a profile set to load: a
+            shipped set's name (``refprover``, ``cuzk``) or a TOML path; ``None`` = ``refprover``.
+        overrides: ``--set`` overrides (``prod.env.REFPROVER_FAULTS=partition-race``), applied
+            when ``profiles`` is loaded here. select: profile names to keep, in order (the first
+            becomes the baseline); none = all.
+        workloads: workload names; none = each profile's. suites: suite names (``all`` = every
+            suite); none = the defaults. images: run every profile on each image; none = each
+            profile's own.
+        report_dir: the report root (``<report_dir>/<run id>/``). run_id: default a new one.
+        param_cache, workload_files, verifier_image: prebuilt artifacts (default: built or found,
+            cached by content). verify_timeout_s: deadline of one verifier container, seconds.
+        log: progress lines. write_report: write summary.json, index.html, junit.xml and
+            allure-results (default true).
+
+    Returns:
+        The :class:`~harness.model.result.DifferentialResult`. Bad input (a profile file that
+        does not load, an unknown key or suite, a build that fails, no Docker engine) comes back
+        as verdict ERROR with the cause, never as an exception; an interrupt (Ctrl-C, SIGTERM)
+        comes back as INTERRUPTED after the containers are removed.
+    """
+    rid = run_id or new_run_id()
+    errors: list[str] = []
+    resolved: Mapping[str, Profile] = {}
+    plans: list[Plan] = []
+    sessions: list[Session] = []
+    interrupted = False
+    try:
+        resolved = (select_profiles(profiles, select) if isinstance(profiles, Mapping)
+                    else select_profiles(load_profiles(profiles, overrides), select))
+        plans = plan_runs(resolved, workloads=workloads, suites=suites, images=images,
+                          run_id=rid, report_dir=report_dir, param_cache=param_cache,
+                          workload_files=workload_files, verifier_image=verifier_image,
+                          verify_timeout_s=verify_timeout_s, log=log)
+        resolved = plans[0].profiles
+        for plan in plans:
+            session = Session(plan, log=log)
+            sessions.append(session)
+            session.evaluate()
+    except KeyboardInterrupt:
+        interrupted = True
+    except (ProfileError, ValueError, ContainerError, BuildError) as exc:
+        errors.append(str(exc))
+    finally:
+        for s in sessions:
+            try:
+                s.close()
+            except KeyboardInterrupt:
+                interrupted = True
+    result = assemble(run_id=rid, profiles=resolved, plans=plans, errors=errors,
+                      records=[r for s in sessions for r in s.records()],
+                      runs=[r for s in sessions for r in s.runs()], interrupted=interrupted)
+    if write_report:
+        from harness.report.writer import write_report as write
+
+        write(result, Path(report_dir))
+    return result

@@ -1,0 +1,308 @@
+"""The differential session: one plan (profiles on one image slot), computed on demand.
+
+It starts at most one daemon per profile (through the one container runner, watched by the
+owner's watchdog), runs each workload once through the profile's driver and verifies it, sends
+the other flows after it (so a fresh daemon's first proof is always the workload run's first
+job: the warmup), and evaluates each suite once per workload. What it computes is kept in a
+:class:`~harness.core.store.Store`: in memory, or shared between pytest-xdist workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+import msgspec
+
+from harness.drivers.base import Driver, Mode, plan_workload
+from harness.drivers.bench_cli import BenchCliDriver
+from harness.drivers.deadlines import Deadlines, deadlines_for
+from harness.drivers.flow import prove_many
+from harness.drivers.job_ids import JobIdError
+from harness.drivers.registry import driver_for
+from harness.model.jobs import FlowRecord, JobSpec
+from harness.model.oracles import OracleRecord
+from harness.model.profile import Profile
+from harness.model.runs import RunRecord
+from harness.model.status import JobStatus
+from harness.model.workload import Workload, WorkloadError, load_workload
+from harness.oracles.preflight import BLOCKING
+from harness.oracles.registry import SUITES
+from harness.target.containers import ContainerError, ContainerRunner, docker_client
+from harness.target.daemon import Daemon, LaunchError, start_daemon
+from harness.target.verifier import DockerVerifier, attach_verdicts
+from harness.target.watchdog import Watchdog
+
+from .plan import Plan
+from .store import MemoryStore, Store
+
+__all__ = ["Session", "SuiteResult", "merge_flows"]
+
+
+class SuiteResult(msgspec.Struct, frozen=True, kw_only=True):
+    """One suite on one workload: its records and the flows it sent, by profile."""
+
+    suite: str
+    workload: str
+    records: tuple[OracleRecord, ...]
+    flows: dict[str, tuple[FlowRecord, ...]] = msgspec.field(default_factory=dict)
+
+
+def merge_flows(runs: Sequence[RunRecord], suites: Sequence[SuiteResult]) -> list[RunRecord]:
+    """``runs`` with the flows each suite sent to the same daemon appended, in suite order."""
+    out = []
+    for run in runs:
+        extra = [f for res in suites if res.workload == run.workload
+                 for f in res.flows.get(run.profile, ())]
+        out.append(msgspec.structs.replace(run, flows=(*run.flows, *extra)) if extra else run)
+    return out
+
+
+T = TypeVar("T")
+E = TypeVar("E", bound=Exception)
+
+
+def _once(cache: dict[str, T | E], key: str, make: Callable[[], T], errors: type[E]) -> T:
+    """``make()`` once per key; an ``errors`` exception is kept and raised again each time."""
+    if key not in cache:
+        try:
+            cache[key] = make()
+        except errors as exc:
+            cache[key] = exc
+    got = cache[key]
+    if isinstance(got, errors):
+        raise got
+    return got  # type: ignore[return-value]
+
+
+class Session:
+    """Computes a plan's runs and records on demand; see the module docstring.
+
+    Args:
+        plan: what to run. store: where results are kept (default in memory).
+        log: progress lines (default: ignore). worker: pytest-xdist worker id ('' for none),
+            part of container names.
+    """
+
+    def __init__(self, plan: Plan, *, store: Store | None = None,
+                 log: Callable[[str], None] | None = None, worker: str = "") -> None:
+        self.plan, self.worker = plan, worker
+        self.store: Store = store or MemoryStore()
+        self._log = log or (lambda _line: None)
+        self.profiles: dict[str, Profile] = dict(plan.profiles)
+        self.image_slot = plan.image_slot
+        self.param_cache = Path(plan.param_cache)
+        self._runner: ContainerRunner | None = None
+        self._watchdog: Watchdog | None = None
+        self._workloads: dict[str, Workload | WorkloadError] = {}
+        self._daemons: dict[str, Daemon | LaunchError] = {}
+        self._drivers: dict[str, Driver] = {}
+        self._digests: dict[str, str] = {}
+        self._flows: dict[tuple[str, str], list[FlowRecord]] = {}
+        self._run_keys: list[tuple[str, str]] = []
+        self.suites_done: dict[tuple[str, str], SuiteResult] = {}
+
+    # -- plumbing ------------------------------------------------------------------------
+    def log(self, line: str) -> None:
+        """One line of progress."""
+        self._log(line)
+
+    @property
+    def runner(self) -> ContainerRunner:
+        """The container runner, with this process's watchdog started on first use.
+
+        Raises:
+            ContainerError: the Docker engine does not answer.
+        """
+        if self._runner is None:
+            client = docker_client()
+            self._watchdog = Watchdog().start()
+            self._runner = ContainerRunner(self.plan.run_id, client=client, tracker=self._watchdog)
+        return self._runner
+
+    def deadlines(self, profile: str) -> Deadlines:
+        """The profile's deadlines (its ``timeout_s``; the plan's verifier timeout)."""
+        return deadlines_for(self.profiles[profile], verify_s=self.plan.verify_timeout_s)
+
+    def workload(self, name: str) -> Workload:
+        """The loaded workload ``name`` (cached, errors too).
+
+        Raises:
+            WorkloadError: no file for it, or the file is not a valid workload.
+        """
+        def load() -> Workload:
+            path = self.plan.workload_files.get(name)
+            if path is None:
+                raise WorkloadError(f"no workload file for {name!r}; known: "
+                                    f"{sorted(self.plan.workload_files)}; build it (proofdiff "
+                                    "build --workload NAME) or pass --workload-file NAME=PATH")
+            return load_workload(path)
+        return _once(self._workloads, name, load, WorkloadError)
+
+    def daemon(self, profile: str) -> Daemon:
+        """The profile's ready daemon, started on first use (one per process).
+
+        Raises:
+            LaunchError: it could not start (cached: later calls raise the same at once).
+        """
+        def start() -> Daemon:
+            p = self.profiles[profile]
+            self.log(f"starting {profile} ({p.image})")
+            try:
+                d = start_daemon(self.runner, p, self.param_cache,
+                                 name=self.runner.unique_name(profile, self.worker))
+            except ContainerError as exc:  # no engine: as good as a daemon that did not start
+                if isinstance(exc, LaunchError):
+                    raise
+                raise LaunchError(str(exc), role="daemon", profile=profile) from None
+            self.log(f"{profile} ready in {d.start_to_ready_ms:.0f} ms at {d.address}")
+            return d
+        return _once(self._daemons, profile, start, LaunchError)
+
+    def driver(self, profile: str) -> Driver:
+        """The profile's driver (cached).
+
+        Raises:
+            LaunchError: the daemon did not start.
+        """
+        if profile not in self._drivers:
+            self._drivers[profile] = driver_for(self.profiles[profile], self.daemon(profile),
+                                                self.runner)
+        return self._drivers[profile]
+
+    def verifier(self, profile: str) -> DockerVerifier:
+        """The independent verifier for ``profile``'s proofs (the plan's verifier image)."""
+        return DockerVerifier(self.runner, self.plan.verifier_image, self.param_cache,
+                              profile=profile, timeout_s=self.plan.verify_timeout_s)
+
+    def image_digest(self, tag: str) -> str:
+        """The image id of ``tag`` ('' when the image is missing)."""
+        if tag not in self._digests:
+            try:
+                self._digests[tag] = str(self.runner.image(tag).id)
+            except ContainerError:
+                self._digests[tag] = ""
+        return self._digests[tag]
+
+    def _wait_s(self, profiles: Sequence[str]) -> float:
+        return sum(self.deadlines(p).flow_s(8, 1) for p in profiles) * 3 + 600.0
+
+    # -- runs and flows ------------------------------------------------------------------
+    def run(self, profile: str, workload: str) -> RunRecord:
+        """The workload run of ``profile`` (run once, then shared; never raises: what went
+        wrong is in ``errors``). Its flows are the workload flow only; :meth:`runs` adds the
+        other flows sent to the same daemon."""
+        if (profile, workload) not in self._run_keys:
+            self._run_keys.append((profile, workload))
+        return self.store.get_or_compute(self._run_key(profile, workload), RunRecord,
+                                         lambda: self._execute(profile, workload),
+                                         self._wait_s([profile]))
+
+    def _run_key(self, profile: str, workload: str) -> str:
+        return f"run/{self.image_slot}/{profile}/{workload}"
+
+    def _execute(self, profile: str, workload: str) -> RunRecord:
+        p = self.profiles[profile]
+        base = RunRecord(profile=profile, workload=workload, image=p.image_tag, partitions=0)
+        try:
+            wl = self.workload(workload)
+            base = msgspec.structs.replace(base, partitions=wl.partitions)
+            daemon = self.daemon(profile)
+            driver = self.driver(profile)
+            specs = plan_workload(p, wl)
+        except (WorkloadError, LaunchError, JobIdError) as exc:
+            return msgspec.structs.replace(base, errors=(str(exc),))
+        base = msgspec.structs.replace(base, image_digest=self.image_digest(p.image_tag))
+        if isinstance(driver, BenchCliDriver):  # a rejected command line is not a daemon result
+            problem = driver.check_command_line(wl, self.deadlines(profile))
+            if problem:
+                return msgspec.structs.replace(base, errors=(problem,), daemon=daemon.facts())
+        self.log(f"{profile}/{workload}: {len(specs)} jobs at concurrency {p.concurrency}")
+        flow = prove_many(driver, daemon.address, wl, specs, name="workload",
+                          concurrency=p.concurrency, deadlines=self.deadlines(profile),
+                          log=lambda line: self.log(f"[{profile}] {line}"))
+        flow = attach_verdicts(flow, wl, self.verifier(profile))
+        self.log(f"{profile}/{workload}: {len(flow.completed())}/{len(flow.jobs)} completed in "
+                 f"{flow.wall_ms / 1000:.1f} s")
+        cut_off = any(j.status in (JobStatus.ERROR, JobStatus.LOST) for j in flow.jobs)
+        return msgspec.structs.replace(base, flows=(flow,),
+                                       daemon=daemon.facts(settle_s=3.0 if cut_off else 0.0))
+
+    def send(self, profile: str, workload: str, specs: Sequence[JobSpec], *, name: str,
+             label: str = "", concurrency: int, mode: Mode = Mode.PROVE,
+             cross: bool = False) -> FlowRecord:
+        """Another flow on ``profile``'s daemon after its workload run, verified (``cross``:
+        against every input sent); see :class:`harness.oracles.base.Evidence`."""
+        self.run(profile, workload)
+        wl = self.workload(workload)
+        flow = prove_many(self.driver(profile), self.daemon(profile).address, wl, specs,
+                          name=name, label=label, concurrency=concurrency, mode=mode,
+                          deadlines=self.deadlines(profile),
+                          log=lambda line: self.log(f"[{profile}] {line}"))
+        flow = attach_verdicts(flow, wl, self.verifier(profile), cross=cross)
+        self._flows.setdefault((profile, workload), []).append(flow)
+        return flow
+
+    def blocked(self, profile: str, workload: str) -> str | None:
+        """Why proving checks skip ``profile``: a failed blocking preflight check, or a daemon
+        that did not start or died; ``None`` when it is fine."""
+        bad = [r for r in self.suite_records("preflight", workload)
+               if r.profile == profile and r.oracle in BLOCKING and r.outcome.bad]
+        if bad:
+            return (f"preflight of profile {profile!r} failed ({', '.join(r.oracle for r in bad)}):"
+                    f" {bad[0].message.splitlines()[0][:300]}")
+        try:
+            state = self.daemon(profile).state()
+        except LaunchError as exc:
+            return f"profile {profile!r} has no daemon: {exc.headline.splitlines()[0]}"
+        if state.get("Status") not in ("running", None):
+            return (f"the daemon of profile {profile!r} is {state.get('Status')} (exit code "
+                    f"{state.get('ExitCode')}, OOMKilled={state.get('OOMKilled')})")
+        return None
+
+    # -- suites --------------------------------------------------------------------------
+    def suite(self, suite: str, workload: str) -> SuiteResult:
+        """One suite's records on ``workload`` for every profile (evaluated once)."""
+        def compute() -> SuiteResult:
+            before = {k: len(v) for k, v in self._flows.items()}
+            records = SUITES[suite].evaluate(self, workload)
+            flows = {p: tuple(v[before.get((p, w), 0):]) for (p, w), v in self._flows.items()
+                     if w == workload and len(v) > before.get((p, w), 0)}
+            return SuiteResult(suite=suite, workload=workload, records=tuple(records), flows=flows)
+
+        key = f"suite/{self.image_slot}/{suite}/{workload}"
+        got = self.store.get_or_compute(key, SuiteResult, compute,
+                                        self._wait_s(list(self.profiles)) * 6)
+        self.suites_done[(suite, workload)] = got
+        return got
+
+    def suite_records(self, suite: str, workload: str) -> list[OracleRecord]:
+        """The records of :meth:`suite`."""
+        return list(self.suite(suite, workload).records)
+
+    def evaluate(self) -> None:
+        """Every planned suite on every planned workload, in order."""
+        for workload in self.plan.workloads:
+            for suite in self.plan.suites:
+                self.suite(suite, workload)
+
+    def records(self) -> list[OracleRecord]:
+        """Every record computed so far (preflight ones made for gating included)."""
+        return [r for s in self.suites_done.values() for r in s.records]
+
+    def runs(self) -> list[RunRecord]:
+        """Every run made so far (none is started here), each with all the flows sent to its
+        daemon by the suites evaluated."""
+        made = [self.store.cached(self._run_key(p, w), RunRecord) for p, w in self._run_keys]
+        return merge_flows([r for r in made if r is not None], list(self.suites_done.values()))
+
+    def close(self) -> None:
+        """Stop and remove this process's daemons, then end its watchdog (idempotent)."""
+        for name in list(self._daemons):
+            d = self._daemons.pop(name)
+            if isinstance(d, Daemon):
+                d.remove()
+        if self._watchdog is not None:
+            self._watchdog.close()
+            self._watchdog = None

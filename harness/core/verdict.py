@@ -1,0 +1,98 @@
+"""Divergences and the verdict, computed once from the oracle records (DESIGN.md section 8).
+
+A divergence: an oracle is FAIL or ERROR on a profile but PASS (or INCONCLUSIVE) on the
+baseline (the first profile) for the same workload and image; a comparison oracle the baseline
+has no record of (timing throughput, prod vs bench) diverges when it fails. Both failing is a
+failure of the image, not a divergence; a skipped baseline cannot be compared.
+
+The verdict, first match wins: INTERRUPTED; DIVERGED (any divergence); ERROR (run-level errors
+or an ERROR record); FAILED (a FAIL record); INCOMPLETE (a skipped record, or a selected
+profile x workload x suite with no record at all); SAME.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from harness.model.delta import ConfigDelta
+from harness.model.oracles import Divergence, OracleRecord
+from harness.model.runs import RunRecord
+from harness.model.status import Outcome, Verdict
+
+from .suspects import rank
+
+__all__ = ["divergences", "missing_cells", "verdict"]
+
+_COMPARABLE = (Outcome.PASS, Outcome.INCONCLUSIVE)
+
+
+def _head(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0]
+
+
+def divergences(records: Sequence[OracleRecord], baseline: str,
+                deltas: Mapping[str, ConfigDelta]) -> list[Divergence]:
+    """Every divergence from ``baseline``, with suspects ranked from ``deltas`` (baseline ->
+    each profile, by profile name)."""
+    by = {(r.suite, r.oracle, r.workload, r.image, r.profile): r for r in records}
+    out = []
+    for r in records:
+        if r.profile == baseline or not r.outcome.bad:
+            continue
+        base = by.get((r.suite, r.oracle, r.workload, r.image, baseline))
+        if base is not None and base.outcome not in _COMPARABLE:
+            continue
+        delta = deltas.get(r.profile)
+        out.append(Divergence(
+            suite=r.suite, oracle=r.oracle, workload=r.workload, image=r.image,
+            baseline=baseline, profile=r.profile, outcome=r.outcome,
+            baseline_outcome=base.outcome if base else None, message=r.message,
+            suspects=rank(delta, r) if delta is not None else ()))
+    return out
+
+
+def missing_cells(records: Sequence[OracleRecord], profiles: Sequence[str],
+                  workloads: Sequence[str], suites: Sequence[str],
+                  images: Sequence[str] = ("",)) -> list[str]:
+    """``suite on profile/workload[@image]`` for each selected cell without any record."""
+    have = {(r.suite, r.profile, r.workload, r.image) for r in records}
+    return [f"{s} on {p}/{w}" + (f"@{i}" if i else "") for i in images for w in workloads
+            for p in profiles for s in suites if (s, p, w, i) not in have]
+
+
+def _proofs(runs: Sequence[RunRecord]) -> int:
+    return sum(1 for r in runs if r.workload_flow for j in r.workload_flow.jobs
+               if j.verdict is not None and j.verdict.valid)
+
+
+def verdict(records: Sequence[OracleRecord], divs: Sequence[Divergence], errors: Sequence[str],
+            missing: Sequence[str], runs: Sequence[RunRecord], *,
+            interrupted: bool = False) -> tuple[Verdict, str]:
+    """The verdict and its one line (the line does not repeat the verdict's name)."""
+    bad = [r for r in records if r.outcome.bad]
+    if interrupted:
+        return Verdict.INTERRUPTED, (f"interrupted after {len(records)} check(s); the report "
+                                     "holds what was done")
+    if divs:
+        return Verdict.DIVERGED, "; ".join(d.headline for d in divs)
+    errs = [r for r in bad if r.outcome is Outcome.ERROR]
+    if errors:
+        return Verdict.ERROR, _head(errors[0])
+    if errs:
+        return Verdict.ERROR, f"{errs[0].check} on {errs[0].profile}: {_head(errs[0].message)}"
+    if bad:
+        return Verdict.FAILED, "no divergence, but " + "; ".join(
+            f"{r.check} failed on {r.profile}/{r.workload}" for r in bad[:6]) + (
+            f" and {len(bad) - 6} more" if len(bad) > 6 else "")
+    skipped = [r for r in records if r.outcome is Outcome.SKIPPED]
+    if skipped or missing or not records:
+        why = [f"{r.check} skipped on {r.profile}/{r.workload}: {_head(r.message)}"
+               for r in skipped[:3]] + [f"no outcome for {m}" for m in missing[:3]]
+        return Verdict.INCOMPLETE, "; ".join(why) or "no check ran"
+    inconclusive = [r for r in records if r.outcome is Outcome.INCONCLUSIVE]
+    profiles = sorted({r.profile for r in records})
+    line = (f"{len(records)} check(s) passed on {', '.join(profiles)}; {_proofs(runs)} proof(s) "
+            "verified independently")
+    if inconclusive:
+        line += f" ({len(inconclusive)} timing check(s) INCONCLUSIVE: a noisy machine)"
+    return Verdict.SAME, line

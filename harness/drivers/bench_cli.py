@@ -1,0 +1,316 @@
+"""The ``bench-cli`` driver: jobs go through the image's cuzk-bench-style client, as operators
+benchmark (DESIGN.md section 3, cuzk-bench)::
+
+    <bench_tool> -a http://<daemon>:<port> batch -t porep|wpost --c1 /in/<job>.c1
+        --sector-num N --miner-id M -c COUNT -j CONCURRENCY [--save-proofs /out]
+        [--timeout S] <bench_args...>
+
+cuzk-bench takes one C1 file per run, so a flow's jobs are grouped by workload job; each group
+is one short-lived container of the profile's image (role ``bench``) on the daemon's docker
+network, with ``-j`` = the group's share of the flow's concurrency; groups run side by side up
+to that concurrency. The tool prints one line per proof (:mod:`harness.drivers.bench_output`);
+each becomes a :class:`~harness.model.jobs.JobRecord`.
+
+What the tool cannot give: request ids (it makes a fresh UUID per proof and does not print it:
+records say :data:`TOOL_CHOSEN_ID`), and per-proof start times. Start times are reconstructed
+from the printed walls: the tool's ``-j`` workers take the proofs in index order, each as soon
+as a worker is free. Proofs: with ``--save-proofs`` (refprover's extension, found in ``batch
+--help``) the proof bytes come back and are verified; real cuzk-bench has no such flag, so its
+COMPLETED proofs are counted but marked ``unverifiable`` with the reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import concurrent.futures as cf
+import json
+import re
+import time
+from collections.abc import Sequence
+
+from harness.model.jobs import JobRecord, JobSpec
+from harness.model.profile import Profile
+from harness.model.status import JobStatus
+from harness.model.workload import POREP, Workload, WorkloadJob
+from harness.target.containers import (OUT_DIR, Container, ContainerError, ContainerRunner,
+                                       ContainerSpec, ToolResult)
+
+from .base import Log, Mode
+from .bench_output import BenchOutputError, parse_bench_output, usage_error
+from .deadlines import Deadlines
+from .guard import Guard
+
+__all__ = ["TOOL_CHOSEN_ID", "BenchCliDriver", "BenchToolError", "bench_input", "bench_type"]
+
+#: A bench-cli job's ``request_id``: the tool picks its own id and does not print it.
+TOOL_CHOSEN_ID = "(bench tool uuid)"
+IN_DIR = "/in"
+NO_SAVE_PROOFS = ("the bench tool has no --save-proofs flag (real cuzk-bench prints timings "
+                  "only), so this proof was counted, not verified; run the profile with driver "
+                  "'grpc' to verify its proofs")
+_TYPES = {"POREP_SEAL_COMMIT": "porep", "WINDOW_POST_PARTITION": "wpost",
+          "SNAP_DEALS_UPDATE": "snap", "WINNING_POST": "winning"}
+_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
+#: An address nothing listens on, for the dry run of a command line.
+NOWHERE = "http://127.0.0.1:1"
+
+
+class BenchToolError(RuntimeError):
+    """The bench tool cannot be run at all (missing in the image, no network path to the
+    daemon, docker refused it); the message names the profile and the fix."""
+
+
+def bench_type(proof_kind: str) -> str:
+    """cuzk-bench's ``-t`` value for a ``ProofKind`` name (``POREP_SEAL_COMMIT`` -> ``porep``).
+
+    Raises:
+        BenchToolError: a kind cuzk-bench has no type for.
+    """
+    try:
+        return _TYPES[proof_kind]
+    except KeyError:
+        raise BenchToolError(f"cuzk-bench has no -t type for proof kind {proof_kind!r}; "
+                             f"known: {', '.join(_TYPES)}") from None
+
+
+def bench_input(workload: Workload, job: WorkloadJob) -> bytes:
+    """The file the tool reads with ``--c1``: PoRep, the C1 envelope itself; WindowPoSt (no C1
+    exists; refprover's ``bench`` reads a workload job), the job as JSON in the workload file's
+    shape."""
+    if workload.proof_kind == POREP:
+        return job.c1
+    return json.dumps({
+        "name": job.name, "miner_id": job.miner_id, "randomness": job.randomness.hex(),
+        "sectors": [{"sector_id": s.sector_id, "comm_r": s.comm_r} for s in job.sectors],
+        "vanilla_proofs": [base64.b64encode(v).decode("ascii") for v in job.vanilla_proofs],
+    }).encode("utf-8")
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def starts(walls_ms: Sequence[float], workers: int) -> list[float]:
+    """Start offsets (ms) of proofs run in index order by ``workers`` workers, each proof taken
+    by the first worker to be free: how cuzk-bench's ``-j`` schedules a batch."""
+    free = [0.0] * max(1, workers)
+    out = []
+    for w in walls_ms:
+        i = min(range(len(free)), key=free.__getitem__)
+        out.append(free[i])
+        free[i] += w
+    return out
+
+
+class BenchCliDriver:
+    """Sends jobs through the profile's bench tool (see the module docstring).
+
+    Args:
+        runner: the run's container runner. profile: the profile (image, tool, args).
+        daemon: the daemon's container (its network address); ``None`` when only the command
+            line is checked (:meth:`check_command_line` needs no daemon).
+    """
+
+    name = "bench-cli"
+    chooses_ids = False
+    modes = frozenset({Mode.PROVE})
+
+    def __init__(self, runner: ContainerRunner, profile: Profile,
+                 daemon: Container | None = None) -> None:
+        self.runner, self.profile, self.daemon = runner, profile, daemon
+        self._flags: frozenset[str] | None = None
+        self._checked: dict[str, str | None] = {}
+
+    # -- what the tool accepts ---------------------------------------------------------------
+    def supported_flags(self, deadlines: Deadlines) -> frozenset[str]:
+        """The long flags ``<bench_tool> batch --help`` lists (``--save-proofs`` ...), cached.
+
+        Raises:
+            BenchToolError: the tool is missing from the image or printed no cuzk-bench usage.
+        """
+        if self._flags is None:
+            res = self._tool(("batch", "--help"), network=None, files={}, timeout_s=deadlines.tool_s)
+            if res.timed_out or res.exit_code != 0 or "--c1" not in res.output:
+                raise BenchToolError(
+                    f"profile {self.profile.name!r}: `{self.profile.bench_tool} batch --help` in "
+                    f"image {self.profile.image!r} exited {res.exit_code}"
+                    f"{' (timed out)' if res.timed_out else ''} without cuzk-bench's usage "
+                    f"({res.output.strip()[-500:]!r}); set bench_tool to the image's "
+                    "cuzk-bench-compatible client (refprover: 'bench', cuzk: 'cuzk-bench')")
+            self._flags = frozenset(_FLAG.findall(res.output))
+        return self._flags
+
+    def command_line(self, job: WorkloadJob, kind: str, count: int, workers: int, addr: str,
+                     flags: frozenset[str]) -> list[str]:
+        """The tool's arguments for ``count`` proofs of ``job`` on ``workers`` workers."""
+        argv = ["-a", addr, "batch", "-t", kind, "--c1", f"{IN_DIR}/{_safe(job.name)}.c1",
+                "--sector-num", str(job.sectors[0].sector_id), "--miner-id", str(job.miner_id),
+                "-c", str(count), "-j", str(workers)]
+        if "--save-proofs" in flags:
+            argv += ["--save-proofs", OUT_DIR]
+        if "--timeout" in flags:
+            argv += ["--timeout", str(int(self.profile.timeout_s))]
+        return argv + list(self.profile.bench_args)
+
+    def check_command_line(self, workload: Workload, deadlines: Deadlines) -> str | None:
+        """Why the tool would stop before proving anything (``None`` when it would not): the
+        tool is missing or not cuzk-bench-like, the proof kind has no ``-t`` type, or the tool
+        rejects the command line (``bench_args``), quoting its own usage line.
+
+        The one dry parse: the real command runs once with ``-c 1`` against an address nothing
+        listens on, with no network. A tool that accepts its arguments fails to connect at
+        once; one that rejects them says so (clap: exit 2, ``error:`` and ``Usage:`` lines).
+        Cached per workload.
+        """
+        if workload.name in self._checked:
+            return self._checked[workload.name]
+        problem: str | None = None
+        try:
+            flags = self.supported_flags(deadlines)
+            job = workload.jobs[0]
+            argv = self.command_line(job, bench_type(workload.proof_kind), 1, 1, NOWHERE, flags)
+            res = self._tool(tuple(argv), network=None, timeout_s=deadlines.tool_s,
+                             files={f"{IN_DIR}/{_safe(job.name)}.c1": bench_input(workload, job)})
+            bad = usage_error(res.exit_code, res.stdout, res.stderr)
+            if bad is not None:
+                problem = (f"profile {self.profile.name!r}: {bad}; command (a dry run against an "
+                           f"unused address): {self.profile.bench_tool} {' '.join(argv)}; fix "
+                           f"bench_args in {self.profile.source or 'the profile file'}")
+        except BenchToolError as exc:
+            problem = str(exc)
+        self._checked[workload.name] = problem
+        return problem
+
+    # -- sending -----------------------------------------------------------------------------
+    def send(self, specs: Sequence[JobSpec], *, workload: Workload, concurrency: int, mode: Mode,
+             guard: Guard, deadlines: Deadlines, log: Log) -> list[JobRecord]:
+        """See :class:`~harness.drivers.base.Driver`. A tool that cannot run, or rejects its
+        command line, makes every job ``ERROR`` with the tool's own message."""
+        groups: dict[str, list[JobSpec]] = {}
+        for s in specs:
+            groups.setdefault(s.job, []).append(s)
+        try:
+            flags = self.supported_flags(deadlines)
+            kind = bench_type(workload.proof_kind)
+            addr = self._daemon_url()
+        except BenchToolError as exc:
+            guard.done(len(specs))
+            return [self._error(s, str(exc)) for s in specs]
+        workers = {job: max(1, min(concurrency, len(g))) for job, g in groups.items()}
+        side_by_side = max(1, concurrency // max(workers.values(), default=1))
+
+        def batch(job: str) -> list[JobRecord]:
+            try:
+                return self._batch(workload, groups[job], workers[job], flags, kind, addr, guard,
+                                   deadlines, log)
+            finally:
+                guard.done(len(groups[job]))
+
+        with cf.ThreadPoolExecutor(side_by_side, thread_name_prefix="bench-cli") as pool:
+            return [r for got in pool.map(batch, groups) for r in got]
+
+    def _daemon_url(self) -> str:
+        port = self.profile.grpc_port()
+        if self.profile.network == "host":
+            return f"http://127.0.0.1:{port}"
+        if self.profile.network == "none":
+            raise BenchToolError(f"profile {self.profile.name!r}: network 'none' leaves the bench "
+                                 "client no way to reach the daemon; use 'bridge' or 'host'")
+        ip = self.daemon.ip() if self.daemon else ""
+        if not ip:
+            raise BenchToolError(f"profile {self.profile.name!r}: daemon container "
+                                 f"{self.daemon.short_id if self.daemon else '(none)'} has no IP "
+                                 f"address on network "
+                                 f"{self.profile.network!r} (is it still running?)")
+        return f"http://{ip}:{port}"
+
+    def _tool(self, argv: tuple[str, ...], *, network: str | None, files: dict[str, bytes],
+              timeout_s: float, want_out: bool = False, guard: Guard | None = None) -> ToolResult:
+        spec = ContainerSpec(image=self.profile.image_tag, role="bench", profile=self.profile.name,
+                             entrypoint=(self.profile.bench_tool,), command=argv, files=files,
+                             want_out=want_out, network=network,
+                             name=self.runner.unique_name(self.profile.name, "bench"))
+        try:
+            return self.runner.run(spec, timeout_s=timeout_s,
+                                   should_stop=guard.expired if guard else None)
+        except ContainerError as exc:
+            raise BenchToolError(f"profile {self.profile.name!r}: the bench container "
+                                 f"({self.profile.bench_tool!r} in {self.profile.image!r}) did not "
+                                 f"start: {exc.headline}; set bench_tool to the image's "
+                                 "cuzk-bench-compatible client (refprover: 'bench', cuzk: "
+                                 "'cuzk-bench')") from None
+
+    def _batch(self, workload: Workload, group: list[JobSpec], workers: int,
+               flags: frozenset[str], kind: str, addr: str, guard: Guard, deadlines: Deadlines,
+               log: Log) -> list[JobRecord]:
+        job = workload.job(group[0].job)
+        argv = self.command_line(job, kind, len(group), workers, addr, flags)
+        shown = f"{self.profile.bench_tool} {' '.join(argv)}"
+        log(shown)
+        started = time.time()
+        try:
+            res = self._tool(tuple(argv), network=self.profile.network, want_out=True, guard=guard,
+                             timeout_s=deadlines.flow_s(len(group), workers),
+                             files={f"{IN_DIR}/{_safe(job.name)}.c1": bench_input(workload, job)})
+        except BenchToolError as exc:
+            return [self._error(s, str(exc), started) for s in group]
+        bad = usage_error(res.exit_code, res.stdout, res.stderr)
+        if bad is not None:
+            msg = (f"{bad}; command: {shown}; fix bench_args of profile {self.profile.name!r} "
+                   f"in {self.profile.source or 'the profile file'}")
+            return [self._error(s, msg, started) for s in group]
+        try:
+            out = parse_bench_output(res.stdout, expected_count=len(group))
+        except BenchOutputError as exc:
+            msg = f"{exc}; command: {shown}; stdout tail: {res.stdout.strip()[-500:]!r}"
+            return [self._error(s, msg, started) for s in group]
+        walls = [(out.lines[p].wall_ms or 0.0) if p in out.lines else 0.0
+                 for p in range(1, len(group) + 1)]
+        offsets = starts(walls, workers)
+        records = []
+        for pos, spec in enumerate(group, start=1):
+            line = out.lines.get(pos)
+            t_start = started + offsets[pos - 1] / 1000.0
+            if line is None:
+                why = (f"the bench tool was stopped ({guard.reason})" if res.stopped else
+                       f"the bench tool printed no line for proof [{pos}/{len(group)}] within its "
+                       "deadline" if res.timed_out else
+                       f"the bench tool exited {res.exit_code} without a line for proof "
+                       f"[{pos}/{len(group)}]")
+                tail = res.stderr.strip()[-500:]
+                status = guard.given_up() if res.stopped or res.timed_out else JobStatus.ERROR
+                records.append(self._error(spec, why + (f"; stderr: {tail!r}" if tail else ""),
+                                           t_start, status))
+                continue
+            proof, note, error = (self._saved_proof(res, pos, flags) if line.completed
+                                  else (b"", "", line.error))
+            records.append(JobRecord(
+                index=spec.index, job=spec.job, request_id=TOOL_CHOSEN_ID, priority=spec.priority,
+                status=JobStatus.COMPLETED if line.completed else JobStatus.FAILED, proof=proof,
+                error=error, queue_wait_ms=line.queue_ms or 0,
+                gpu_compute_ms=line.prove_ms or 0, total_ms=int(line.wall_ms or 0),
+                wall_ms=line.wall_ms or 0.0, started_unix_s=t_start, unverifiable=note))
+        return records
+
+    def _saved_proof(self, res: ToolResult, pos: int,
+                     flags: frozenset[str]) -> tuple[bytes, str, str]:
+        """``(proof, unverifiable, error)`` of proof ``pos``: the bytes the tool saved as
+        ``<pos>.proof`` (hex). Without ``--save-proofs`` the proof is unverifiable (the reason);
+        with it, a missing or non-hex file is an error: the tool said COMPLETED but handed
+        back no proof, which the validity oracle reports as an invalid proof."""
+        if "--save-proofs" not in flags:
+            return b"", NO_SAVE_PROOFS, ""
+        raw = res.out_files.get(f"{pos}.proof")
+        if raw is None:
+            return b"", "", (f"the bench tool reported COMPLETED but wrote no {pos}.proof under "
+                             "--save-proofs")
+        try:
+            return bytes.fromhex(raw.decode("ascii").strip()), "", ""
+        except (ValueError, UnicodeDecodeError) as exc:
+            return b"", "", f"{pos}.proof written by the bench tool is not hex ({exc})"
+
+    def _error(self, spec: JobSpec, error: str, started: float = 0.0,
+               status: JobStatus = JobStatus.ERROR) -> JobRecord:
+        return JobRecord(index=spec.index, job=spec.job, request_id=TOOL_CHOSEN_ID,
+                         priority=spec.priority, status=status, error=error,
+                         started_unix_s=started or time.time())

@@ -1,0 +1,62 @@
+"""The one prove-many flow: a driver, a deadline and the hang guard around a set of jobs.
+
+Every flow proofdiff sends (the workload run, the isolation flows, each timing batch) goes
+through :func:`prove_many`, so every wait has the same deadline rule and the same stall guard,
+whatever the driver, and every flow comes back as a :class:`~harness.model.jobs.FlowRecord`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from harness.model.jobs import FlowRecord, JobRecord, JobSpec
+from harness.model.workload import Workload
+
+from .base import Driver, Log, Mode
+from .deadlines import POLL_S, Deadlines
+from .guard import guarded
+
+__all__ = ["prove_many"]
+
+
+def prove_many(driver: Driver, address: str, workload: Workload, specs: Sequence[JobSpec], *,
+               name: str, label: str = "", concurrency: int, mode: Mode = Mode.PROVE,
+               deadlines: Deadlines, log: Log) -> FlowRecord:
+    """Send ``specs`` through ``driver`` to the daemon at ``address`` and collect the flow.
+
+    Deadline: :meth:`~harness.drivers.deadlines.Deadlines.flow_s` for the specs at
+    ``concurrency``; the hang guard polls the daemon every ``POLL_S`` and gives up after
+    ``stall_s`` of an idle daemon with jobs outstanding. Jobs given up come back ``STUCK``
+    (a stall) or ``LOST`` (the deadline) with the reason; the record's ``stall`` says why.
+
+    Raises:
+        ValueError: ``mode`` is one the driver does not support (a programming error: callers
+            check ``driver.modes`` and record the check as skipped instead).
+    """
+    if mode not in driver.modes:
+        raise ValueError(f"driver {driver.name!r} cannot send a {mode.value!r} flow")
+    real = [s for s in specs if not s.await_only]
+    t0 = time.monotonic()
+    with guarded(address, deadline_s=deadlines.flow_s(len(real), concurrency),
+                 stall_s=deadlines.stall_s, poll_s=POLL_S) as guard:
+        guard.add(len(real))
+        got = driver.send(specs, workload=workload, concurrency=concurrency, mode=mode,
+                          guard=guard, deadlines=deadlines, log=log)
+        reason, status = guard.reason, guard.given_up()
+    by_index = {r.index: r for r in got}
+    jobs: list[JobRecord] = []
+    for s in specs:
+        rec = by_index.get(s.index)
+        why = reason or "the driver returned nothing for this job"
+        jobs.append(rec if rec is not None else JobRecord(
+            index=s.index, job=s.job, request_id=s.request_id or "", priority=s.priority,
+            status=status, await_only=s.await_only,
+            error=f"not sent: the flow was stopped ({why})" if s.await_only else f"no answer: {why}"))
+    stuck = [j.request_id or j.job for j in jobs if j.status is status and reason
+             and not j.await_only]
+    if stuck:
+        log(f"{name}{f' {label}' if label else ''}: gave up on {len(stuck)} job(s) "
+            f"{stuck}: {reason}")
+    return FlowRecord(name=name, label=label, concurrency=concurrency, jobs=tuple(jobs),
+                      wall_ms=(time.monotonic() - t0) * 1000.0, stall=reason if stuck else "")

@@ -1,0 +1,138 @@
+"""One job record and one flow record for every way proofdiff sends proofs.
+
+A *flow* is a set of jobs sent to one daemon through the profile's driver: the workload run,
+the isolation flows, one timing batch. Every flow gives a :class:`FlowRecord` of
+:class:`JobRecord`; the validity, warmup, isolation and timing oracles all read these.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from .status import JobStatus
+
+__all__ = ["PRIORITIES", "FlowRecord", "JobRecord", "JobSpec", "ProofVerdict"]
+
+#: cuzk's ``Priority`` enum (DESIGN.md section 3): name -> wire value.
+PRIORITIES: dict[str, int] = {"LOW": 1, "NORMAL": 2, "HIGH": 3, "CRITICAL": 4}
+
+
+class JobSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """One job a flow asks the driver for.
+
+    Attributes:
+        index: position in the flow (0-based submission order).
+        job: the workload job whose public inputs are sent (``wpost-0``).
+        request_id: the id to send; ``None`` lets the driver choose (a fresh UUID; the
+            bench-cli driver always chooses).
+        priority: cuzk ``Priority`` name (default ``NORMAL``).
+        await_only: do not submit: ``AwaitProof`` the id once more after the flow's other jobs
+            were answered (the isolation flows' "nothing is returned twice" probe).
+    """
+
+    index: int
+    job: str
+    request_id: str | None = None
+    priority: str = "NORMAL"
+    await_only: bool = False
+
+
+class ProofVerdict(msgspec.Struct, frozen=True, kw_only=True):
+    """The independent verifier's verdict on one proof against its own job's public inputs.
+
+    Attributes:
+        valid: the length is ``partitions x 192`` bytes and every partition verifies.
+        partitions: one bool per partition (empty when the length was wrong).
+        error: the verifier's text, or ``None``.
+        owners: in a cross-check (isolation), the workload jobs whose inputs this proof
+            verifies against; empty when not cross-checked.
+    """
+
+    valid: bool
+    partitions: tuple[bool, ...] = ()
+    error: str | None = None
+    owners: tuple[str, ...] = ()
+
+    def bad_partitions(self) -> list[int]:
+        """Indices of the partitions that did not verify."""
+        return [i for i, ok in enumerate(self.partitions) if not ok]
+
+
+class JobRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One job's result.
+
+    Attributes:
+        index: the :class:`JobSpec` index. job: the workload job whose inputs were sent.
+        request_id: the id sent ('' when the bench tool chose one it does not print).
+        status: see :class:`~harness.model.status.JobStatus`.
+        job_id: the id the daemon answered with ('' when no answer).
+        priority: the cuzk ``Priority`` name sent.
+        proof: proof bytes (``partitions x 192``), ``b''`` when none.
+        error: the daemon's ``error_message``, the transport error, or why it is LOST/STUCK.
+        queue_wait_ms, srs_load_ms, synthesis_ms, gpu_compute_ms, total_ms: as the daemon
+            reported them (0 when not reported).
+        wall_ms: client wall time from the call to its answer, ms.
+        started_unix_s: wall clock when the job was sent, seconds since the epoch.
+        unverifiable: why a COMPLETED job's proof bytes could not be obtained ('' = they were),
+            e.g. a bench tool that does not save proofs.
+        verdict: the independent verifier's verdict (``None`` until verified, or no proof).
+        await_only: this record answers an await-only probe (see :class:`JobSpec`).
+    """
+
+    index: int
+    job: str
+    request_id: str
+    status: JobStatus
+    job_id: str = ""
+    priority: str = "NORMAL"
+    proof: bytes = b""
+    error: str = ""
+    queue_wait_ms: int = 0
+    srs_load_ms: int = 0
+    synthesis_ms: int = 0
+    gpu_compute_ms: int = 0
+    total_ms: int = 0
+    wall_ms: float = 0.0
+    started_unix_s: float = 0.0
+    unverifiable: str = ""
+    verdict: ProofVerdict | None = None
+    await_only: bool = False
+
+    @property
+    def completed(self) -> bool:
+        """``status is COMPLETED``."""
+        return self.status is JobStatus.COMPLETED
+
+    def render(self) -> str:
+        """``wpost-1 (id=wpost-1000-1, COMPLETED)``."""
+        return f"{self.job} (id={self.request_id or '?'}, {self.status.value})"
+
+
+class FlowRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """The jobs of one flow on one daemon.
+
+    Attributes:
+        name: ``workload``, ``isolation``, ``timing`` ...
+        label: which instance of the flow (a timing batch: ``bench:A1#2``); '' when one.
+        concurrency: jobs the driver kept in flight at once.
+        jobs: the records, in :class:`JobSpec` index order.
+        wall_ms: the flow's wall time, ms.
+        stall: why the hang guard stopped the flow ('' when it did not).
+        errors: flow-level errors (the verifier failed, ...), as text.
+    """
+
+    name: str
+    jobs: tuple[JobRecord, ...]
+    label: str = ""
+    concurrency: int = 1
+    wall_ms: float = 0.0
+    stall: str = ""
+    errors: tuple[str, ...] = ()
+
+    def completed(self) -> list[JobRecord]:
+        """The COMPLETED jobs (await-only probes left out)."""
+        return [j for j in self.jobs if j.completed and not j.await_only]
+
+    def stuck(self) -> list[JobRecord]:
+        """Jobs the hang guard gave up on (await-only probes left out)."""
+        return [j for j in self.jobs if j.status is JobStatus.STUCK and not j.await_only]

@@ -1,0 +1,192 @@
+"""A profile: one named way to run the target image (DESIGN.md section 1, 'Profile').
+
+A profile is built and validated by :mod:`harness.model.profile_file`; here are its shape and
+what derives from it (the effective daemon config, the param paths, the gRPC port).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+__all__ = [
+    "DEFAULT_CONFIG_PATH",
+    "DEFAULT_PARAM_PATH",
+    "DRIVERS",
+    "JOB_ID_SCHEMES",
+    "MOUNT_NAMES",
+    "NETWORKS",
+    "PROFILE_KEYS",
+    "REFPROVER_DEFAULTS",
+    "Profile",
+    "deep_merge",
+]
+
+#: Where the merged daemon config is mounted in the container (the daemon's ``-c`` default).
+DEFAULT_CONFIG_PATH = "/data/zk/cuzk.toml"
+#: Where cuzk reads params unless ``srs.param_cache`` says otherwise (DESIGN.md section 3).
+DEFAULT_PARAM_PATH = "/data/zk/params"
+
+#: The refprover daemon's defaults (targets/refprover/README.md); a profile's ``config`` is
+#: merged over these to give the effective config written into the container.
+REFPROVER_DEFAULTS: dict[str, Any] = {
+    "daemon": {"listen": "0.0.0.0:9820"},
+    "srs": {"param_cache": DEFAULT_PARAM_PATH},
+    "pipeline": {"enabled": False, "self_check": False},
+    "synthesis": {"partition_workers": 1},
+    "scheduler": {"max_batch_size": 1},
+    "logging": {"level": "info"},
+}
+
+DRIVERS = ("grpc", "bench-cli")
+JOB_ID_SCHEMES = ("uuid", "curio", "fixed")
+NETWORKS = ("bridge", "host", "none")
+MOUNT_NAMES = ("params",)
+
+#: Every key a profile may set, with its meaning (shown in errors).
+PROFILE_KEYS: dict[str, str] = {
+    "image": "image tag, e.g. 'proofdiff/refprover:latest' (default: the reference image the "
+             "build made)",
+    "workload": "workload name, e.g. 'wpost-2k'",
+    "driver": f"client driver, one of {DRIVERS}",
+    "concurrency": "jobs in flight at once (int >= 1)",
+    "job_ids": f"request id scheme, one of {JOB_ID_SCHEMES}",
+    "miner_id": "miner id used in curio-style job ids (int; default: the workload's)",
+    "env": "container environment (table of strings)",
+    "config": "daemon TOML (table), merged over the refprover defaults",
+    "command": "args after the image entrypoint (list of strings)",
+    "mounts": "container paths by mount name: {params = '/data/zk/params'}",
+    "ports": "container ports to publish on 127.0.0.1 by name: {grpc = 9820, status = 9821}",
+    "gpus": "GPU request: 'all', a count, or a list of device ids (default none)",
+    "network": f"docker network mode, one of {NETWORKS} (default 'bridge')",
+    "cpus": "CPU limit in cores (float; default none)",
+    "mem_limit": "memory limit in docker's syntax, e.g. '4g' (default none)",
+    "jobs": "how many workload jobs to run (int >= 1; default all)",
+    "timeout_s": "deadline per job in seconds (default 600)",
+    "ready_timeout_s": "deadline for the daemon to answer GetStatus, seconds (default 60)",
+    "bench_tool": "bench-cli driver: the cuzk-bench-style client in the image, run as the "
+                  "entrypoint of a short-lived container (default 'bench', refprover's; "
+                  "'cuzk-bench' in a cuzk image)",
+    "bench_args": "bench-cli driver: extra args appended to `<bench_tool> -a ADDR batch -t TYPE "
+                  "--c1 FILE --sector-num N --miner-id M -c COUNT -j CONCURRENCY` "
+                  "(list of strings; default none)",
+}
+
+
+def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``over`` merged in: tables merge recursively, other values replace.
+
+    Neither argument is modified.
+    """
+    out = copy.deepcopy(dict(base))
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+class Profile(msgspec.Struct, frozen=True, kw_only=True):
+    """One named way to run the target.
+
+    Mapping fields are plain dicts: treat them as read-only. Build profiles with
+    :func:`harness.model.profile_file.load_profiles`, which validates every key.
+
+    Attributes:
+        name: profile name (``bench``, ``prod``).
+        workload: workload name.
+        image: image tag; ``None`` = the reference image the build made (pinned to its content
+            tag when the run is planned, before anything starts).
+        driver: client driver (``grpc`` | ``bench-cli``).
+        concurrency: jobs in flight at once.
+        job_ids: request id scheme (``uuid`` | ``curio`` | ``fixed``).
+        miner_id: miner id for curio-style ids; ``None`` = the workload's.
+        env: container environment. config: the profile's own daemon config (see
+            :meth:`effective_config`). command: args after the image entrypoint.
+        mounts: container path by mount name (``params``).
+        ports: container port by name (``grpc`` is required for the grpc driver).
+        gpus: ``None``, ``'all'``, a count or a tuple of device ids.
+        network: docker network mode. cpus: CPU limit in cores. mem_limit: docker syntax.
+        jobs: how many workload jobs to run; ``None`` = all.
+        timeout_s: deadline per job, seconds (default 600).
+        ready_timeout_s: deadline for readiness, seconds (default 60).
+        bench_tool, bench_args: the bench client of the ``bench-cli`` driver and its extra args.
+        source: the file the profile came from. overrides: the ``--set`` overrides applied.
+    """
+
+    name: str
+    workload: str
+    image: str | None = None
+    driver: str = "grpc"
+    concurrency: int = 1
+    job_ids: str = "uuid"
+    miner_id: int | None = None
+    env: dict[str, str] = msgspec.field(default_factory=dict)
+    config: dict[str, Any] = msgspec.field(default_factory=dict)
+    command: tuple[str, ...] = ()
+    mounts: dict[str, str] = msgspec.field(default_factory=dict)
+    ports: dict[str, int] = msgspec.field(default_factory=lambda: {"grpc": 9820})
+    gpus: str | int | tuple[str, ...] | None = None
+    network: str = "bridge"
+    cpus: float | None = None
+    mem_limit: str | None = None
+    jobs: int | None = None
+    timeout_s: float = 600.0
+    ready_timeout_s: float = 60.0
+    bench_tool: str = "bench"
+    bench_args: tuple[str, ...] = ()
+    source: str = ""
+    overrides: tuple[str, ...] = ()
+
+    @property
+    def image_tag(self) -> str:
+        """The image to run; raises when the profile was never planned (image unset).
+
+        Raises:
+            ValueError: ``image`` is still ``None`` (plan the run first: harness.core.plan).
+        """
+        if self.image is None:
+            raise ValueError(f"profile {self.name!r} has no image yet: the run plan pins the "
+                             "reference image before anything starts (harness.core.plan)")
+        return self.image
+
+    def effective_config(self) -> dict[str, Any]:
+        """The daemon config written into the container: refprover defaults <- ``config``."""
+        return deep_merge(REFPROVER_DEFAULTS, self.config)
+
+    def param_read_path(self) -> str:
+        """Container path the daemon reads params from (``srs.param_cache``)."""
+        return str(self.effective_config().get("srs", {}).get("param_cache", DEFAULT_PARAM_PATH))
+
+    def param_mount_path(self) -> str:
+        """Container path where the host param cache is mounted (``mounts.params``); defaults
+        to :meth:`param_read_path`, so a profile that sets only ``srs.param_cache`` gets its
+        params where the daemon reads them."""
+        return self.mounts.get("params", self.param_read_path())
+
+    def grpc_port(self) -> int:
+        """Container port of the gRPC listener (``ports.grpc``, default 9820)."""
+        return int(self.ports.get("grpc", 9820))
+
+    def launch_problems(self) -> list[str]:
+        """Mismatches that would make the daemon fail for reasons of the profile, not the
+        daemon: params mounted where the daemon does not read, or a gRPC port that differs
+        from ``daemon.listen``. One sentence with the fix per problem (empty when fine)."""
+        problems = []
+        read, mounted = self.param_read_path(), self.param_mount_path()
+        if read != mounted:
+            problems.append(
+                f"profile {self.name!r}: params are mounted at {mounted!r} but the daemon reads "
+                f"srs.param_cache={read!r}; set config.srs.param_cache = {mounted!r} or "
+                f"mounts.params = {read!r} in {self.source or 'the profile file'}")
+        listen = str(self.effective_config().get("daemon", {}).get("listen", ""))
+        if listen and not listen.startswith("unix:") and ":" in listen:
+            port = listen.rsplit(":", 1)[1]
+            if port.isdigit() and int(port) != self.grpc_port():
+                problems.append(f"profile {self.name!r}: daemon.listen={listen!r} but ports.grpc="
+                                f"{self.grpc_port()}; make them the same port")
+        return problems

@@ -1,0 +1,269 @@
+"""Profile files: TOML with ``[defaults]`` and ``[profiles.NAME]`` tables, plus ``--set`` overrides.
+
+Each profile is ``defaults`` deep-merged with its own table, then with the command-line overrides
+(``--set prod.env.REFPROVER_FAULTS=partition-race``), then validated into a frozen
+:class:`~harness.model.profile.Profile`. Profile sets ship with the package
+(``harness/profiles/*.toml``) and are named by their stem: ``refprover`` (the default) and
+``cuzk``; any other value is a path.
+
+Errors: every problem is a :class:`ProfileError` naming the file, the profile and the key, and
+saying how to fix it.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.resources
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from .profile import (DRIVERS, JOB_ID_SCHEMES, MOUNT_NAMES, NETWORKS, PROFILE_KEYS, Profile,
+                      deep_merge)
+
+__all__ = ["ALL_PROFILES", "DEFAULT_PROFILE_SET", "Override", "ProfileError", "load_profiles",
+           "parse_override", "profile_file", "select_profiles", "shipped_profile_sets"]
+
+#: The profile name of an override that applies to every profile: ``--set '*.image=TAG'``.
+ALL_PROFILES = "*"
+#: The profile set used when none is named.
+DEFAULT_PROFILE_SET = "refprover"
+
+
+class ProfileError(ValueError):
+    """A profile file or override is wrong; the message names the file, profile, key and fix."""
+
+
+class Override(msgspec.Struct, frozen=True, kw_only=True):
+    """One ``--set PROFILE.KEY.PATH=VALUE`` override; ``value`` is the TOML literal when
+    ``VALUE`` parses as one (``true``, ``4``, ``"x"``, ``[1, 2]``), else the raw string."""
+
+    profile: str
+    path: tuple[str, ...]
+    value: Any
+    text: str
+
+
+def shipped_profile_sets() -> dict[str, Path]:
+    """The profile sets shipped with proofdiff, by name (``refprover``, ``cuzk``)."""
+    root = importlib.resources.files("harness") / "profiles"
+    return {p.name.removesuffix(".toml"): Path(str(p)) for p in root.iterdir()
+            if p.name.endswith(".toml")}
+
+
+def profile_file(name_or_path: str | Path | None) -> Path:
+    """The file of a profile set: a shipped set's name, or a path (``None`` = the default set).
+
+    Raises:
+        ProfileError: neither a shipped set nor an existing file (lists the shipped sets).
+    """
+    text = str(name_or_path or DEFAULT_PROFILE_SET)
+    shipped = shipped_profile_sets()
+    if text in shipped:
+        return shipped[text]
+    path = Path(text)
+    if path.is_file():
+        return path
+    raise ProfileError(f"profile file {text!r} does not exist; pass an existing file or a "
+                       f"shipped profile set ({', '.join(sorted(shipped))}) with --profiles "
+                       "/ --proofdiff-profiles")
+
+
+def parse_override(text: str) -> Override:
+    """Parse ``prod.env.REFPROVER_FAULTS=partition-race`` into an :class:`Override`; the profile
+    ``*`` means every profile of the file (``*.gpus=none``).
+
+    Raises:
+        ProfileError: no ``=``, or fewer than two dotted parts before it.
+    """
+    key, sep, raw = text.partition("=")
+    parts = tuple(p.strip() for p in key.strip().split("."))
+    if not sep or len(parts) < 2 or any(not p for p in parts):
+        raise ProfileError(f"--set {text!r}: expected PROFILE.KEY[.SUBKEY...]=VALUE, e.g. "
+                           "--set prod.env.REFPROVER_FAULTS=partition-race")
+    try:
+        value: Any = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return Override(profile=parts[0], path=parts[1:], value=value, text=text)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ProfileError(f"profile file {str(path)!r} cannot be read ({exc.strerror}); pass "
+                           "an existing file (--profiles / --proofdiff-profiles)") from None
+    except tomllib.TOMLDecodeError as exc:
+        # Python 3.11's tomllib has no lineno attribute; its message ends with
+        # "(at line L, column C)": lead with file:line.
+        m = re.search(r"at line (\d+), column \d+", str(exc))
+        where = f"{path}:{m.group(1)}" if m else str(path)
+        raise ProfileError(f"{where}: malformed TOML: {exc}; fix the file and rerun") from None
+
+
+def _expect(cond: bool, where: str, key: str, want: str, got: Any) -> None:
+    if not cond:
+        raise ProfileError(f"{where}: key {key!r} must be {want}, got {got!r}")
+
+
+def _is_int(v: Any, minimum: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= minimum
+
+
+def _env(raw: Any, where: str) -> dict[str, str]:
+    _expect(isinstance(raw, Mapping), where, "env", "a table of strings", raw)
+    return {str(k): v if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else str(v)
+            for k, v in raw.items()}
+
+
+def _gpus(raw: Any, where: str) -> str | int | tuple[str, ...] | None:
+    if raw in (0, "none"):  # an explicit "no GPU request" (what --set X.gpus=none types)
+        return None
+    _expect(raw is None or raw == "all" or _is_int(raw, 0)
+            or (isinstance(raw, list) and all(isinstance(g, str) for g in raw)),
+            where, "gpus", "'all', a count, a list of device ids, or 'none'", raw)
+    return tuple(raw) if isinstance(raw, list) else raw
+
+
+def _build(name: str, raw: Mapping[str, Any], source: str, overrides: tuple[str, ...]) -> Profile:
+    where = f"{source} [profiles.{name}]"
+    unknown = sorted(set(raw) - set(PROFILE_KEYS))
+    if unknown:
+        valid = "\n".join(f"  {k}: {v}" for k, v in PROFILE_KEYS.items())
+        raise ProfileError(f"{where}: unknown key {unknown[0]!r}"
+                           + (f" (also {unknown[1:]})" if len(unknown) > 1 else "")
+                           + f"; valid keys:\n{valid}")
+    workload, image = raw.get("workload"), raw.get("image")
+    _expect(isinstance(workload, str) and bool(workload), where, "workload",
+            "a non-empty string (set it in [defaults] or the profile)", workload)
+    _expect(image is None or (isinstance(image, str) and bool(image)), where, "image",
+            "a non-empty image tag", image)
+    driver = raw.get("driver", "grpc")
+    _expect(driver in DRIVERS, where, "driver", f"one of {DRIVERS}", driver)
+    job_ids = raw.get("job_ids", "uuid")
+    _expect(job_ids in JOB_ID_SCHEMES, where, "job_ids", f"one of {JOB_ID_SCHEMES}", job_ids)
+    if driver == "bench-cli":
+        _expect(job_ids == "uuid", where, "job_ids", "'uuid' with driver 'bench-cli' (the bench "
+                "tool makes a fresh UUID per proof; use driver 'grpc' for curio or fixed ids)",
+                job_ids)
+    conc = raw.get("concurrency", 1)
+    _expect(_is_int(conc, 1), where, "concurrency", "an int >= 1", conc)
+    miner = raw.get("miner_id")
+    _expect(miner is None or _is_int(miner, 0), where, "miner_id", "an int >= 0", miner)
+    config = raw.get("config", {})
+    _expect(isinstance(config, Mapping), where, "config", "a table", config)
+    command = raw.get("command", [])
+    _expect(isinstance(command, list) and all(isinstance(c, str) for c in command),
+            where, "command", "a list of strings", command)
+    mounts = raw.get("mounts", {})
+    _expect(isinstance(mounts, Mapping) and set(mounts) <= set(MOUNT_NAMES)
+            and all(isinstance(v, str) and v.startswith("/") for v in mounts.values()),
+            where, "mounts", f"a table of absolute container paths named {MOUNT_NAMES}", mounts)
+    ports = raw.get("ports", {"grpc": 9820})
+    _expect(isinstance(ports, Mapping) and all(_is_int(v, 1) for v in ports.values()),
+            where, "ports", "a table of container port numbers, e.g. {grpc = 9820}", ports)
+    if driver == "grpc" and "grpc" not in ports:
+        ports = {**ports, "grpc": 9820}
+    network = raw.get("network", "bridge")
+    _expect(network in NETWORKS, where, "network", f"one of {NETWORKS}", network)
+    cpus = raw.get("cpus")
+    _expect(cpus is None or (isinstance(cpus, (int, float)) and cpus > 0), where, "cpus",
+            "a positive number of cores", cpus)
+    mem = raw.get("mem_limit")
+    _expect(mem is None or isinstance(mem, (str, int)), where, "mem_limit",
+            "docker syntax like '4g'", mem)
+    jobs = raw.get("jobs")
+    _expect(jobs is None or _is_int(jobs, 1), where, "jobs", "an int >= 1", jobs)
+    bench_tool = raw.get("bench_tool", "bench")
+    _expect(isinstance(bench_tool, str) and bool(bench_tool.strip()), where, "bench_tool",
+            "a non-empty string naming the bench client in the image", bench_tool)
+    bench_args = raw.get("bench_args", [])
+    _expect(isinstance(bench_args, list) and all(isinstance(a, str) for a in bench_args),
+            where, "bench_args", "a list of strings, e.g. ['--timeout', '1800']", bench_args)
+    for key, default in (("timeout_s", 600.0), ("ready_timeout_s", 60.0)):
+        val = raw.get(key, default)
+        _expect(isinstance(val, (int, float)) and not isinstance(val, bool) and val > 0,
+                where, key, "a positive number of seconds", val)
+    return Profile(
+        name=name, image=image, workload=str(workload), driver=driver, concurrency=conc,
+        job_ids=job_ids, miner_id=miner, env=_env(raw.get("env", {}), where),
+        config=copy.deepcopy(dict(config)), command=tuple(command), mounts=dict(mounts),
+        ports={str(k): int(v) for k, v in ports.items()}, gpus=_gpus(raw.get("gpus"), where),
+        network=network, cpus=float(cpus) if cpus is not None else None,
+        mem_limit=str(mem) if mem is not None else None, jobs=jobs,
+        timeout_s=float(raw.get("timeout_s", 600.0)),
+        ready_timeout_s=float(raw.get("ready_timeout_s", 60.0)), bench_tool=bench_tool,
+        bench_args=tuple(bench_args), source=source, overrides=overrides)
+
+
+def _set_path(table: dict[str, Any], path: tuple[str, ...], value: Any, where: str) -> None:
+    node = table
+    for i, part in enumerate(path[:-1]):
+        nxt = node.setdefault(part, {})
+        if not isinstance(nxt, dict):
+            raise ProfileError(f"{where}: cannot set {'.'.join(path)}: "
+                               f"{'.'.join(path[:i + 1])} is {nxt!r}, not a table")
+        node = nxt
+    node[path[-1]] = value
+
+
+def load_profiles(path: str | Path | None = None,
+                  overrides: Iterable[str | Override] = ()) -> dict[str, Profile]:
+    """Load every profile of a profile set, with ``--set`` overrides applied.
+
+    Args:
+        path: a shipped set's name (``refprover``, ``cuzk``) or a TOML file; ``None`` = the
+            default set.
+        overrides: ``PROFILE.KEY...=VALUE`` strings or parsed :class:`Override` objects,
+            applied in order; ``*`` as PROFILE applies to every profile.
+
+    Returns:
+        Profiles by name, in file order (the first is the baseline).
+
+    Raises:
+        ProfileError: missing file, malformed TOML (with file:line), unknown top-level table,
+            unknown key (listing the valid keys), bad value, or an override naming an unknown
+            profile (listing the known ones).
+    """
+    file = profile_file(path)
+    doc = _read_toml(file)
+    extra = sorted(set(doc) - {"defaults", "profiles"})
+    if extra:
+        raise ProfileError(f"{file}: unknown top-level table {extra[0]!r}; a profile file has "
+                           "[defaults] and [profiles.NAME] tables only")
+    defaults, tables = doc.get("defaults", {}), doc.get("profiles", {})
+    if not isinstance(tables, dict) or not tables:
+        raise ProfileError(f"{file}: no profiles; add at least one [profiles.NAME] table")
+    parsed = [o if isinstance(o, Override) else parse_override(o) for o in overrides]
+    for o in parsed:
+        if o.profile != ALL_PROFILES and o.profile not in tables:
+            raise ProfileError(f"--set {o.text!r}: unknown profile {o.profile!r}; known "
+                               f"profiles in {file}: {', '.join(tables)}")
+    out: dict[str, Profile] = {}
+    for name, table in tables.items():
+        if not isinstance(table, dict):
+            raise ProfileError(f"{file}: [profiles.{name}] must be a table")
+        raw = deep_merge(defaults, table)
+        mine = [o for o in parsed if o.profile in (name, ALL_PROFILES)]
+        for o in mine:
+            _set_path(raw, o.path, o.value, f"--set {o.text!r}")
+        out[name] = _build(name, raw, str(file), tuple(o.text for o in mine))
+    return out
+
+
+def select_profiles(profiles: Mapping[str, Profile], names: Iterable[str]) -> dict[str, Profile]:
+    """Pick profiles by name, in the order given (the first is the baseline); no names = all.
+
+    Raises:
+        ProfileError: an unknown name (listing the known ones).
+    """
+    names = list(names)
+    for n in names:
+        if n not in profiles:
+            raise ProfileError(f"unknown profile {n!r}; known profiles: {', '.join(profiles)}")
+    return {n: profiles[n] for n in names} if names else dict(profiles)

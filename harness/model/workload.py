@@ -1,0 +1,263 @@
+"""Workload files (refprover README, 'Workload file'): load and validate.
+
+A workload is JSON written by the image's ``seal`` tool. WindowPoSt (``seal wpost``)::
+
+    {"schema": 1, "workload": "wpost-2k", "proof_kind": "WINDOW_POST_PARTITION",
+     "sector_size": 2048, "registered_proof": 10, "api_version": "1.2.0", "partitions": 2,
+     "jobs": [{"name": "wpost-0", "miner_id": 1000, "randomness": "<hex 32 bytes>",
+               "sectors": [{"sector_id": 1, "comm_r": "<hex 32 bytes>"}],
+               "vanilla_proofs": ["<base64 bincode>"]}]}
+
+PoRep C2 (``seal porep``; one job per sealed sector; ``c1`` is the cuzk C1 envelope as JSON
+text, DESIGN.md section 3)::
+
+    {"schema": 1, "workload": "porep-2k", "proof_kind": "POREP_SEAL_COMMIT",
+     "sector_size": 2048, "registered_proof": 5, "partitions": 1,
+     "jobs": [{"name": "porep-s1", "miner_id": 1000, "sector_number": 1,
+               "comm_r": "<hex 32>", "comm_d": "<hex 32>", "ticket": "<hex 32>",
+               "seed": "<hex 32>",
+               "c1": "{\"SectorNum\": 1, \"Phase1Out\": \"<base64>\", \"SectorSize\": 2048}"}]}
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "PROOF_BYTES_PER_PARTITION",
+    "SUPPORTED_KINDS",
+    "Sector",
+    "Workload",
+    "WorkloadError",
+    "WorkloadJob",
+    "is_slow_workload",
+    "load_workload",
+    "sector_ids",
+    "select_jobs",
+]
+
+#: A Groth16 proof on BLS12-381, compressed: 192 bytes per partition.
+PROOF_BYTES_PER_PARTITION = 192
+#: Proof kinds this harness can submit and verify today.
+SUPPORTED_KINDS = ("WINDOW_POST_PARTITION", "POREP_SEAL_COMMIT")
+POREP = "POREP_SEAL_COMMIT"
+SCHEMA_VERSION = 1
+#: Name prefixes of the slow tier's workloads (pytest marker ``slow``): PoRep C2 takes about a
+#: minute or more per proof on a 2-core CPU, and its params are 0.5-1.1 GB.
+SLOW_WORKLOAD_PREFIXES = ("porep",)
+
+
+class WorkloadError(ValueError):
+    """A workload file is unreadable, not JSON, or not the expected schema (message says where)."""
+
+
+@dataclass(frozen=True)
+class Sector:
+    """One sector's public inputs: ``sector_id`` and ``comm_r`` (hex, 32 bytes)."""
+
+    sector_id: int
+    comm_r: str
+
+
+@dataclass(frozen=True)
+class WorkloadJob:
+    """One proof request.
+
+    WindowPoSt: ``randomness`` is 32 bytes; ``sectors`` the job's sectors; ``vanilla_proofs``
+    one bincode blob per sector, decoded from base64.
+
+    PoRep C2: ``sectors`` is the one sealed sector (``sector_number``, ``comm_r``); ``c1`` the
+    cuzk C1 envelope bytes sent as ``vanilla_proof``; ``comm_d``, ``ticket`` and ``seed`` (hex,
+    32 bytes each) are public inputs for the verifier only.
+    """
+
+    name: str
+    miner_id: int
+    randomness: bytes = b""
+    sectors: tuple[Sector, ...] = ()
+    vanilla_proofs: tuple[bytes, ...] = ()
+    c1: bytes = b""
+    comm_d: str = ""
+    ticket: str = ""
+    seed: str = ""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A loaded workload: its jobs plus what every job shares (kind, sector size in bytes,
+    registered proof id, partitions per proof)."""
+
+    name: str
+    proof_kind: str
+    sector_size: int
+    registered_proof: int
+    api_version: str
+    partitions: int
+    jobs: tuple[WorkloadJob, ...]
+    source: str
+
+    def expected_proof_bytes(self) -> int:
+        """``partitions x 192``."""
+        return self.partitions * PROOF_BYTES_PER_PARTITION
+
+    def job(self, name: str) -> WorkloadJob:
+        """The job called ``name``.
+
+        Raises:
+            KeyError: no such job (names the workload and its jobs).
+        """
+        for j in self.jobs:
+            if j.name == name:
+                return j
+        raise KeyError(f"workload {self.name} has no job {name!r}; its jobs: "
+                       f"{', '.join(j.name for j in self.jobs)}")
+
+
+def _need(d: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if not isinstance(d, dict) or key not in d:
+        raise WorkloadError(f"{where}: missing field {key!r}; regenerate the workload with the "
+                            "image's `seal` tool (proofdiff build)")
+    val = d[key]
+    if not isinstance(val, kind) or (kind is int and isinstance(val, bool)):
+        raise WorkloadError(f"{where}: field {key!r} has the wrong type: {val!r}")
+    return val
+
+
+def _hex(val: str, where: str, nbytes: int | None = None) -> bytes:
+    try:
+        raw = bytes.fromhex(val)
+    except ValueError:
+        raise WorkloadError(f"{where}: not hex: {val[:40]!r}") from None
+    if nbytes is not None and len(raw) != nbytes:
+        raise WorkloadError(f"{where}: expected {nbytes} bytes, got {len(raw)}")
+    return raw
+
+
+def _porep_job(d: Any, where: str, sector_size: int) -> WorkloadJob:
+    """A PoRep job; the C1 envelope is checked for shape (JSON with SectorNum, Phase1Out,
+    SectorSize that agree with the job) but its Phase1Out stays opaque to the harness."""
+    name = _need(d, "name", str, where)
+    where = f"{where} ({name!r})"
+    sector = _need(d, "sector_number", int, where)
+    hexes = {}
+    for key in ("comm_r", "comm_d", "ticket", "seed"):
+        hexes[key] = _need(d, key, str, where)
+        _hex(hexes[key], f"{where}.{key}", 32)
+    c1 = _need(d, "c1", str, where)
+    try:
+        env = json.loads(c1)
+    except json.JSONDecodeError as exc:
+        raise WorkloadError(f"{where}.c1: the C1 envelope is not JSON ({exc.msg}); regenerate the "
+                            "workload with `seal porep`") from None
+    for key in ("SectorNum", "Phase1Out", "SectorSize"):
+        _need(env, key, str if key == "Phase1Out" else int, f"{where}.c1 (C1 envelope)")
+    if env["SectorNum"] != sector or env["SectorSize"] != sector_size:
+        raise WorkloadError(
+            f"{where}.c1: the C1 envelope says SectorNum={env['SectorNum']}, SectorSize="
+            f"{env['SectorSize']} but the job says sector_number={sector}, sector_size="
+            f"{sector_size}; the envelope belongs to another sector: regenerate the workload")
+    return WorkloadJob(
+        name=name, miner_id=_need(d, "miner_id", int, where),
+        sectors=(Sector(sector_id=sector, comm_r=hexes["comm_r"]),), c1=c1.encode("utf-8"),
+        comm_d=hexes["comm_d"], ticket=hexes["ticket"], seed=hexes["seed"])
+
+
+def _job(d: Any, where: str) -> WorkloadJob:
+    name = _need(d, "name", str, where)
+    where = f"{where} ({name!r})"
+    sectors = []
+    for i, s in enumerate(_need(d, "sectors", list, where)):
+        sw = f"{where}.sectors[{i}]"
+        comm_r = _need(s, "comm_r", str, sw)
+        _hex(comm_r, f"{sw}.comm_r", 32)
+        sectors.append(Sector(sector_id=_need(s, "sector_id", int, sw), comm_r=comm_r))
+    if not sectors:
+        raise WorkloadError(f"{where}: 'sectors' is empty")
+    proofs = []
+    for i, b in enumerate(_need(d, "vanilla_proofs", list, where)):
+        if not isinstance(b, str):
+            raise WorkloadError(f"{where}.vanilla_proofs[{i}]: expected a base64 string")
+        try:
+            proofs.append(base64.b64decode(b, validate=True))
+        except (binascii.Error, ValueError):
+            raise WorkloadError(f"{where}.vanilla_proofs[{i}]: not base64") from None
+    if len(proofs) != len(sectors):
+        raise WorkloadError(f"{where}: {len(proofs)} vanilla proofs for {len(sectors)} sectors; "
+                            "expected one per sector")
+    return WorkloadJob(
+        name=name, miner_id=_need(d, "miner_id", int, where),
+        randomness=_hex(_need(d, "randomness", str, where), f"{where}.randomness", 32),
+        sectors=tuple(sectors), vanilla_proofs=tuple(proofs),
+    )
+
+
+def load_workload(path: str | Path) -> Workload:
+    """Load and validate a workload file.
+
+    Raises:
+        WorkloadError: missing file, bad JSON (with line:column), unknown schema version,
+            unsupported proof kind, or a missing/mistyped field (named with its JSON path).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise WorkloadError(f"workload file {str(path)!r} cannot be read ({exc.strerror}); "
+                            "build it with `proofdiff build` / `make workloads`") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise WorkloadError(f"{path}:{exc.lineno}:{exc.colno}: bad JSON: {exc.msg}; "
+                            "regenerate the workload (proofdiff build)") from None
+    where = str(path)
+    schema = _need(doc, "schema", int, where)
+    if schema != SCHEMA_VERSION:
+        raise WorkloadError(f"{where}: schema {schema} not supported (this harness reads schema "
+                            f"{SCHEMA_VERSION}); rebuild the workload with the current image")
+    kind = _need(doc, "proof_kind", str, where)
+    if kind not in SUPPORTED_KINDS:
+        raise WorkloadError(f"{where}: proof_kind {kind!r} not supported yet; "
+                            f"supported: {', '.join(SUPPORTED_KINDS)}")
+    sector_size = _need(doc, "sector_size", int, where)
+    raw_jobs = _need(doc, "jobs", list, where)
+    if kind == POREP:
+        jobs = tuple(_porep_job(j, f"{where}: jobs[{i}]", sector_size)
+                     for i, j in enumerate(raw_jobs))
+    else:
+        jobs = tuple(_job(j, f"{where}: jobs[{i}]") for i, j in enumerate(raw_jobs))
+    if not jobs:
+        raise WorkloadError(f"{where}: 'jobs' is empty")
+    partitions = _need(doc, "partitions", int, where)
+    if partitions < 1:
+        raise WorkloadError(f"{where}: partitions must be >= 1, got {partitions}")
+    return Workload(
+        name=_need(doc, "workload", str, where), proof_kind=kind,
+        sector_size=sector_size,
+        registered_proof=_need(doc, "registered_proof", int, where),
+        api_version=str(doc.get("api_version", "")), partitions=partitions, jobs=jobs,
+        source=str(path),
+    )
+
+
+def select_jobs(workload: Workload, count: int | None) -> list[WorkloadJob]:
+    """The first ``count`` jobs (all when ``None``); more than the workload has cycles through
+    its jobs again (``wpost-0``, ``wpost-1``, ..., ``wpost-0`` ...)."""
+    if count is None:
+        return list(workload.jobs)
+    return [workload.jobs[i % len(workload.jobs)] for i in range(count)]
+
+
+def sector_ids(job: WorkloadJob) -> Sequence[int]:
+    """The job's sector numbers in order."""
+    return [s.sector_id for s in job.sectors]
+
+
+def is_slow_workload(name: str) -> bool:
+    """True for the slow tier's workloads (``porep-2k``, ``porep-2k-2p``, ...)."""
+    return name.startswith(SLOW_WORKLOAD_PREFIXES)

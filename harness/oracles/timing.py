@@ -1,0 +1,225 @@
+"""Timing (DESIGN.md section 5): interleaved samples through each profile's own driver, and
+three-valued verdicts on them.
+
+Sides of one round, in this order so that all see the same machine: the baseline ``A1`` (one
+proof per batch), each other profile (a batch of ``concurrency`` proofs at its concurrency),
+the baseline ``A2``. Rounds continue while any arm is INCONCLUSIVE, from 4 up to 6 (alpha is
+split over the 3 looks). A batch that does not complete fully stops the sampling: timing a broken
+daemon measures nothing.
+
+Arms (:func:`harness.stats.compare.compare` each):
+
+* ``aa``: baseline A1 vs A2 per-proof cost. DIFFERENT is a false alarm of the method (fail).
+* ``throughput``: per-proof cost (batch wall / proofs = 1 / throughput) of a profile vs the
+  baseline; DIFFERENT with the profile costlier per proof fails: its throughput collapsed.
+* ``concurrency``: jobs the daemon really proved at once (from its own ``queue_wait_ms`` and
+  ``total_ms``, :func:`harness.stats.concurrency.in_progress_of`), the profile vs the baseline.
+  A profile offered concurrency > 1 must run jobs side by side: SAME fails (a daemon that
+  serializes jobs whatever it is offered cannot grow with hardware).
+* ``latency-throughput`` (every sampled profile): steady latency and throughput figures; fails on
+  a proof faster than its own SRS load; an error on no samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from harness.model.jobs import FlowRecord, JobSpec
+from harness.model.oracles import OracleRecord
+from harness.model.status import Outcome
+from harness.stats.compare import DIFFERENT, INCONCLUSIVE, SAME, TimingVerdict, compare, summarize
+from harness.stats.concurrency import in_progress_of
+
+from .base import Evidence, Recorder
+
+__all__ = ["INITIAL_ROUNDS", "MAX_ROUNDS", "ORACLES", "Sampling", "evaluate", "judge"]
+
+ORACLES = ("latency-throughput", "aa", "throughput", "concurrency")
+INITIAL_ROUNDS, MAX_ROUNDS = 4, 6
+LOOKS = MAX_ROUNDS - INITIAL_ROUNDS + 1
+#: Per-proof cost floor: throughput within +/-25 % is "the same".
+COST_FLOOR = 0.25
+#: Concurrency floor: at least 1.25 jobs in progress on average counts as "side by side".
+CONCURRENCY_FLOOR = 0.25
+
+
+@dataclass
+class Sampling:
+    """Every batch so far by side label (``bench:A1``, ``prod``, ``bench:A2``), why sampling
+    stopped early ('' = it did not) and on which side."""
+
+    batches: dict[str, list[FlowRecord]] = field(default_factory=dict)
+    stopped: str = ""
+    stopped_side: str = ""
+
+    def ok(self, side: str) -> list[FlowRecord]:
+        """Batches of ``side`` whose every job completed."""
+        return [b for b in self.batches.get(side, []) if b.jobs and len(b.completed()) == len(b.jobs)]
+
+    def costs(self, *sides: str) -> list[float]:
+        """Per-proof cost samples (batch wall / proofs, ms), one per batch."""
+        return [b.wall_ms / len(b.jobs) for s in sides for b in self.ok(s)]
+
+    def latencies(self, *sides: str) -> list[float]:
+        """Per-job client latencies (ms)."""
+        return [j.wall_ms for s in sides for b in self.ok(s) for j in b.jobs]
+
+    def concurrency(self, *sides: str) -> list[float]:
+        """Per-job jobs-in-progress samples."""
+        return [c for s in sides for b in self.ok(s) for c in in_progress_of(b.jobs)]
+
+
+def _sample(ev: Evidence, workload: str, base: str, others: Sequence[str]) -> Sampling:
+    s = Sampling()
+    plan = [(f"{base}:A1", base, 1)] + [(o, o, ev.profiles[o].concurrency) for o in others] \
+        + [(f"{base}:A2", base, 1)]
+    jobs = ev.workload(workload).jobs
+    for rnd in range(MAX_ROUNDS):
+        for side, profile, n in plan:
+            specs = [JobSpec(index=i, job=jobs[(rnd * n + i) % len(jobs)].name) for i in range(n)]
+            b = ev.send(profile, workload, specs, name="timing", label=f"{side}#{rnd}",
+                        concurrency=n)
+            s.batches.setdefault(side, []).append(b)
+            ev.log(f"timing round {rnd} {side}: {len(b.jobs)} proofs in {b.wall_ms:.0f} ms"
+                   + ("" if len(b.completed()) == len(b.jobs) else " (NOT all completed)"))
+            if len(b.completed()) != len(b.jobs):
+                bad = [f"{j.request_id or j.job} {j.status.value}: {j.error}" for j in b.jobs
+                       if not j.completed]
+                s.stopped_side, s.stopped = side, (f"side {side} round {rnd}: "
+                                                   + (b.stall or "; ".join(bad[:3])))
+                return s
+        if rnd + 1 >= INITIAL_ROUNDS and all(
+                v.verdict != INCONCLUSIVE for v in arms(ev, workload, s, base, others).values()):
+            break
+    return s
+
+
+def arms(ev: Evidence, workload: str, s: Sampling, base: str,
+         others: Sequence[str]) -> dict[str, TimingVerdict]:
+    """Every arm's verdict on the samples so far: ``aa`` and, per other profile,
+    ``throughput:<name>`` and ``concurrency:<name>``."""
+    a1, a2 = f"{base}:A1", f"{base}:A2"
+    wl = {p: ev.run(p, workload).workload_flow for p in (base, *others)}
+
+    def wl_conc(p: str) -> list[float]:
+        flow = wl[p]
+        return in_progress_of(flow.jobs) if flow else []
+
+    out = {"aa": compare(s.costs(a1), s.costs(a2), arm=f"A/A {base}", left=a1, right=a2,
+                         metric="per-proof cost", floor_rel=COST_FLOOR, looks=LOOKS)}
+    base_conc = wl_conc(base) + s.concurrency(a1, a2)
+    for o in others:
+        out[f"throughput:{o}"] = compare(
+            s.costs(a1, a2), s.costs(o), arm=f"throughput {base} vs {o}", left=base, right=o,
+            metric="per-proof cost (batch wall / proofs)", floor_rel=COST_FLOOR, looks=LOOKS)
+        out[f"concurrency:{o}"] = compare(
+            base_conc, wl_conc(o) + s.concurrency(o),
+            arm=f"jobs in progress at once {base} vs {o}", left=base, right=o,
+            metric="jobs in progress during each job", floor_rel=CONCURRENCY_FLOOR, looks=LOOKS,
+            unit="jobs")
+    return out
+
+
+def judge(arm: str, v: TimingVerdict, concurrency: int = 1) -> tuple[Outcome, str]:
+    """One arm's outcome and message (module docstring); ``concurrency`` is the judged
+    profile's."""
+    text = v.render()
+    if min(v.a.n, v.b.n) == 0:
+        return Outcome.ERROR, (f"{text}\nno samples on {'both sides' if v.a.n == v.b.n else 'one '}"
+                               "side: nothing to compare (a batch died: see the other records)")
+    if v.verdict == INCONCLUSIVE:
+        return Outcome.INCONCLUSIVE, (f"{text}\nINCONCLUSIVE after {v.a.n}+{v.b.n} samples: the "
+                                      "machine is too noisy for the floor; rerun on a quieter host "
+                                      "or raise the sample budget")
+    if arm == "aa":
+        if v.verdict == DIFFERENT:
+            return Outcome.FAIL, (f"{text}\nA/A FALSE ALARM: the same profile on the same daemon "
+                                  "differs; timing verdicts of this run are not trustworthy (noisy "
+                                  "neighbours? CPU frequency scaling?)")
+        return Outcome.PASS, text
+    other = arm.split(":", 1)[1]
+    if arm.startswith("throughput:"):
+        if v.verdict == DIFFERENT and v.ratio > 1.0:
+            return Outcome.FAIL, (f"{text}\nthroughput of {other} at concurrency {concurrency} "
+                                  f"collapsed: each proof costs {v.ratio:.2f}x the baseline's "
+                                  f"({1 / v.ratio:.2f}x the throughput, ideal {concurrency}x = "
+                                  "bench x workers); look for a global lock or queue in the daemon")
+        return Outcome.PASS, (f"{text}\nscaling {1 / v.ratio:.2f}x of the baseline (baseline x "
+                              f"workers would be {concurrency}x)")
+    if concurrency <= 1:
+        return Outcome.PASS, f"{text}\n{other} has concurrency 1: nothing to overlap"
+    if v.verdict == SAME or (v.verdict == DIFFERENT and v.ratio < 1.0):
+        return Outcome.FAIL, (f"{text}\n{other} was offered {concurrency} jobs at once but the "
+                              f"daemon proved about {v.b.median_ms:.2f} at a time (median): it "
+                              "serializes jobs, so its throughput cannot grow with hardware; look "
+                              "for a per-job lock in the pipeline")
+    return Outcome.PASS, text
+
+
+def _figures(rec: Recorder, ev: Evidence, workload: str, s: Sampling, name: str,
+             sides: Sequence[str]) -> None:
+    lat, cost = summarize(s.latencies(*sides)), summarize(s.costs(*sides))
+    wl = ev.run(name, workload).workload_flow
+    first = next((j for j in wl.jobs if j.index == 0), None) if wl else None
+    warm = f"{first.wall_ms:.0f} ms (SRS load {first.srs_load_ms} ms)" if first else "none"
+    conc = ev.profiles[name].concurrency
+    text = (f"profile {name!r} on {workload} at concurrency {conc}: warmup {warm}; steady latency "
+            f"{lat.render()}; per-proof cost {cost.render()} = throughput "
+            f"{60000 / cost.median_ms if cost.median_ms else 0:.1f} proofs/min")
+    jobs = [j for b in (s.ok(x) for x in sides) for f in b for j in f.jobs] + (
+        wl.completed() if wl else [])
+    odd = [f"{j.job} (id={j.request_id}): total {j.total_ms} ms < SRS load {j.srs_load_ms} ms"
+           for j in jobs if j.completed and j.total_ms < j.srs_load_ms]
+    ev_ = {"latency_ms": [lat.median_ms, lat.q1_ms, lat.q3_ms, lat.n],
+           "cost_ms": [cost.median_ms, cost.q1_ms, cost.q3_ms, cost.n],
+           "warmup_ms": first.wall_ms if first else None}
+    if s.stopped_side.split(":")[0] == name:
+        rec("latency-throughput", name, Outcome.FAIL, f"{text}\ntiming sampling stopped on "
+            f"{name!r}: {s.stopped}; a daemon that cannot finish a batch cannot be timed",
+            evidence=ev_)
+    elif lat.n == 0:
+        rec("latency-throughput", name, Outcome.ERROR, f"{text}\nno timing sample of {name!r} "
+            "completed: nothing to measure", evidence=ev_)
+    elif odd:
+        rec("latency-throughput", name, Outcome.FAIL, f"{text}\nimplausible timings (a proof "
+            f"faster than its own SRS load): {'; '.join(odd)}", evidence=ev_)
+    else:
+        rec("latency-throughput", name, Outcome.PASS, text, evidence=ev_)
+
+
+def evaluate(ev: Evidence, workload: str) -> list[OracleRecord]:
+    """The timing records of every profile on ``workload`` (module docstring)."""
+    rec = Recorder(ev, "timing", workload)
+    names = list(ev.profiles)
+    base, others = names[0], []
+    for n in names:
+        why = ev.blocked(n, workload)
+        if why and n == base:
+            for o in names:
+                rec.skip_all(ORACLES if o == base else ORACLES[:1] + ORACLES[2:], o,
+                             why if o == base else f"the baseline {base!r} cannot be timed: {why}")
+            return rec.records
+        if why:
+            rec.skip_all(("latency-throughput", "throughput", "concurrency"), n, why)
+        elif n != base:
+            others.append(n)
+    for n in (base, *others):
+        ev.run(n, workload)  # every workload run (the warmups) before any timing sample
+    s = _sample(ev, workload, base, others)
+    stopped = s.stopped_side.split(":")[0]
+    for name in (base, *others):
+        _figures(rec, ev, workload, s, name, [f"{base}:A1", f"{base}:A2"] if name == base
+                 else [name])
+    for arm, v in arms(ev, workload, s, base, others).items():
+        profile = base if arm == "aa" else arm.split(":", 1)[1]
+        oracle = arm.split(":", 1)[0]
+        evidence = v.evidence()
+        if stopped == profile:
+            rec(oracle, profile, Outcome.FAIL, f"timing sampling stopped on {profile!r}: "
+                f"{s.stopped}; a daemon that cannot finish a batch cannot be timed",
+                evidence=evidence)
+            continue
+        outcome, message = judge(arm, v, ev.profiles[profile].concurrency)
+        rec(oracle, profile, outcome, message, evidence=evidence)
+    return rec.records

@@ -1,0 +1,108 @@
+"""Validity, per profile: every COMPLETED proof verifies, partition by partition, against its
+own job's public inputs (length = partitions x 192 bytes), and every job completes.
+
+* ``proofs``: fails naming each invalid proof and its partitions; an error when nothing could
+  be verified (no proof came back, the verifier failed, or every proof was unverifiable).
+* ``jobs``: fails naming each job that did not come back COMPLETED, with its status and text.
+
+That the profiles agree is the divergence of these records (harness.core.verdict).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.model.jobs import JobRecord
+from harness.model.oracles import OracleRecord
+from harness.model.runs import RunRecord
+from harness.model.status import Outcome
+from harness.model.workload import PROOF_BYTES_PER_PARTITION
+
+from .base import Evidence, Recorder
+
+__all__ = ["ORACLES", "evaluate", "judge_run"]
+
+ORACLES = ("proofs", "jobs")
+
+
+def _bad(j: JobRecord, kind: str, reason: str, parts: list[int] | None = None) -> dict[str, Any]:
+    return {"index": j.index, "job": j.job, "request_id": j.request_id,
+            "status": j.status.value, "kind": kind, "reason": reason,
+            "bad_partitions": parts or []}
+
+
+def _proof_problem(j: JobRecord, partitions: int) -> dict[str, Any] | None:
+    expected = partitions * PROOF_BYTES_PER_PARTITION
+    if len(j.proof) != expected:
+        why = f"proof is {len(j.proof)} bytes, expected {expected} ({partitions} partitions x " \
+              f"{PROOF_BYTES_PER_PARTITION})" + (f": {j.error}" if j.error else "")
+        return _bad(j, "invalid", why)
+    if j.verdict is None:
+        return _bad(j, "invalid", "no verdict from the verifier")
+    if not j.verdict.valid:
+        parts = j.verdict.bad_partitions()
+        why = f"partitions {parts} do not verify" if parts else "does not verify"
+        return _bad(j, "invalid", why + (f" ({j.verdict.error})" if j.verdict.error else ""), parts)
+    return None
+
+
+def judge_run(rec: Recorder, run: RunRecord) -> None:
+    """The ``proofs`` and ``jobs`` records of one run."""
+    flow = run.workload_flow
+    if flow is None:
+        why = "; ".join(run.errors) or "the workload was never sent"
+        for o in ORACLES:
+            rec(o, run.profile, Outcome.ERROR, f"profile {run.profile!r} on {run.workload}: the "
+                f"run could not be carried out: {why}")
+        return
+    jobs = [j for j in flow.jobs if not j.await_only]
+    done = [j for j in jobs if j.completed]
+    unverified = [j for j in done if j.unverifiable and not j.proof]
+    checked = [j for j in done if j not in unverified]
+    bad = [b for j in checked if (b := _proof_problem(j, run.partitions)) is not None]
+    failed = [_bad(j, "failed", j.error or "no error text") for j in jobs if not j.completed]
+    valid = len(checked) - len(bad)
+    counts = {"total": len(jobs), "completed": len(done), "valid": valid, "invalid": len(bad),
+              "failed": len(failed), "unverified": len(unverified),
+              "unverified_reasons": sorted({j.unverifiable for j in unverified})}
+    head = (f"validity of profile {run.profile!r} on {run.workload}: {valid}/{len(jobs)} valid, "
+            f"{len(done)} completed")
+    lines = [f"  {b['job']} (id={b['request_id']}, {b['status']}): {b['kind']}: {b['reason']}"
+             for b in bad]
+    if unverified:
+        lines.append(f"  {len(unverified)} completed proof(s) not verified: "
+                     f"{unverified[0].unverifiable}")
+    ev = {**counts, "bad": bad}
+    if flow.errors:
+        rec("proofs", run.profile, Outcome.ERROR, "\n".join(
+            [head, *lines, *(f"  error: {e}" for e in flow.errors)]), evidence=ev)
+    elif bad:
+        rec("proofs", run.profile, Outcome.FAIL, "\n".join([head + ": INVALID", *lines]),
+            evidence=ev)
+    elif not checked:
+        why = ("no job completed, so no proof could be verified" if not done else
+               "every completed proof was unverifiable")
+        rec("proofs", run.profile, Outcome.ERROR, "\n".join([f"{head}: {why}", *lines]),
+            evidence=ev)
+    else:
+        rec("proofs", run.profile, Outcome.PASS, "\n".join([f"{head}: every verified proof is "
+            f"valid ({valid} checked partition by partition)", *lines]), evidence=ev)
+    flines = [f"  {b['job']} (id={b['request_id']}, {b['status']}): {b['reason']}" for b in failed]
+    if failed:
+        rec("jobs", run.profile, Outcome.FAIL, "\n".join(
+            [f"profile {run.profile!r} on {run.workload}: {len(failed)} of {len(jobs)} job(s) did "
+             "not complete", *flines]), evidence={**counts, "bad": failed})
+    elif not jobs:
+        rec("jobs", run.profile, Outcome.ERROR, f"profile {run.profile!r} on {run.workload}: the "
+            "workload flow sent no job", evidence=counts)
+    else:
+        rec("jobs", run.profile, Outcome.PASS, f"profile {run.profile!r} on {run.workload}: all "
+            f"{len(jobs)} job(s) COMPLETED", evidence=counts)
+
+
+def evaluate(ev: Evidence, workload: str) -> list[OracleRecord]:
+    """The validity records of every profile on ``workload``."""
+    rec = Recorder(ev, "validity", workload)
+    for name in ev.profiles:
+        judge_run(rec, ev.run(name, workload))
+    return rec.records

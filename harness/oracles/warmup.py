@@ -1,0 +1,138 @@
+"""Warmup and liveness, per profile.
+
+``first-proof``: the first job of the workload run (index 0; the workload run is the first
+proving a fresh daemon does, so that job pays the SRS load) must come back COMPLETED (a FAILED
+warmup is a failure carrying the daemon's error text and its warning/error log lines, never a
+pass), must verify, and must have taken plausibly long: not less than its own reported SRS load,
+and not less than max(250 ms, 0.5 x the steady-state median). A warmup faster than half a
+steady-state proof did not do the work a proof needs, whatever it says.
+
+``liveness``: the daemon is still running after the run, or its death is explained from
+``docker inspect`` (exit code, OOMKilled, error) with the jobs lost with it, instead of a wall
+of connection errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.model.oracles import OracleRecord
+from harness.model.runs import RunRecord
+from harness.model.serde import to_builtins
+from harness.model.status import JobStatus, Outcome
+from harness.stats.compare import summarize
+
+from .base import Evidence, Recorder
+
+__all__ = ["DEFAULT_FLOOR_MS", "DEFAULT_FLOOR_REL", "ORACLES", "evaluate", "first_proof",
+           "liveness"]
+
+ORACLES = ("first-proof", "liveness")
+#: No real Groth16 proof, SRS load included, takes less than this (ms).
+DEFAULT_FLOOR_MS = 250.0
+#: A warmup faster than this fraction of the steady-state median is implausible.
+DEFAULT_FLOOR_REL = 0.5
+LOG_LINES = 12
+
+
+def _log_evidence(log_tail: str) -> str:
+    lines = [x for x in log_tail.splitlines() if " WARN " in x or " ERROR " in x
+             or "error" in x.lower()]
+    return "\n".join(lines[-LOG_LINES:])
+
+
+def first_proof(rec: Recorder, run: RunRecord, concurrency: int, *,
+                floor_ms: float = DEFAULT_FLOOR_MS, floor_rel: float = DEFAULT_FLOOR_REL) -> None:
+    """The ``first-proof`` record of one run (module docstring); steady state = the run's
+    COMPLETED jobs after its first wave (index >= ``concurrency``)."""
+    flow = run.workload_flow
+    first = next((j for j in flow.jobs if j.index == 0), None) if flow else None
+    if flow is None or first is None:
+        why = "; ".join(run.errors) or "the run has no jobs"
+        rec("first-proof", run.profile, Outcome.ERROR, f"warmup of profile {run.profile!r} on "
+            f"{run.workload}: no warmup proof: {why}")
+        return
+    steady = summarize([j.wall_ms for j in flow.completed() if j.index >= max(1, concurrency)])
+    floor = max(floor_ms, floor_rel * steady.median_ms if steady.n else 0.0)
+    v = first.verdict
+    fig: dict[str, Any] = {
+        "job": first.job, "request_id": first.request_id, "status": first.status.value,
+        "wall_ms": round(first.wall_ms, 3), "total_ms": first.total_ms,
+        "srs_load_ms": first.srs_load_ms, "gpu_compute_ms": first.gpu_compute_ms,
+        "queue_wait_ms": first.queue_wait_ms, "verified": None if v is None else v.valid}
+    problems = []
+    log = run.daemon.log_tail if run.daemon else ""
+    if first.status is not JobStatus.COMPLETED:
+        ev = _log_evidence(log)
+        problems.append(f"the warmup proof came back {first.status.value}: "
+                        f"{first.error or '(no error text)'}"
+                        + ("\n  daemon log:\n    " + ev.replace("\n", "\n    ") if ev else ""))
+    elif v is None:
+        problems.append("the warmup proof was not verified (no verdict): "
+                        + ("; ".join(flow.errors) or first.unverifiable or "the verifier gave none"))
+    elif not v.valid:
+        problems.append(f"the warmup proof does not verify: bad partitions {v.bad_partitions()} "
+                        f"({v.error or 'no verifier text'})")
+    if first.status is JobStatus.COMPLETED:
+        if first.srs_load_ms and first.wall_ms < first.srs_load_ms:
+            problems.append(f"implausible: the warmup took {first.wall_ms:.0f} ms on the client "
+                            f"but reports an SRS load of {first.srs_load_ms} ms")
+        if first.wall_ms < floor:
+            problems.append(f"implausibly fast warmup: {first.wall_ms:.0f} ms < floor {floor:.0f} "
+                            f"ms (max of {floor_ms:.0f} ms and {floor_rel} x steady median); a "
+                            "first proof loads its SRS and proves, so a cached or canned answer "
+                            "is suspected")
+    head = f"warmup of profile {run.profile!r} on {run.workload}: " + ("ok" if not problems
+                                                                      else "FAILED")
+    figs = (f"  first proof {first.job} (id={first.request_id}): {first.status.value}, wall "
+            f"{first.wall_ms:.0f} ms, SRS load {first.srs_load_ms} ms, verified={fig['verified']}"
+            f"; steady state {steady.render() if steady.n else 'not measured'}; plausibility "
+            f"floor {floor:.0f} ms")
+    rec("first-proof", run.profile, Outcome.FAIL if problems else Outcome.PASS,
+        "\n".join([head, figs, *(f"  {p}" for p in problems)]),
+        evidence={"warmup": fig, "steady": to_builtins(steady), "floor_ms": floor,
+                  "problems": problems})
+
+
+def liveness(rec: Recorder, run: RunRecord) -> None:
+    """The ``liveness`` record of one run (module docstring)."""
+    facts = run.daemon
+    if facts is None:
+        rec("liveness", run.profile, Outcome.SKIPPED, f"profile {run.profile!r} ran no daemon: "
+            f"{'; '.join(run.errors)[:300] or 'it never started'}")
+        return
+    flow = run.workload_flow
+    lost = [j.render() for j in (flow.jobs if flow else ())
+            if j.status in (JobStatus.ERROR, JobStatus.LOST, JobStatus.STUCK)]
+    st = facts.state
+    ev = {"state": st, "lost": lost, "container_id": facts.container_id}
+    if facts.alive and st:
+        rec("liveness", run.profile, Outcome.PASS, f"daemon {facts.container_id} of profile "
+            f"{run.profile!r} is still running after the run", evidence=ev)
+        return
+    if not st:
+        rec("liveness", run.profile, Outcome.ERROR, f"daemon container {facts.container_id} of "
+            f"profile {run.profile!r} could not be inspected after the run (removed while the "
+            "run went on?)", evidence=ev)
+        return
+    code, oom = st.get("ExitCode"), bool(st.get("OOMKilled"))
+    why = (f"daemon container {facts.container_id} of profile {run.profile!r} is "
+           f"{st.get('Status')} with exit code {code}" + (" and OOMKilled=true" if oom else "")
+           + (f" ({st.get('Error')})" if st.get("Error") else ""))
+    fix = ("the kernel killed it for memory: raise the profile's mem_limit" if oom else
+           "read the log tail below for a panic or fatal error" if code not in (0, None) else
+           "it stopped cleanly: something sent it SIGTERM or the entrypoint returned")
+    msg = (f"{why}: {fix}" + (f"; jobs lost with it: {', '.join(lost)}" if lost else "")
+           + (f"\n--- last log lines ---\n{facts.log_tail.rstrip()[-3000:]}"
+              if facts.log_tail else ""))
+    rec("liveness", run.profile, Outcome.FAIL, msg, evidence=ev)
+
+
+def evaluate(ev: Evidence, workload: str) -> list[OracleRecord]:
+    """The warmup records of every profile on ``workload``."""
+    rec = Recorder(ev, "warmup", workload)
+    for name, profile in ev.profiles.items():
+        run = ev.run(name, workload)
+        first_proof(rec, run, profile.concurrency)
+        liveness(rec, run)
+    return rec.records

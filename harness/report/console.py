@@ -1,0 +1,51 @@
+"""The console view of a result (rich): the side-by-side table, each divergence with its top
+suspects, and the verdict. Every text that comes from a daemon, a profile file or an error is
+printed literally (rich would read ``[profiles.prod]`` as markup and drop it)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from harness.model.result import DifferentialResult
+from harness.model.status import Verdict
+
+from .views import side_by_side
+
+__all__ = ["print_result"]
+
+_COLOUR = {Verdict.SAME: "green", Verdict.DIVERGED: "red", Verdict.FAILED: "red",
+           Verdict.ERROR: "red", Verdict.INCOMPLETE: "yellow", Verdict.INTERRUPTED: "yellow"}
+
+
+def print_result(console: Console, result: DifferentialResult, report: str = "") -> None:
+    """Print the table, divergences (headline, the failing record's first lines, 3 suspects),
+    errors and the one-line verdict; ``report`` is the path shown last."""
+    rows = side_by_side(result)
+    if rows:
+        table = Table(title=f"proofdiff {result.run_id}")
+        for col in ("profile", "workload", "validity", "jobs", "valid", "invalid", "failed",
+                    "unverified", "median ms", "ready ms"):
+            table.add_column(col, justify="right" if col not in ("profile", "workload",
+                                                                 "validity") else "left")
+        for r in rows:
+            table.add_row(Text(r["profile"]), Text(r["workload"]), Text(r["outcome"]),
+                          str(r["jobs"]), str(r["valid"]), str(r["invalid"]), str(r["failed"]),
+                          str(r["unverified"]),
+                          f"{r['median_ms']:.0f}" if r["median_ms"] is not None else "-",
+                          f"{r['start_to_ready_ms']:.0f}" if r["start_to_ready_ms"] is not None
+                          else "-")
+        console.print(table)
+    for d in result.divergences:
+        console.print(Text(d.headline, style="bold red"), soft_wrap=True)
+        for line in d.message.splitlines()[:8]:
+            console.print(Text("  " + line), soft_wrap=True)
+        for i, s in enumerate(d.suspects[:3], 1):
+            console.print(Text(f"  suspect {i}: {s.render()} ({s.why})"), soft_wrap=True)
+    for e in result.errors:
+        console.print(Text(e, style="red"), soft_wrap=True)
+    console.print(Text(f"{result.verdict.value}: ", style=f"bold {_COLOUR[result.verdict]}")
+                  + Text(result.verdict_line), soft_wrap=True)
+    if report:
+        console.print(Text(f"report: {report}"), soft_wrap=True)

@@ -1,0 +1,1 @@
+"""Statistics of timing samples: three-valued comparisons and jobs in progress at once."""

@@ -1,0 +1,36 @@
+"""The core called as a library: ``run_differential`` with no pytest in its call path (the same
+call the CLI and every workflow make), on wpost-2k with partition-race on prod; the divergence
+comes from the returned object, not from files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+
+from harness import Outcome, Verdict, run_differential
+
+from .conftest import unique
+
+pytestmark = pytest.mark.e2e
+
+
+def test_run_differential_returns_the_divergence(artifacts: Any, tmp_path: Path) -> None:
+    rid = unique("e2e-core")
+    result = run_differential("refprover", overrides=["prod.env.REFPROVER_FAULTS=partition-race"],
+                              suites=["validity"], report_dir=tmp_path, run_id=rid)
+    assert result.verdict is Verdict.DIVERGED and result.exit_code == 1, result.verdict_line
+    (div,) = result.divergences
+    assert (div.suite, div.oracle, div.baseline, div.profile) == ("validity", "proofs", "bench",
+                                                                  "prod")
+    assert div.baseline_outcome is Outcome.PASS and div.outcome is Outcome.FAIL
+    assert div.suspects[0].path == "env.REFPROVER_FAULTS"
+    assert div.suspects[0].right == "partition-race"
+    prod = result.run("prod", "wpost-2k")
+    assert prod is not None and prod.workload_flow is not None
+    assert [j.verdict.bad_partitions() for j in prod.workload_flow.jobs if j.verdict] == [[0, 1]] * 4
+    assert result.images[0].digest.startswith("sha256:")
+    assert (tmp_path / rid / "summary.json").is_file()  # the evidence is written too
+    assert not docker.from_env().api.containers(all=True, filters={"label": f"proofdiff.run={rid}"})

@@ -1,0 +1,114 @@
+"""The gRPC client and driver, through the one prove-many flow, against real refprover daemons
+run on the host: real proofs (2 KiB WindowPoSt), real transport, real deadlines."""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from msgspec.structs import replace
+
+from harness.drivers.base import plan_workload
+from harness.drivers.deadlines import Deadlines
+from harness.drivers.flow import prove_many
+from harness.drivers.grpc import GrpcDriver
+from harness.model.jobs import FlowRecord, JobSpec
+from harness.model.profile_file import load_profiles
+from harness.model.status import JobStatus
+from harness.model.workload import Workload, load_workload
+from harness.target.client import ClientError, ProverClient
+
+from .conftest import BENCH_CONFIG
+
+Daemon = Callable[..., AbstractContextManager[str]]
+
+
+def _flow(addr: str, wl: Workload, specs: list[JobSpec], conc: int,
+          deadlines: Deadlines | None = None) -> FlowRecord:
+    return prove_many(GrpcDriver(addr), addr, wl, specs, name="workload", concurrency=conc,
+                      deadlines=deadlines or Deadlines(job_s=120.0), log=lambda _l: None)
+
+
+def _overlap(flow: FlowRecord) -> bool:
+    spans = sorted((j.started_unix_s, j.started_unix_s + j.wall_ms / 1000) for j in flow.jobs)
+    return any(b[0] < a[1] for a, b in zip(spans, spans[1:]))
+
+
+def test_status_metrics_and_not_found(daemon: Daemon) -> None:
+    with daemon() as addr, ProverClient(addr) as c:
+        st = c.get_status(timeout_s=5)
+        assert {q.proof_kind for q in st.queues} == {"POREP_SEAL_COMMIT", "WINDOW_POST_PARTITION"}
+        assert "cuzk_proofs_completed_total" in c.get_metrics(timeout_s=5)
+        with pytest.raises(ClientError) as ei:
+            c.await_proof("no-such-job", timeout_s=5)
+    assert ei.value.code == "NOT_FOUND" and addr in str(ei.value)
+
+
+def test_unreachable_address_is_a_clear_transport_error() -> None:
+    with ProverClient("127.0.0.1:1") as c, pytest.raises(ClientError) as ei:
+        c.get_status(timeout_s=2)
+    assert ei.value.code in ("UNAVAILABLE", "DEADLINE_EXCEEDED")
+    assert "is the daemon running" in str(ei.value) or "did not answer" in str(ei.value)
+
+
+def test_prod_runs_four_jobs_at_once_with_colliding_curio_ids(daemon: Daemon,
+                                                              workload: Workload) -> None:
+    prod = load_profiles("refprover")["prod"]
+    with daemon() as addr:
+        flow = _flow(addr, workload, plan_workload(prod, workload), prod.concurrency)
+    assert [j.job for j in flow.jobs] == ["wpost-0", "wpost-1", "wpost-2", "wpost-3"]
+    assert {j.request_id for j in flow.jobs} == {"wpost-1000-1"}  # same sectors: ids collide
+    assert all(j.status is JobStatus.COMPLETED and len(j.proof) == 384 for j in flow.jobs)
+    assert len({j.proof for j in flow.jobs}) == 4  # each job got its own proof back
+    assert _overlap(flow)  # concurrency 4 really overlapped
+    assert all(j.total_ms > 0 and j.wall_ms >= j.total_ms for j in flow.jobs)
+
+
+def test_bench_is_one_at_a_time_with_fresh_uuids(daemon: Daemon, workload: Workload) -> None:
+    bench = replace(load_profiles("refprover")["bench"], jobs=2)
+    with daemon(BENCH_CONFIG) as addr:
+        flow = _flow(addr, workload, plan_workload(bench, workload), 1)
+    ids = [j.request_id for j in flow.jobs]
+    assert len(set(ids)) == 2 and all(uuid.UUID(i).version == 4 for i in ids)
+    assert all(j.status is JobStatus.COMPLETED for j in flow.jobs) and not _overlap(flow)
+
+
+def test_bad_input_comes_back_failed_with_the_daemons_reason(daemon: Daemon, artifacts: Any,
+                                                             tmp_path: Path) -> None:
+    doc = json.loads(Path(artifacts.workloads["wpost-2k"]).read_text())
+    doc["jobs"] = doc["jobs"][:1]
+    doc["jobs"][0]["vanilla_proofs"][0] = base64.b64encode(b"not a vanilla proof").decode()
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    wl = load_workload(bad)
+    with daemon() as addr:
+        (j,) = _flow(addr, wl, [JobSpec(index=0, job="wpost-0")], 1).jobs
+    assert j.status is JobStatus.FAILED and j.proof == b""
+    assert "vanilla proof 0 is not a bincode FallbackPoStSectorProof" in j.error
+
+
+def test_a_daemon_that_parks_jobs_is_caught_by_the_hang_guard(daemon: Daemon,
+                                                              workload: Workload) -> None:
+    # queue-deadlock: jobs submitted while 2 are unfinished are accepted and never answered
+    specs = [JobSpec(index=i, job=j.name) for i, j in enumerate(workload.jobs)]
+    with daemon(faults="queue-deadlock") as addr:
+        flow = _flow(addr, workload, specs, 4, Deadlines(job_s=600.0, stall_s=3.0))
+    stuck = flow.stuck()
+    assert len(stuck) == 2 and sum(j.completed for j in flow.jobs) == 2, flow
+    assert "reports nothing pending or in progress" in flow.stall
+    assert all("reports nothing pending or in progress" in j.error for j in stuck)
+
+
+def test_a_job_past_its_deadline_is_lost_with_the_deadline_named(daemon: Daemon,
+                                                                 workload: Workload) -> None:
+    specs = [JobSpec(index=i, job=j.name) for i, j in enumerate(workload.jobs)]
+    with daemon(faults="queue-deadlock") as addr:
+        flow = _flow(addr, workload, specs, 4, Deadlines(job_s=3.0, stall_s=600.0))
+    lost = [j for j in flow.jobs if j.status is JobStatus.LOST]
+    assert len(lost) >= 2 and all("DEADLINE_EXCEEDED" in j.error for j in lost), flow

@@ -1,0 +1,81 @@
+"""harness/profiles/cuzk.toml, the profile set for a real curio-cuzk image on a GPU host.
+
+It cannot run here (no cuzk image, no GPU): these tests check what can be checked without
+them: that it loads, that bench and prod differ the way the incidents need, that the launch
+checks find nothing wrong with it and do find a param path mismatch, and what the GPU request
+looks like (tests/docker/test_gpu_probe.py asks this engine for GPUs; running the set against
+refprover with ``*.gpus=none`` is in tests/e2e/test_bench_cli.py).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from docker.types import DeviceRequest
+from msgspec.structs import replace
+
+from harness.core.delta import profile_delta
+from harness.core.suspects import rank
+from harness.model.oracles import OracleRecord
+from harness.model.profile import Profile
+from harness.model.profile_file import load_profiles
+from harness.model.status import Outcome
+from harness.target.containers import ContainerRunner
+from harness.target.daemon import daemon_spec
+
+CUZK = "cuzk"
+
+
+def test_bench_and_prod_are_what_the_issue_describes() -> None:
+    ps = load_profiles(CUZK)
+    assert list(ps) == ["bench", "prod"]
+    bench, prod = ps["bench"], ps["prod"]
+    assert (bench.driver, bench.bench_tool, bench.job_ids, bench.miner_id, bench.concurrency) == (
+        "bench-cli", "cuzk-bench", "uuid", 1000, 1)
+    assert bench.effective_config()["pipeline"]["enabled"] is False
+    assert (prod.driver, prod.job_ids, prod.miner_id, prod.concurrency) == ("grpc", "curio", 1000, 4)
+    assert prod.effective_config()["pipeline"]["enabled"] is True
+    for p in (bench, prod):
+        assert p.gpus == "all" and p.workload == "porep-2k"
+        assert p.param_read_path() == p.param_mount_path() == "/data/zk/params"
+        assert p.effective_config()["daemon"]["listen"] == "0.0.0.0:9820"  # cuzk: unix socket
+        assert p.launch_problems() == []
+
+
+def test_config_delta_ranks_the_incident_switches_first() -> None:
+    ps = load_profiles(CUZK)
+    delta = profile_delta(ps["bench"], ps["prod"])
+    paths = [i.path for i in delta.items]
+    for expected in ("config.pipeline.enabled", "concurrency", "job_ids", "driver",
+                     "config.synthesis.partition_workers", "config.gpus"):
+        assert expected in paths, paths
+    failed = OracleRecord(suite="validity", oracle="proofs", profile="prod", workload="porep-2k",
+                          outcome=Outcome.FAIL)
+    top = [s.path for s in rank(delta, failed)[:3]]
+    assert top == ["config.pipeline.enabled", "config.synthesis.partition_workers", "concurrency"]
+
+
+def test_preflight_catches_params_mounted_where_cuzk_does_not_read() -> None:
+    ps = load_profiles(CUZK, ["prod.mounts.params=/var/tmp/filecoin-proof-parameters"])
+    (problem,) = ps["prod"].launch_problems()
+    assert "mounted at '/var/tmp/filecoin-proof-parameters'" in problem
+    assert "srs.param_cache='/data/zk/params'" in problem
+
+
+def test_gpu_request_is_one_device_request_for_all_gpus(tmp_path: Path) -> None:
+    runner = ContainerRunner("unit", client=object())  # type: ignore[arg-type]
+
+    def kwargs(profile: Profile) -> dict[str, Any]:
+        workdir, kw = runner._kwargs(daemon_spec(replace(profile, image="cuzk:t"), tmp_path))
+        shutil.rmtree(workdir or tmp_path / "none", ignore_errors=True)
+        return kw
+
+    ps = load_profiles(CUZK, ['prod.gpus=["GPU-0b1c", "GPU-77aa"]'])
+    (req,) = kwargs(load_profiles(CUZK)["bench"])["device_requests"]
+    assert isinstance(req, DeviceRequest)
+    assert (req.count, req.device_ids, req.capabilities) == (-1, [], [["gpu"]])
+    (pinned,) = kwargs(ps["prod"])["device_requests"]
+    assert (pinned.count, pinned.device_ids) == (0, ["GPU-0b1c", "GPU-77aa"])  # never both
+    assert "device_requests" not in kwargs(load_profiles(CUZK, ["*.gpus=none"])["prod"])

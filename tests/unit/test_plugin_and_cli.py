@@ -1,0 +1,88 @@
+"""The pytest plugin (through pytester, as an installed plugin: no conftest registers it) and the
+CLI on bad input: no Docker needed, because each case stops before a container would start, and
+each must still write a report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+
+pytest_plugins = ["pytester"]
+
+BROKEN = '[defaults]\nworkload = "wpost-2k"\n[profiles.bench]\nconcurrency = 1\nworker_count = 2\n'
+
+
+def test_report_header_lists_profiles_and_their_differences(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_x="def test_x(): pass")
+    res = pytester.runpytest_subprocess("test_x.py", "--proofdiff-set=prod.concurrency=8")
+    res.assert_outcomes(passed=1)
+    res.stdout.fnmatch_lines(["proofdiff: run *, profiles refprover",
+                              "  bench: workload=wpost-2k",
+                              "  prod: workload=wpost-2k; vs bench: *concurrency=8*"])
+    assert not (pytester.path / "reports").exists()  # no proofdiff fixture was used: no report
+
+
+def test_bad_set_option_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    res = pytester.runpytest_subprocess("--proofdiff-set=prod")
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    res.stderr.fnmatch_lines(["*expected PROFILE.KEY*"])
+
+
+def test_unknown_suite_is_a_usage_error_listing_the_suites(pytester: pytest.Pytester) -> None:
+    res = pytester.runpytest_subprocess("--proofdiff-suite=speed")
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    res.stderr.fnmatch_lines(["*not a suite; valid: preflight, validity, warmup, isolation, "
+                              "timing, all*"])
+
+
+def test_unknown_profile_key_fails_collection_and_writes_a_report(pytester: pytest.Pytester) -> None:
+    bad = pytester.path / "bad.toml"
+    bad.write_text(BROKEN, encoding="utf-8")
+    pytester.makepyfile(test_mine="""
+        def test_mine(proofdiff_check, proofdiff_profile_name):
+            proofdiff_check("validity", "proofs")
+    """)
+    res = pytester.runpytest_subprocess("test_mine.py", f"--proofdiff-profiles={bad}",
+                                        "--proofdiff-run-id=r-bad", "-p", "no:cacheprovider")
+    assert res.ret != pytest.ExitCode.OK
+    res.stdout.fnmatch_lines(["*unknown key 'worker_count'*"])
+    summary = json.loads((pytester.path / "reports" / "r-bad" / "summary.json").read_text())
+    assert summary["verdict"] == "ERROR" and summary["exit_code"] == 3
+    assert "unknown key 'worker_count'" in summary["errors"][0]
+    assert (pytester.path / "reports" / "r-bad" / "index.html").exists()
+
+
+def test_cli_profile_error_exits_3_with_a_report(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[profiles.bench\n', encoding="utf-8")
+    rc = main(["run", "--profiles", str(bad), "--report-dir", str(tmp_path / "rep"),
+               "--run-id", "r1"])
+    assert rc == 3
+    out = capsys.readouterr().out
+    assert f"{bad}:1: malformed TOML" in out
+    assert out.count("ERROR") == 1, out  # the verdict says ERROR once
+    summary = json.loads((tmp_path / "rep" / "r1" / "summary.json").read_text())
+    assert summary["verdict"] == "ERROR" and "malformed TOML" in summary["errors"][0]
+
+
+def test_bracketed_text_in_errors_is_printed_literally(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "p.toml"
+    bad.write_text(BROKEN, encoding="utf-8")
+    assert main(["run", "--profiles", str(bad), "--report-dir", str(tmp_path), "--run-id",
+                 "r2"]) == 3
+    assert f"{bad} [profiles.bench]: unknown key 'worker_count'" in capsys.readouterr().out
+
+
+def test_help_states_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    out = capsys.readouterr().out
+    for line in ("0    SAME", "1    DIVERGED", "2    FAILED or INCOMPLETE", "3    ERROR",
+                 "130  interrupted"):
+        assert line in out

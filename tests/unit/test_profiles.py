@@ -1,0 +1,123 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.model.profile_file import (PROFILE_KEYS, ProfileError, load_profiles, parse_override,
+                              select_profiles)
+
+PROFILES = "refprover"
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "p.toml"
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def test_repo_profiles_differ_like_real_ones() -> None:
+    ps = load_profiles(PROFILES)
+    assert list(ps) == ["bench", "prod"]
+    bench, prod = ps["bench"], ps["prod"]
+    assert (bench.concurrency, bench.job_ids) == (1, "uuid")
+    assert (prod.concurrency, prod.job_ids) == (4, "curio")
+    assert bench.effective_config()["pipeline"]["enabled"] is False
+    assert prod.effective_config()["pipeline"]["enabled"] is True
+    assert bench.effective_config()["synthesis"]["partition_workers"] == 1
+    assert prod.effective_config()["synthesis"]["partition_workers"] == 4
+    assert prod.param_read_path() == prod.param_mount_path() == "/var/tmp/filecoin-proof-parameters"
+    assert bench.param_mount_path() == "/data/zk/params"
+    assert "status_listen" in prod.effective_config()["daemon"]
+    assert bench.launch_problems() == [] and prod.launch_problems() == []
+    assert bench.image is None  # unset: the plan pins the reference image the build made
+
+
+def test_unknown_key_names_key_file_profile_and_valid_keys(tmp_path: Path) -> None:
+    p = write(tmp_path, '[defaults]\nimage="i"\nworkload="w"\n[profiles.bench]\nconcurency = 2\n')
+    with pytest.raises(ProfileError) as ei:
+        load_profiles(p)
+    msg = str(ei.value)
+    assert "'concurency'" in msg and str(p) in msg and "[profiles.bench]" in msg
+    for key in PROFILE_KEYS:
+        assert key in msg
+
+
+def test_malformed_toml_gives_file_and_line(tmp_path: Path) -> None:
+    p = write(tmp_path, '[defaults]\nimage = "i"\n[profiles.bench\nconcurrency = 1\n')
+    with pytest.raises(ProfileError, match=rf"^{p}:3: malformed TOML"):
+        load_profiles(p)
+
+
+def test_missing_file_says_how_to_fix(tmp_path: Path) -> None:
+    with pytest.raises(ProfileError, match="does not exist"):
+        load_profiles(tmp_path / "nope.toml")
+
+
+def test_bad_value_is_named(tmp_path: Path) -> None:
+    p = write(tmp_path, '[defaults]\nimage="i"\nworkload="w"\n[profiles.a]\njob_ids = "sequential"\n')
+    with pytest.raises(ProfileError, match=r"'job_ids' must be one of \('uuid', 'curio', 'fixed'\)"):
+        load_profiles(p)
+
+
+def test_override_parsing_literals_and_strings() -> None:
+    o = parse_override("prod.env.REFPROVER_FAULTS=partition-race")
+    assert (o.profile, o.path, o.value) == ("prod", ("env", "REFPROVER_FAULTS"), "partition-race")
+    assert parse_override("prod.concurrency=8").value == 8
+    assert parse_override("bench.config.pipeline.enabled=true").value is True
+    assert parse_override('prod.command=["-l", "0.0.0.0:9820"]').value == ["-l", "0.0.0.0:9820"]
+    for bad in ("prod", "prod=1", "=x", "prod..env=1"):
+        with pytest.raises(ProfileError, match="PROFILE.KEY"):
+            parse_override(bad)
+
+
+def test_overrides_apply_to_one_profile_only() -> None:
+    ps = load_profiles(PROFILES, ["prod.env.REFPROVER_FAULTS=partition-race",
+                                  "prod.config.synthesis.partition_workers=8",
+                                  "prod.config.newtable.key=1"])
+    assert ps["prod"].env["REFPROVER_FAULTS"] == "partition-race"
+    assert "REFPROVER_FAULTS" not in ps["bench"].env
+    assert ps["prod"].effective_config()["synthesis"]["partition_workers"] == 8
+    assert ps["prod"].config["newtable"] == {"key": 1}
+    assert ps["prod"].overrides[0] == "prod.env.REFPROVER_FAULTS=partition-race"
+
+
+def test_override_unknown_profile_lists_known() -> None:
+    with pytest.raises(ProfileError, match="unknown profile 'staging'; known profiles .*: bench, prod"):
+        load_profiles(PROFILES, ["staging.concurrency=2"])
+
+
+def test_override_unknown_key_is_rejected() -> None:
+    with pytest.raises(ProfileError, match="unknown key 'concurrencyy'"):
+        load_profiles(PROFILES, ["prod.concurrencyy=2"])
+
+
+def test_select_profiles() -> None:
+    ps = load_profiles(PROFILES)
+    assert list(select_profiles(ps, ["prod", "bench"])) == ["prod", "bench"]
+    assert list(select_profiles(ps, [])) == ["bench", "prod"]
+    with pytest.raises(ProfileError, match="known profiles: bench, prod"):
+        select_profiles(ps, ["nightly"])
+
+
+def test_preflight_catches_param_path_mismatch() -> None:
+    ps = load_profiles(PROFILES, ["prod.config.srs.param_cache=/data/zk/params"])
+    problems = ps["prod"].launch_problems()
+    assert len(problems) == 1
+    assert "mounted at '/var/tmp/filecoin-proof-parameters'" in problems[0]
+    assert "srs.param_cache='/data/zk/params'" in problems[0]
+
+
+def test_preflight_catches_port_mismatch() -> None:
+    ps = load_profiles(PROFILES, ['bench.config.daemon.listen="0.0.0.0:7000"'])
+    assert "ports.grpc=9820" in ps["bench"].launch_problems()[0]
+
+
+def test_shipped_profile_sets_are_named_by_their_stem() -> None:
+    from harness.model.profile_file import profile_file, shipped_profile_sets
+
+    assert set(shipped_profile_sets()) == {"refprover", "cuzk"}
+    assert profile_file(None).name == "refprover.toml"
+    assert profile_file("cuzk").name == "cuzk.toml"
+    with pytest.raises(ProfileError, match="shipped profile set .cuzk, refprover."):
+        profile_file("nightly")

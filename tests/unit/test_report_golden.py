@@ -1,0 +1,102 @@
+"""The report from one fixed result, against golden files (tests/golden/), with frozen time:
+summary.json and index.html must not change unless the change is meant (then regenerate with
+``PROOFDIFF_UPDATE_GOLDEN=1 pytest tests/unit/test_report_golden.py`` and review the diff)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from msgspec.structs import replace
+
+from harness.core.differential import assemble
+from harness.model.oracles import OracleRecord
+from harness.model.profile_file import load_profiles
+from harness.model.result import DifferentialResult, ImageInfo
+from harness.model.status import JobStatus, Outcome, Verdict
+from harness.report.summary import load_summary
+from harness.report.writer import write_report
+from harness.model.serde import SerdeError
+from tests.conftest import job, run
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+T0 = 1_700_000_000.0
+
+
+def diverged() -> DifferentialResult:
+    ps = {n: replace(p, source="refprover", image="proofdiff/refprover:0.1.0-abc")
+          for n, p in load_profiles("refprover", ["prod.env.REFPROVER_FAULTS=partition-race"]).items()}
+    bench = run("bench", [job(i, wall_ms=1000.0 + i) for i in range(4)])
+    prod_jobs = [job(i, rid="wpost-1000-1", wall_ms=600.0) for i in range(3)]
+    prod_jobs[1] = job(1, rid="wpost-1000-1", wall_ms=600.0, parts=(True, False))
+    prod_jobs.append(job(3, JobStatus.FAILED, rid="wpost-1000-1",
+                         error="assembler for job wpost-1000-1: partition 0 already inserted"))
+    prod = run("prod", prod_jobs)
+    recs = [OracleRecord(suite="validity", oracle="proofs", profile="bench", workload="wpost-2k",
+                         outcome=Outcome.PASS, message="4/4 valid"),
+            OracleRecord(suite="validity", oracle="proofs", profile="prod", workload="wpost-2k",
+                         outcome=Outcome.FAIL, message="0/4 valid: INVALID\n  wpost-1 "
+                         "(id=wpost-1000-1, COMPLETED): invalid: partitions [1] do not verify",
+                         evidence={"valid": 2, "invalid": 1, "failed": 1, "unverified": 0}),
+            OracleRecord(suite="preflight", oracle="config-keys", profile="prod",
+                         workload="wpost-2k", outcome=Outcome.PASS,
+                         message="[profiles.prod] keys all known")]
+    res = assemble(run_id="20240101-000000-abcdef", profiles=ps, records=recs,
+                   runs=[bench, prod], created_unix_s=T0)
+    return replace(res, images=(ImageInfo(tag="proofdiff/refprover:0.1.0-abc",
+                                          digest="sha256:" + "ff" * 32),))
+
+
+def _check(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("PROOFDIFF_UPDATE_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert path.is_file(), f"{path} missing: regenerate with PROOFDIFF_UPDATE_GOLDEN=1"
+    assert text == path.read_text(encoding="utf-8"), f"{name} differs from its golden file"
+
+
+def test_summary_and_html_match_their_golden_files(tmp_path: Path) -> None:
+    out = write_report(diverged(), tmp_path)
+    _check("summary.json", (out / "summary.json").read_text(encoding="utf-8"))
+    _check("index.html", (out / "index.html").read_text(encoding="utf-8"))
+
+
+def test_the_summary_reads_back_into_the_same_result(tmp_path: Path) -> None:
+    res = diverged()
+    back = load_summary(write_report(res, tmp_path))
+    assert back == res and back.verdict is Verdict.DIVERGED and back.exit_code == 1
+    assert back.divergences[0].suspects[0].path == "env.REFPROVER_FAULTS"
+
+
+def test_every_report_file_is_written_and_html_keeps_the_order(tmp_path: Path) -> None:
+    out = write_report(diverged(), tmp_path)
+    assert {p.name for p in out.iterdir()} >= {"summary.json", "index.html", "junit.xml",
+                                               "allure-results"}
+    html = (out / "index.html").read_text(encoding="utf-8")
+    assert html.index("Divergences") < html.index("Oracles") < html.index("Side by side") \
+        < html.index("Jobs")
+    assert "[profiles.prod] keys all known" in html  # bracketed text survives
+    junit = (out / "junit.xml").read_text(encoding="utf-8")
+    assert 'name="proofs[prod-wpost-2k]"' in junit and "<failure" in junit
+    results = [json.loads(p.read_text()) for p in (out / "allure-results").glob("*-result.json")]
+    assert sorted(r["status"] for r in results) == ["failed", "passed", "passed"]
+    assert (out / "allure-results" / "environment.properties").read_text().startswith(
+        "proofdiff.run_id=20240101-000000-abcdef")
+
+
+def test_an_error_only_result_still_writes_a_report(tmp_path: Path) -> None:
+    err = assemble(run_id="r-err", profiles={}, records=[], runs=[],
+                   errors=["image 'x' is not present locally; build it with `make image`"])
+    assert err.verdict is Verdict.ERROR and err.exit_code == 3
+    out = write_report(err, tmp_path)
+    assert "not present locally" in (out / "index.html").read_text(encoding="utf-8")
+    assert "<error" in (out / "junit.xml").read_text(encoding="utf-8")
+
+
+def test_load_summary_rejects_another_schema(tmp_path: Path) -> None:
+    (tmp_path / "summary.json").write_text('{"schema_version": 99}', encoding="utf-8")
+    with pytest.raises(SerdeError, match="schema_version 99"):
+        load_summary(tmp_path)

@@ -1,0 +1,163 @@
+"""Timing comparisons (harness.stats.compare), the timing oracles' judgement
+(harness.oracles.timing.judge) and their pytest-benchmark output (harness.report.benchmarks).
+
+Pure statistics on seeded samples: scipy's Mann-Whitney U and the Hodges-Lehmann interval are
+the real parts here. The false-alarm test draws many A/A pairs from one distribution and checks
+that DIFFERENT stays within the stated alpha; `pytest-benchmark compare` is the real CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.core.differential import assemble
+from harness.model.jobs import FlowRecord
+from harness.model.status import Outcome
+from harness.oracles.timing import judge
+from harness.report.benchmarks import write_benchmarks
+from harness.stats.compare import (DIFFERENT, INCONCLUSIVE, SAME, adaptive_compare, compare,
+                                   summarize)
+from harness.stats.concurrency import in_progress
+from tests.conftest import job, run
+
+
+def _lognormal(rng: np.random.Generator, median_ms: float, n: int, sigma: float = 0.05) -> list[float]:
+    return list(median_ms * np.exp(rng.normal(0.0, sigma, n)))
+
+
+def test_summary_median_and_iqr() -> None:
+    s = summarize([1.0, 2.0, 3.0, 4.0, 100.0])
+    assert (s.n, s.median_ms, s.q1_ms, s.q3_ms, s.iqr_ms, s.min_ms, s.max_ms) == \
+        (5, 3.0, 2.0, 4.0, 2.0, 1.0, 100.0)
+    assert summarize([]).n == 0
+
+
+def test_same_within_the_floor_and_different_beyond_it() -> None:
+    rng = np.random.default_rng(1)
+    a, b = _lognormal(rng, 3700, 8), _lognormal(rng, 3750, 8)
+    v = compare(a, b, arm="aa", left="A1", right="A2")
+    assert v.verdict == SAME and 0.9 < v.ratio < 1.1, v.render()
+    c = _lognormal(rng, 7400, 8)
+    v = compare(a, c, arm="ab")
+    assert v.verdict == DIFFERENT and v.ratio == pytest.approx(2.0, rel=0.1), v.render()
+    assert v.p_value < 0.05 and v.effect_size == 1.0 and v.ratio_ci[0] > 1.25
+    assert "ratio" in v.render() and "Mann-Whitney U" in v.render()
+
+
+def test_a_significant_but_tiny_difference_is_same_not_different() -> None:
+    a = [1000.0 + i for i in range(10)]
+    b = [1050.0 + i for i in range(10)]  # +5 %: real, but under the 25 % floor
+    v = compare(a, b)
+    assert v.p_value < 0.01 and v.verdict == SAME, v.render()
+
+
+def test_too_few_or_too_noisy_samples_are_inconclusive() -> None:
+    assert compare([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]).verdict == INCONCLUSIVE
+    rng = np.random.default_rng(2)
+    a, b = _lognormal(rng, 3700, 5, sigma=0.6), _lognormal(rng, 3700, 5, sigma=0.6)
+    v = compare(a, b)
+    assert v.verdict == INCONCLUSIVE and "floor" in v.reason, v.render()
+
+
+def test_ties_everywhere_are_same() -> None:
+    v = compare([1.0] * 6, [1.0] * 6, unit="jobs")
+    assert v.verdict == SAME and v.p_value == 1.0 and "jobs" in v.render()
+
+
+def test_bad_input_is_refused() -> None:
+    with pytest.raises(ValueError, match="> 0 ms"):
+        compare([0.0, 1.0, 1.0, 1.0], [1.0] * 4)
+    with pytest.raises(ValueError, match="floor_rel"):
+        compare([1.0] * 4, [1.0] * 4, floor_rel=0)
+
+
+def test_adaptive_sampling_adds_samples_until_decided_within_budget() -> None:
+    rng = np.random.default_rng(3)
+    calls: list[int] = []
+
+    def draw(n: int) -> tuple[list[float], list[float]]:
+        calls.append(n)
+        return _lognormal(rng, 3700, n, 0.15), _lognormal(rng, 3700, n, 0.15)
+
+    v = adaptive_compare(draw, initial=4, step=2, budget=12)
+    assert calls[0] == 4 and sum(calls) <= 12 and v.looks == 5
+    assert v.verdict in (SAME, INCONCLUSIVE) and v.a.n == sum(calls)
+    if v.verdict == INCONCLUSIVE:
+        assert v.a.n == 12  # it only gives up at the budget
+
+
+def test_aa_false_alarm_rate_stays_within_alpha() -> None:
+    """400 A/A comparisons of one noisy distribution (sigma 20 %, a loaded 2-core host): the
+    share judged DIFFERENT must stay within alpha (5 %)."""
+    rng = np.random.default_rng(4)
+    n, alarms = 400, 0
+    for _ in range(n):
+        a, b = _lognormal(rng, 3700, 6, 0.2), _lognormal(rng, 3700, 6, 0.2)
+        alarms += compare(a, b).verdict == DIFFERENT
+    assert alarms / n <= 0.05, alarms
+
+
+def test_in_progress_counts_overlapping_proving_intervals() -> None:
+    serial = [(0.0, 0, 1000), (0.0, 1000, 2000), (0.0, 2000, 3000)]
+    assert in_progress(serial) == [1.0, 1.0, 1.0]
+    assert in_progress([(0.0, 0, 2000), (0.0, 0, 2000)]) == [2.0, 2.0]
+    assert in_progress([(0.0, 0, 0)]) == [1.0]
+
+
+def test_judge_turns_verdicts_into_outcomes() -> None:
+    rng = np.random.default_rng(5)
+    a = _lognormal(rng, 3700, 8)
+    same = compare(a, _lognormal(rng, 3700, 8), left="bench:A1", right="bench:A2")
+    assert judge("aa", same)[0] is Outcome.PASS
+    slow = compare(a, _lognormal(rng, 9000, 8), left="bench", right="prod")
+    assert judge("aa", slow)[0] is Outcome.FAIL
+    out, msg = judge("throughput:prod", slow, 4)
+    assert out is Outcome.FAIL and "throughput of prod at concurrency 4 collapsed" in msg
+    ones = compare([1.0] * 8, [1.0] * 8, unit="jobs")
+    out, msg = judge("concurrency:prod", ones, 4)
+    assert out is Outcome.FAIL and "serializes jobs" in msg
+    assert judge("concurrency:prod", ones, 1)[0] is Outcome.PASS  # nothing to overlap
+
+
+def test_judge_on_no_samples_is_an_error_and_noise_is_inconclusive() -> None:
+    empty = compare([], [3700.0] * 5)
+    out, msg = judge("throughput:prod", empty, 4)
+    assert out is Outcome.ERROR and "no samples" in msg
+    rng = np.random.default_rng(2)
+    noisy = compare(_lognormal(rng, 3700, 5, 0.6), _lognormal(rng, 3700, 5, 0.6))
+    assert judge("aa", noisy)[0] is Outcome.INCONCLUSIVE
+
+
+def test_benchmark_json_is_read_by_pytest_benchmark_compare(tmp_path: Path) -> None:
+    def timed(profile: str, walls: list[list[float]]):  # type: ignore[no-untyped-def]
+        r = run(profile, [job(0, wall_ms=4000.0)])
+        batches = tuple(FlowRecord(name="timing", label=f"{profile}#{i}", wall_ms=sum(w),
+                                   jobs=tuple(job(k, wall_ms=x) for k, x in enumerate(w)))
+                        for i, w in enumerate(walls))
+        return replace(r, flows=(*r.flows, *batches))
+
+    from msgspec.structs import replace
+    result = assemble(run_id="r-bench", profiles={}, records=[], created_unix_s=1.7e9,
+                      runs=[timed("bench", [[3700.0], [3650.0], [3800.0]]),
+                            timed("prod", [[14000.0, 13500.0]])])
+    (p1,) = write_benchmarks(result, tmp_path / "a")
+    doc = json.loads(p1.read_text())
+    names = [b["name"] for b in doc["benchmarks"]]
+    assert names == ["wpost-2k/warmup[bench]", "wpost-2k/latency[bench]",
+                     "wpost-2k/per-proof-cost[bench]", "wpost-2k/warmup[prod]",
+                     "wpost-2k/latency[prod]", "wpost-2k/per-proof-cost[prod]"]
+    lat = doc["benchmarks"][1]["stats"]
+    assert lat["median"] == pytest.approx(3.7) and lat["data"] == [3.7, 3.65, 3.8]
+    assert {"machine_info", "commit_info", "datetime", "version"} <= set(doc)
+    assert doc["machine_info"]["cpu"] and "id" in doc["commit_info"]
+    cli = Path(sys.executable).with_name("pytest-benchmark")
+    out = subprocess.run([str(cli), "compare", str(p1), "--columns=median,iqr,rounds"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    assert "wpost-2k/latency[bench]" in out and "wpost-2k/per-proof-cost[prod]" in out, out
+    assert "3.7000" in out, out

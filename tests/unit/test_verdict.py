@@ -1,0 +1,94 @@
+"""Divergences, suspects and the verdict, from records only (harness.core.verdict/suspects):
+never SAME on a skipped check, a missing outcome or an empty run."""
+
+from __future__ import annotations
+
+from harness.core.delta import profile_delta
+from harness.core.differential import assemble
+from harness.core.suspects import rank
+from harness.core.verdict import divergences, missing_cells, verdict
+from harness.model.oracles import OracleRecord
+from harness.model.profile_file import load_profiles
+from harness.model.status import Outcome, Verdict
+
+
+def rec(suite: str, oracle: str, profile: str, outcome: Outcome, message: str = "m",
+        names: tuple[str, ...] = ()) -> OracleRecord:
+    return OracleRecord(suite=suite, oracle=oracle, profile=profile, workload="wpost-2k",
+                        outcome=outcome, message=message, names=names)
+
+
+P, F, E, S, I = Outcome.PASS, Outcome.FAIL, Outcome.ERROR, Outcome.SKIPPED, Outcome.INCONCLUSIVE
+
+
+def _verdict(records, missing=()):  # type: ignore[no-untyped-def]
+    return verdict(records, divergences(records, "bench", {}), [], list(missing), [])
+
+
+def test_a_failure_on_prod_only_is_a_divergence() -> None:
+    recs = [rec("validity", "proofs", "bench", P), rec("validity", "proofs", "prod", F)]
+    (d,) = divergences(recs, "bench", {})
+    assert d.headline == "validity/proofs diverged on wpost-2k: bench=pass, prod=fail"
+    assert _verdict(recs)[0] is Verdict.DIVERGED
+
+
+def test_a_comparison_oracle_without_a_baseline_record_diverges() -> None:
+    recs = [rec("timing", "concurrency", "prod", F)]
+    (d,) = divergences(recs, "bench", {})
+    assert d.baseline_outcome is None and "bench=n/a, prod=fail" in d.headline
+
+
+def test_both_failing_is_failed_not_diverged_and_a_skipped_baseline_cannot_be_compared() -> None:
+    both = [rec("preflight", "params", "bench", F), rec("preflight", "params", "prod", F)]
+    assert divergences(both, "bench", {}) == [] and _verdict(both)[0] is Verdict.FAILED
+    skipped = [rec("isolation", "hang", "bench", S), rec("isolation", "hang", "prod", F)]
+    assert divergences(skipped, "bench", {}) == []
+
+
+def test_skipped_records_and_missing_cells_are_never_same() -> None:
+    # prod blocked by a failed preflight, only --suite isolation selected: bench passes alone
+    recs = [rec("isolation", "hang", "bench", P),
+            rec("isolation", "hang", "prod", S, "preflight of profile 'prod' failed (params)")]
+    v, line = _verdict(recs)
+    assert v is Verdict.INCOMPLETE and v.exit_code == 2
+    assert "isolation/hang skipped on prod/wpost-2k: preflight of profile 'prod' failed" in line
+    every_blocked = [rec("isolation", o, p, S, "blocked") for o in ("hang", "reused-id")
+                     for p in ("bench", "prod")]
+    assert _verdict(every_blocked)[0] is Verdict.INCOMPLETE
+    assert missing_cells(recs[:1], ["bench", "prod"], ["wpost-2k"], ["isolation"]) == [
+        "isolation on prod/wpost-2k"]
+    assert _verdict(recs[:1], ["isolation on prod/wpost-2k"])[0] is Verdict.INCOMPLETE
+    assert _verdict([])[0] is Verdict.INCOMPLETE
+
+
+def test_errors_and_inconclusive() -> None:
+    assert _verdict([rec("validity", "proofs", "bench", E, "verifier: exited 2"),
+                     rec("validity", "proofs", "prod", E, "verifier: exited 2")])[0] is Verdict.ERROR
+    v, line = _verdict([rec("timing", "aa", "bench", I), rec("validity", "proofs", "bench", P)])
+    assert v is Verdict.SAME and "1 timing check(s) INCONCLUSIVE" in line
+    assert verdict([], [], ["image 'x' is not present locally"], [], [])[1] == \
+        "image 'x' is not present locally"  # the cause, said once
+
+
+def test_suspects_rank_the_evidence_first_and_leave_out_unused_items() -> None:
+    ps = load_profiles("refprover", ["prod.config.pipline.enabled=true"])
+    delta = profile_delta(ps["bench"], ps["prod"])
+    keys = rec("preflight", "config-keys", "prod", F, names=("config.pipline.enabled",))
+    assert rank(delta, keys)[0].path == "config.pipline"  # a new table: deepdiff names the table
+    assert rank(delta, keys)[0].why == "named in the evidence"
+    iso = rec("isolation", "colliding-ids", "prod", F)
+    assert "job_ids" not in [s.path for s in rank(delta, iso)]
+    race = load_profiles("refprover", ["prod.env.REFPROVER_FAULTS=partition-race"])
+    paths = [s.path for s in rank(profile_delta(race["bench"], race["prod"]),
+                                  rec("validity", "proofs", "prod", F))]
+    assert paths[:3] == ["env.REFPROVER_FAULTS", "config.pipeline.enabled",
+                         "config.synthesis.partition_workers"]
+
+
+def test_assemble_puts_it_together() -> None:
+    ps = load_profiles("refprover", ["prod.env.REFPROVER_FAULTS=partition-race"])
+    recs = [rec("validity", "proofs", "bench", P), rec("validity", "proofs", "prod", F)]
+    res = assemble(run_id="r", profiles=ps, records=recs, runs=[], created_unix_s=1.0)
+    assert res.verdict is Verdict.DIVERGED and res.exit_code == 1
+    assert res.divergences[0].suspects[0].path == "env.REFPROVER_FAULTS"
+    assert [d.right for d in res.deltas] == ["prod"]
