@@ -25,6 +25,7 @@ from harness.build import _proc
 from harness.build._cache import dir_size_bytes, locked, publish_dir, scratch_dir, write_json
 from harness.build.errors import BuildError, StepReport
 from harness.build.keys import circuit_params_key, params_set_key
+from harness.target.param_digests import MANIFEST, DigestCache, write_manifest
 
 #: Circuits paramgen knows (targets/refprover/README.md).
 KNOWN_CIRCUITS: tuple[str, ...] = ("wpost-2k", "porep-2k", "porep-2k-2p")
@@ -77,6 +78,10 @@ def ensure_params(
                     publish_dir(tmp, final)
                 finally:
                     shutil.rmtree(tmp, ignore_errors=True)
+    if not (final / MANIFEST).is_file():  # the digests preflight checks the daemon's files by
+        with locked(root, f"params-{set_key[:16]}", "params", 600.0):
+            if not (final / MANIFEST).is_file():
+                write_manifest(final, cache=DigestCache(root / "param-digests.json"))
     size = dir_size_bytes(final)
     detail = f"{final} ({size / 1e6:.1f} MB; {', '.join(keys)})"
     if built:

@@ -34,7 +34,8 @@ from harness.report.writer import write_report
 
 from .run import add_run_options
 
-__all__ = ["CATALOG", "Case", "add_arguments", "cells_of", "judge_row", "run_matrix"]
+__all__ = ["CATALOG", "HOST_MEMORY_SETS", "Case", "add_arguments", "cells_of", "judge_row",
+           "run_matrix"]
 
 ALL = tuple(SUITES)
 
@@ -52,6 +53,10 @@ class Case:
     targeted: tuple[str, ...] = ALL
     why: str = ""
 
+
+#: A prod limited to 1200 MB whose work items each hold 400 MiB while they prove: a budget
+#: read from the cgroup admits 2 at once (about 890 MB), one read from the host admits 3.
+HOST_MEMORY_SETS = ("{p}.mem_limit=1200m", '{p}.config.memory.partition_working_set="400MiB"')
 
 #: The catalog (targets/refprover/README.md 'Faults').
 CATALOG: tuple[Case, ...] = (
@@ -73,6 +78,20 @@ CATALOG: tuple[Case, ...] = (
          why="jobs submitted while >= 2 are unfinished are never answered"),
     Case("shared-witness", "shared-witness", meant=("isolation", ("distinct-inputs",)),
          targeted=("isolation",), why="concurrent distinct jobs share partition proofs"),
+    Case("ignore-priority", "ignore-priority", meant=("behaviour", ("priority",)),
+         targeted=("behaviour",), why="pipeline mode schedules FIFO: a HIGH job waits behind "
+         "queued NORMAL work"),
+    Case("exceed-inflight", "exceed-inflight", meant=("behaviour", ("in-flight",)),
+         targeted=("behaviour",), why="the in-flight limit counts distinct request ids, so "
+         "partitions and colliding ids slip past it"),
+    Case("env-bool", "env-bool", meant=("behaviour", ("mode",)), targeted=("behaviour",),
+         why="REFPROVER_DISABLE_PIPELINE=0 read as set-means-on: the pipeline silently off"),
+    Case("ignore-deprecated", "ignore-deprecated", meant=("behaviour", ("mode",)),
+         targeted=("behaviour",), why="synthesis.partition_workers ignored as deprecated (as "
+         "cuzk does): one worker"),
+    Case("host-memory", "host-memory", sets=HOST_MEMORY_SETS,
+         meant=("behaviour", ("resources",)), targeted=("behaviour",),
+         why="the memory budget read from the host, not the cgroup: OOM under mem_limit"),
 )
 
 
@@ -132,7 +151,7 @@ def _row(case: Case, label: str, args: argparse.Namespace, mid: str,
         args.profiles, overrides=sets, suites=suites, report_dir=args.report_dir,
         run_id=f"{mid}-{label}", param_cache=args.param_cache,
         workload_files=dict(args.workload_file), verifier_image=args.verifier_image,
-        verify_timeout_s=args.verify_timeout)
+        verify_timeout_s=args.verify_timeout, params_manifest=args.params_manifest)
     wall = time.monotonic() - t0
     cells = cells_of(result)
     ok, verdict = judge_row(case, cells, baseline=result.baseline, faulty=p)

@@ -79,6 +79,7 @@ def run_differential(profiles: Mapping[str, Profile] | str | Path | None = None,
                      run_id: str | None = None, param_cache: str | Path | None = None,
                      workload_files: Mapping[str, str | Path] | None = None,
                      verifier_image: str | None = None, verify_timeout_s: float = 300.0,
+                     params_manifest: str | Path | None = None,
                      log: Callable[[str], None] = lambda _line: None,
                      write_report: bool = True) -> DifferentialResult:
     """Run a differential and return its result (see the module docstring).
@@ -95,6 +96,8 @@ def run_differential(profiles: Mapping[str, Profile] | str | Path | None = None,
         report_dir: the report root (``<report_dir>/<run id>/``). run_id: default a new one.
         param_cache, workload_files, verifier_image: prebuilt artifacts (default: built or found,
             cached by content). verify_timeout_s: deadline of one verifier container, seconds.
+        params_manifest: the parameters.json to check the params against (default: the one the
+            build wrote into the param cache; the published one for the official params).
         log: progress lines. write_report: write summary.json, index.html, junit.xml and
             allure-results (default true).
 
@@ -116,7 +119,8 @@ def run_differential(profiles: Mapping[str, Profile] | str | Path | None = None,
         plans = plan_runs(resolved, workloads=workloads, suites=suites, images=images,
                           run_id=rid, report_dir=report_dir, param_cache=param_cache,
                           workload_files=workload_files, verifier_image=verifier_image,
-                          verify_timeout_s=verify_timeout_s, log=log)
+                          verify_timeout_s=verify_timeout_s, params_manifest=params_manifest,
+                          log=log)
         resolved = plans[0].profiles
         for plan in plans:
             session = Session(plan, log=log)

@@ -37,6 +37,8 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
             proof. image_slot: '' when each profile runs its own image, else the image compared.
         reference: the reference image the build made (``None`` when nothing was built).
         verify_timeout_s: deadline of one verifier container, seconds (default 300).
+        params_manifest: a parameters.json to check the params against ('' = the one in the
+            param cache).
     """
 
     run_id: str
@@ -50,6 +52,7 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
     image_slot: str = ""
     reference: ImageInfo | None = None
     verify_timeout_s: float = 300.0
+    params_manifest: str = ""
 
     @property
     def baseline(self) -> str:
@@ -67,7 +70,7 @@ def plan_runs(profiles: Mapping[str, Profile], *, workloads: Sequence[str] = (),
               report_dir: str | Path = "reports", param_cache: str | Path | None = None,
               workload_files: Mapping[str, str | Path] | None = None,
               verifier_image: str | None = None, verify_timeout_s: float = 300.0,
-              crate_dir: Path | None = None,
+              params_manifest: str | Path | None = None, crate_dir: Path | None = None,
               log: Callable[[str], None] = print) -> list[Plan]:
     """Resolve a differential run into one :class:`Plan` per image slot.
 
@@ -80,6 +83,7 @@ def plan_runs(profiles: Mapping[str, Profile], *, workloads: Sequence[str] = (),
         param_cache, workload_files, verifier_image: prebuilt artifacts; what is not given is
             found or built (harness.build.resolve_artifacts, cached by content).
         verify_timeout_s: deadline of one verifier container, seconds.
+        params_manifest: a parameters.json for the params (default: the param cache's own).
         crate_dir: the refprover crate to build from (default: harness.build.locate_crate).
 
     Raises:
@@ -114,4 +118,5 @@ def plan_runs(profiles: Mapping[str, Profile], *, workloads: Sequence[str] = (),
     return [Plan(run_id=rid, profiles=pinned(slot or None), workloads=wls, suites=chosen,
                  report_dir=str(Path(report_dir).absolute()), param_cache=str(param_cache),
                  workload_files=files, verifier_image=verifier_image, image_slot=slot,
-                 reference=reference, verify_timeout_s=verify_timeout_s) for slot in slots]
+                 reference=reference, verify_timeout_s=verify_timeout_s,
+                 params_manifest=str(params_manifest or "")) for slot in slots]

@@ -24,9 +24,9 @@ from harness.drivers.registry import driver_for
 from harness.model.jobs import FlowRecord, JobSpec
 from harness.model.oracles import OracleRecord
 from harness.model.profile import Profile
-from harness.model.runs import RunRecord
+from harness.model.runs import DaemonFacts, RunRecord
 from harness.model.status import JobStatus
-from harness.model.workload import Workload, WorkloadError, load_workload
+from harness.model.workload import MIXED, Workload, WorkloadError, load_workload
 from harness.oracles.preflight import BLOCKING
 from harness.oracles.registry import SUITES
 from harness.target.containers import ContainerError, ContainerRunner, docker_client
@@ -93,6 +93,7 @@ class Session:
         self.profiles: dict[str, Profile] = dict(plan.profiles)
         self.image_slot = plan.image_slot
         self.param_cache = Path(plan.param_cache)
+        self.params_manifest = Path(plan.params_manifest) if plan.params_manifest else None
         self._runner: ContainerRunner | None = None
         self._watchdog: Watchdog | None = None
         self._workloads: dict[str, Workload | WorkloadError] = {}
@@ -207,7 +208,8 @@ class Session:
         base = RunRecord(profile=profile, workload=workload, image=p.image_tag, partitions=0)
         try:
             wl = self.workload(workload)
-            base = msgspec.structs.replace(base, partitions=wl.partitions)
+            base = msgspec.structs.replace(base, partitions=wl.partitions, job_partitions={
+                j.name: j.shape.partitions for j in wl.jobs} if wl.proof_kind == MIXED else {})
             daemon = self.daemon(profile)
             driver = self.driver(profile)
             specs = plan_workload(p, wl)
@@ -243,6 +245,17 @@ class Session:
         flow = attach_verdicts(flow, wl, self.verifier(profile), cross=cross)
         self._flows.setdefault((profile, workload), []).append(flow)
         return flow
+
+    def flows(self, profile: str, workload: str) -> list[FlowRecord]:
+        """See :class:`harness.oracles.base.Evidence`."""
+        return [*self.run(profile, workload).flows, *self._flows.get((profile, workload), [])]
+
+    def facts(self, profile: str) -> DaemonFacts | None:
+        """See :class:`harness.oracles.base.Evidence`."""
+        try:
+            return self.daemon(profile).facts()
+        except LaunchError:
+            return None
 
     def blocked(self, profile: str, workload: str) -> str | None:
         """Why proving checks skip ``profile``: a failed blocking preflight check, or a daemon

@@ -90,9 +90,13 @@ def verdict(records: Sequence[OracleRecord], divs: Sequence[Divergence], errors:
                for r in skipped[:3]] + [f"no outcome for {m}" for m in missing[:3]]
         return Verdict.INCOMPLETE, "; ".join(why) or "no check ran"
     inconclusive = [r for r in records if r.outcome is Outcome.INCONCLUSIVE]
+    warned = [r for r in records if r.evidence.get("warning")]
     profiles = sorted({r.profile for r in records})
     line = (f"{len(records)} check(s) passed on {', '.join(profiles)}; {_proofs(runs)} proof(s) "
             "verified independently")
     if inconclusive:
         line += f" ({len(inconclusive)} timing check(s) INCONCLUSIVE: a noisy machine)"
+    if warned:
+        line += "; WARNING: " + "; ".join(f"{r.check} on {r.profile}: {r.evidence['warning']}"
+                                          for r in warned)
     return Verdict.SAME, line

@@ -30,9 +30,10 @@ class Mode(StrEnum):
     """How a flow's jobs are sent.
 
     * ``PROVE``: one ``Prove`` (submit + await on one call) per job, ``concurrency`` at once.
-    * ``SUBMIT_AWAIT``: ``SubmitProof`` every job at once, then ``AwaitProof`` each; jobs that
-      share an id are awaited one after another (cuzk hands out one unclaimed job per call);
-      await-only specs are awaited once more at the end. Needs a driver that chooses ids.
+    * ``SUBMIT_AWAIT``: ``SubmitProof`` every job, in index order a few milliseconds apart (so
+      the last is submitted last), then ``AwaitProof`` each; jobs that share an id are awaited
+      one after another (cuzk hands out one unclaimed job per call); await-only specs are
+      awaited once more at the end. Needs a driver that chooses ids.
     """
 
     PROVE = "prove"

@@ -73,11 +73,11 @@ def bench_type(proof_kind: str) -> str:
                              f"known: {', '.join(_TYPES)}") from None
 
 
-def bench_input(workload: Workload, job: WorkloadJob) -> bytes:
+def bench_input(job: WorkloadJob) -> bytes:
     """The file the tool reads with ``--c1``: PoRep, the C1 envelope itself; WindowPoSt (no C1
     exists; refprover's ``bench`` reads a workload job), the job as JSON in the workload file's
     shape."""
-    if workload.proof_kind == POREP:
+    if job.shape.proof_kind == POREP:
         return job.c1
     return json.dumps({
         "name": job.name, "miner_id": job.miner_id, "randomness": job.randomness.hex(),
@@ -168,9 +168,9 @@ class BenchCliDriver:
         try:
             flags = self.supported_flags(deadlines)
             job = workload.jobs[0]
-            argv = self.command_line(job, bench_type(workload.proof_kind), 1, 1, NOWHERE, flags)
+            argv = self.command_line(job, bench_type(job.shape.proof_kind), 1, 1, NOWHERE, flags)
             res = self._tool(tuple(argv), network=None, timeout_s=deadlines.tool_s,
-                             files={f"{IN_DIR}/{_safe(job.name)}.c1": bench_input(workload, job)})
+                             files={f"{IN_DIR}/{_safe(job.name)}.c1": bench_input(job)})
             bad = usage_error(res.exit_code, res.stdout, res.stderr)
             if bad is not None:
                 problem = (f"profile {self.profile.name!r}: {bad}; command (a dry run against an "
@@ -191,7 +191,7 @@ class BenchCliDriver:
             groups.setdefault(s.job, []).append(s)
         try:
             flags = self.supported_flags(deadlines)
-            kind = bench_type(workload.proof_kind)
+            kinds = {j: bench_type(workload.job(j).shape.proof_kind) for j in groups}
             addr = self._daemon_url()
         except BenchToolError as exc:
             guard.done(len(specs))
@@ -201,8 +201,8 @@ class BenchCliDriver:
 
         def batch(job: str) -> list[JobRecord]:
             try:
-                return self._batch(workload, groups[job], workers[job], flags, kind, addr, guard,
-                                   deadlines, log)
+                return self._batch(workload, groups[job], workers[job], flags, kinds[job], addr,
+                                   guard, deadlines, log)
             finally:
                 guard.done(len(groups[job]))
 
@@ -251,7 +251,7 @@ class BenchCliDriver:
         try:
             res = self._tool(tuple(argv), network=self.profile.network, want_out=True, guard=guard,
                              timeout_s=deadlines.flow_s(len(group), workers),
-                             files={f"{IN_DIR}/{_safe(job.name)}.c1": bench_input(workload, job)})
+                             files={f"{IN_DIR}/{_safe(job.name)}.c1": bench_input(job)})
         except BenchToolError as exc:
             return [self._error(s, str(exc), started) for s in group]
         bad = usage_error(res.exit_code, res.stdout, res.stderr)

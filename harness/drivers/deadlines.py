@@ -12,8 +12,9 @@ from harness.model.profile import Profile
 
 __all__ = ["POLL_S", "SLACK_S", "SLICE_S", "SUBMIT_S", "Deadlines", "deadlines_for"]
 
-#: The hang guard's ``GetStatus`` period, seconds.
-POLL_S = 0.5
+#: The hang guard's ``GetStatus`` period, seconds: often enough to see how many work items a
+#: daemon really has in progress (a 2 KiB partition takes about a second).
+POLL_S = 0.25
 #: Server-side ``AwaitProof`` slice, so a wait notices the guard between slices, seconds.
 SLICE_S = 2.0
 #: One ``SubmitProof`` call, seconds.

@@ -44,6 +44,7 @@ def prove_many(driver: Driver, address: str, workload: Workload, specs: Sequence
         got = driver.send(specs, workload=workload, concurrency=concurrency, mode=mode,
                           guard=guard, deadlines=deadlines, log=log)
         reason, status = guard.reason, guard.given_up()
+    samples = tuple(guard.samples)
     by_index = {r.index: r for r in got}
     jobs: list[JobRecord] = []
     for s in specs:
@@ -59,4 +60,5 @@ def prove_many(driver: Driver, address: str, workload: Workload, specs: Sequence
         log(f"{name}{f' {label}' if label else ''}: gave up on {len(stuck)} job(s) "
             f"{stuck}: {reason}")
     return FlowRecord(name=name, label=label, concurrency=concurrency, jobs=tuple(jobs),
-                      wall_ms=(time.monotonic() - t0) * 1000.0, stall=reason if stuck else "")
+                      wall_ms=(time.monotonic() - t0) * 1000.0, stall=reason if stuck else "",
+                      samples=samples)

@@ -2,7 +2,7 @@
 
 ``PROVE`` mode: one ``Prove`` call per job on a pool of ``concurrency`` threads, each started
 as a gRPC future with the job deadline and polled every 0.5 s so the hang guard can stop it.
-``SUBMIT_AWAIT`` mode: ``SubmitProof`` for every job at once, then ``AwaitProof`` in slices
+``SUBMIT_AWAIT`` mode: ``SubmitProof`` for every job in index order, then ``AwaitProof`` in slices
 (server ``timeout_ms`` = :data:`~harness.drivers.deadlines.SLICE_S`): jobs sharing an id one after another, the others side by
 side, and await-only probes last.
 """
@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import grpc
+import msgspec
 
 from harness.model.jobs import PRIORITIES, JobRecord, JobSpec
 from harness.model.status import JobStatus
@@ -37,27 +38,29 @@ _STATUS = {
 }
 
 
-def build_request(workload: Workload, job: WorkloadJob, request_id: str,
-                  priority: str = "NORMAL") -> cuzk_pb2.SubmitProofRequest:
-    """The ``SubmitProofRequest`` of one job.
+def build_request(job: WorkloadJob, request_id: str,
+                  priority: str = "") -> cuzk_pb2.SubmitProofRequest:
+    """The ``SubmitProofRequest`` of one job (``priority`` '' = UNSPECIFIED, the daemon's
+    default for the kind).
 
     WindowPoSt: every sector's vanilla proof, the randomness and miner id, ``partition_index``
     0, ``sector_number`` = the first sector. PoRep C2: the C1 envelope as ``vanilla_proof``,
     the sector number and miner id (the prover id derives from it).
     """
+    s = job.shape
     common: dict[str, Any] = {
-        "request_id": request_id, "proof_kind": workload.proof_kind,
-        "sector_size": workload.sector_size, "registered_proof": workload.registered_proof,
-        "priority": PRIORITIES[priority], "sector_number": job.sectors[0].sector_id,
-        "miner_id": job.miner_id}
-    if workload.proof_kind == POREP:
+        "request_id": request_id, "proof_kind": s.proof_kind, "sector_size": s.sector_size,
+        "registered_proof": s.registered_proof, "priority": PRIORITIES[priority or "UNSPECIFIED"],
+        "sector_number": job.sectors[0].sector_id, "miner_id": job.miner_id}
+    if s.proof_kind == POREP:
         return cuzk_pb2.SubmitProofRequest(vanilla_proof=job.c1, **common)
     return cuzk_pb2.SubmitProofRequest(vanilla_proofs=list(job.vanilla_proofs),
                                        randomness=job.randomness, partition_index=0, **common)
 
 
 def record_of(spec: JobSpec, rid: str, resp: Any, t0: float, started: float) -> JobRecord:
-    """The record of a daemon's ``AwaitProofResponse`` for ``spec`` (sent as ``rid``)."""
+    """The record of a daemon's ``AwaitProofResponse`` for ``spec`` (sent as ``rid``, with the
+    spec's priority)."""
     return JobRecord(
         index=spec.index, job=spec.job, request_id=rid, priority=spec.priority,
         await_only=spec.await_only, job_id=resp.job_id,
@@ -87,7 +90,10 @@ class GrpcDriver:
 
     def send(self, specs: Sequence[JobSpec], *, workload: Workload, concurrency: int, mode: Mode,
              guard: Guard, deadlines: Deadlines, log: Log) -> list[JobRecord]:
-        """See :class:`~harness.drivers.base.Driver`."""
+        """See :class:`~harness.drivers.base.Driver`. A spec without a priority gets its
+        workload job's."""
+        specs = [s if s.priority else msgspec.structs.replace(s, priority=workload.job(s.job).priority)
+                 for s in specs]
         with ProverClient(self.address, default_timeout_s=deadlines.job_s) as client:
             if mode is Mode.PROVE:
                 return self._prove(client, specs, workload, concurrency, guard, deadlines, log)
@@ -99,7 +105,7 @@ class GrpcDriver:
         def one(spec: JobSpec) -> JobRecord:
             rid = spec.request_id or str(uuid.uuid4())
             started, t0 = time.time(), time.monotonic()
-            req = build_request(workload, workload.job(spec.job), rid, spec.priority)
+            req = build_request(workload.job(spec.job), rid, spec.priority)
             fut = client.prove_future(req, timeout_s=deadlines.job_s)
             try:
                 while True:
@@ -148,20 +154,18 @@ class GrpcDriver:
                       guard: Guard, deadlines: Deadlines) -> list[JobRecord]:
         real = [s for s in specs if not s.await_only]
         rids = {s.index: s.request_id or str(uuid.uuid4()) for s in specs}
-        started, t0 = time.time(), time.monotonic()
-
-        def submit(spec: JobSpec) -> JobRecord | None:
-            req = build_request(workload, workload.job(spec.job), rids[spec.index], spec.priority)
+        sent: dict[int, tuple[float, float]] = {}  # index -> (wall clock, monotonic) at submit
+        refused: dict[int, JobRecord] = {}
+        for spec in real:  # in index order, a few ms apart: the last one is submitted last
+            sent[spec.index] = (time.time(), time.monotonic())
+            req = build_request(workload.job(spec.job), rids[spec.index], spec.priority)
             try:
                 client.submit(req, timeout_s=SUBMIT_S)
-                return None
             except ClientError as exc:
                 guard.done()
-                return _failed(spec, rids[spec.index], JobStatus.ERROR,
-                               f"SubmitProof failed: {exc}", t0, started)
-
-        with cf.ThreadPoolExecutor(max(1, len(real)), thread_name_prefix="grpc-submit") as pool:
-            refused = {r.index: r for r in pool.map(submit, real) if r is not None}
+                refused[spec.index] = _failed(spec, rids[spec.index], JobStatus.ERROR,
+                                              f"SubmitProof failed: {exc}", sent[spec.index][1],
+                                              sent[spec.index][0])
         groups: dict[str, list[JobSpec]] = {}
         for s in real:
             if s.index not in refused:
@@ -170,6 +174,7 @@ class GrpcDriver:
         def answers(group: list[JobSpec]) -> list[JobRecord]:
             out = []
             for s in group:  # one after the other: cuzk hands out one unclaimed job per call
+                started, t0 = sent[s.index]
                 out.append(self._await(client, s, rids[s.index], guard, deadlines, t0, started))
                 guard.done()
             return out

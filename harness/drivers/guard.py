@@ -5,7 +5,9 @@
         ...                       # each wait polls guard.expired() between short slices
         guard.done()              # one answered
 
-The watchdog thread polls ``GetStatus`` every ``poll_s`` seconds. While jobs wait, a daemon that
+The watchdog thread polls ``GetStatus`` (and ``GetMetrics``) every ``poll_s`` seconds and keeps
+each answer as a :class:`~harness.model.jobs.StatusSample` (what the daemon was really doing:
+work items pending and in progress, ``cuzk_running_jobs``). While jobs wait, a daemon that
 reports nothing pending and nothing in progress (its queues are empty: the jobs are parked or
 forgotten), or does not answer at all, for ``stall_s`` seconds in a row trips the guard; so
 does the deadline. Waiters see ``guard.expired()`` turn true and give up: their jobs come back
@@ -15,13 +17,17 @@ reports its queues the same way (``GetStatusResponse.queues``, DESIGN.md section
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from harness.model.jobs import StatusSample
 from harness.model.status import JobStatus
 from harness.target.client import ClientError, ProverClient
+
+_RUNNING = re.compile(r"^cuzk_running_jobs(?:\{[^}]*\})?\s+([0-9.eE+-]+)\s*$", re.M)
 
 __all__ = ["Guard", "guarded"]
 
@@ -37,6 +43,8 @@ class Guard:
         self.reason = ""
         self.stalled = False
         self.outstanding = 0
+        self.started = time.monotonic()
+        self.samples: list[StatusSample] = []
 
     def add(self, n: int = 1) -> None:
         """``n`` more jobs wait for an answer."""
@@ -80,15 +88,36 @@ class Guard:
         return self._stop.wait(timeout_s)
 
 
+def running_jobs(metrics_text: str) -> int | None:
+    """The ``cuzk_running_jobs`` gauge of a Prometheus text (``None`` when absent)."""
+    m = _RUNNING.search(metrics_text)
+    return int(float(m.group(1))) if m else None
+
+
+def _sample(client: ProverClient, guard: Guard, metrics: list[bool]) -> tuple[int, str]:
+    """One poll: (work items pending + in progress, why idle), a sample kept on the guard."""
+    st = client.get_status()
+    pending = sum(q.pending for q in st.queues)
+    active = sum(q.in_progress for q in st.queues)
+    running = None
+    if metrics[0]:
+        try:
+            running = running_jobs(client.get_metrics())
+        except ClientError:
+            metrics[0] = False  # a daemon without GetMetrics: stop asking
+    guard.samples.append(StatusSample((time.monotonic() - guard.started) * 1000.0, pending,
+                                      active, running))
+    return pending + active, "reports nothing pending or in progress"
+
+
 def _watch(address: str, guard: Guard, stall_s: float, poll_s: float,
            finished: threading.Event) -> None:
     idle_since: float | None = None
+    metrics = [True]
     with ProverClient(address, default_timeout_s=max(1.0, poll_s * 4)) as client:
         while not finished.wait(poll_s) and not guard.expired():
             try:
-                st = client.get_status()
-                busy = sum(q.pending + q.in_progress for q in st.queues)
-                why = "reports nothing pending or in progress"
+                busy, why = _sample(client, guard, metrics)
             except ClientError as exc:
                 busy, why = 0, f"does not answer GetStatus ({exc.code})"
             now = time.monotonic()

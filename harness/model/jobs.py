@@ -11,10 +11,11 @@ import msgspec
 
 from .status import JobStatus
 
-__all__ = ["PRIORITIES", "FlowRecord", "JobRecord", "JobSpec", "ProofVerdict"]
+__all__ = ["PRIORITIES", "FlowRecord", "JobRecord", "JobSpec", "ProofVerdict", "StatusSample"]
 
-#: cuzk's ``Priority`` enum (DESIGN.md section 3): name -> wire value.
-PRIORITIES: dict[str, int] = {"LOW": 1, "NORMAL": 2, "HIGH": 3, "CRITICAL": 4}
+#: cuzk's ``Priority`` enum (DESIGN.md section 3): name -> wire value; UNSPECIFIED lets the
+#: daemon choose by kind (cuzk: WinningPoSt CRITICAL, WindowPoSt HIGH, PoRep/Snap NORMAL).
+PRIORITIES: dict[str, int] = {"UNSPECIFIED": 0, "LOW": 1, "NORMAL": 2, "HIGH": 3, "CRITICAL": 4}
 
 
 class JobSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -25,7 +26,8 @@ class JobSpec(msgspec.Struct, frozen=True, kw_only=True):
         job: the workload job whose public inputs are sent (``wpost-0``).
         request_id: the id to send; ``None`` lets the driver choose (a fresh UUID; the
             bench-cli driver always chooses).
-        priority: cuzk ``Priority`` name (default ``NORMAL``).
+        priority: cuzk ``Priority`` name; '' = the workload job's own (itself '' =
+            UNSPECIFIED: the daemon's default for the kind).
         await_only: do not submit: ``AwaitProof`` the id once more after the flow's other jobs
             were answered (the isolation flows' "nothing is returned twice" probe).
     """
@@ -33,7 +35,7 @@ class JobSpec(msgspec.Struct, frozen=True, kw_only=True):
     index: int
     job: str
     request_id: str | None = None
-    priority: str = "NORMAL"
+    priority: str = ""
     await_only: bool = False
 
 
@@ -66,7 +68,7 @@ class JobRecord(msgspec.Struct, frozen=True, kw_only=True):
         request_id: the id sent ('' when the bench tool chose one it does not print).
         status: see :class:`~harness.model.status.JobStatus`.
         job_id: the id the daemon answered with ('' when no answer).
-        priority: the cuzk ``Priority`` name sent.
+        priority: the cuzk ``Priority`` name sent ('' = UNSPECIFIED).
         proof: proof bytes (``partitions x 192``), ``b''`` when none.
         error: the daemon's ``error_message``, the transport error, or why it is LOST/STUCK.
         queue_wait_ms, srs_load_ms, synthesis_ms, gpu_compute_ms, total_ms: as the daemon
@@ -84,7 +86,7 @@ class JobRecord(msgspec.Struct, frozen=True, kw_only=True):
     request_id: str
     status: JobStatus
     job_id: str = ""
-    priority: str = "NORMAL"
+    priority: str = ""
     proof: bytes = b""
     error: str = ""
     queue_wait_ms: int = 0
@@ -108,6 +110,18 @@ class JobRecord(msgspec.Struct, frozen=True, kw_only=True):
         return f"{self.job} (id={self.request_id or '?'}, {self.status.value})"
 
 
+class StatusSample(msgspec.Struct, frozen=True, array_like=True):
+    """What the daemon said about itself at one moment of a flow (``GetStatus`` and
+    ``GetMetrics``, polled by the hang guard): ``t_ms`` since the flow started, work items
+    ``pending`` and ``in_progress`` (summed over proof kinds), and the ``cuzk_running_jobs``
+    gauge (``None`` when the daemon does not export it)."""
+
+    t_ms: float
+    pending: int
+    in_progress: int
+    running_jobs: int | None = None
+
+
 class FlowRecord(msgspec.Struct, frozen=True, kw_only=True):
     """The jobs of one flow on one daemon.
 
@@ -119,6 +133,7 @@ class FlowRecord(msgspec.Struct, frozen=True, kw_only=True):
         wall_ms: the flow's wall time, ms.
         stall: why the hang guard stopped the flow ('' when it did not).
         errors: flow-level errors (the verifier failed, ...), as text.
+        samples: the daemon's own queue figures while the flow ran (every ~0.25 s).
     """
 
     name: str
@@ -128,6 +143,7 @@ class FlowRecord(msgspec.Struct, frozen=True, kw_only=True):
     wall_ms: float = 0.0
     stall: str = ""
     errors: tuple[str, ...] = ()
+    samples: tuple[StatusSample, ...] = ()
 
     def completed(self) -> list[JobRecord]:
         """The COMPLETED jobs (await-only probes left out)."""

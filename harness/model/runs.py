@@ -9,7 +9,24 @@ import msgspec
 
 from .jobs import FlowRecord
 
-__all__ = ["DaemonFacts", "RunRecord"]
+__all__ = ["DaemonFacts", "ResourceUsage", "RunRecord"]
+
+
+class ResourceUsage(msgspec.Struct, frozen=True, kw_only=True):
+    """The daemon container's use of its limits, sampled from ``docker stats`` (about once a
+    second) while it ran.
+
+    Attributes:
+        mem_limit_bytes: the memory limit (``None`` when none). cpus: the CPU limit in cores.
+        peak_mem_bytes: the highest memory use seen (usage less inactive file cache), bytes.
+        peak_cpu_cores: the highest CPU use seen, in cores. samples: how many samples.
+    """
+
+    mem_limit_bytes: int | None = None
+    cpus: float | None = None
+    peak_mem_bytes: int = 0
+    peak_cpu_cores: float = 0.0
+    samples: int = 0
 
 
 class DaemonFacts(msgspec.Struct, frozen=True, kw_only=True):
@@ -24,6 +41,10 @@ class DaemonFacts(msgspec.Struct, frozen=True, kw_only=True):
         inspect_view: the settings the container really ran with (env, command, mounts,
             limits, security), from ``docker inspect``.
         log_tail: the last lines of the daemon log.
+        status: the daemon's ``GET /status`` JSON at the end of the run (``None`` when it has
+            no status listener or did not answer).
+        resources: memory and CPU use under the profile's limits (``None`` without limits).
+        srs_loaded: the circuits whose SRS the daemon reports loaded (``GetStatus``).
     """
 
     container_id: str = ""
@@ -32,6 +53,9 @@ class DaemonFacts(msgspec.Struct, frozen=True, kw_only=True):
     state: dict[str, Any] = msgspec.field(default_factory=dict)
     inspect_view: dict[str, Any] = msgspec.field(default_factory=dict)
     log_tail: str = ""
+    status: dict[str, Any] | None = None
+    resources: ResourceUsage | None = None
+    srs_loaded: tuple[str, ...] = ()
 
     @property
     def alive(self) -> bool:
@@ -44,7 +68,8 @@ class RunRecord(msgspec.Struct, frozen=True, kw_only=True):
 
     Attributes:
         profile, workload: names. image: the tag run. image_digest: its id (``sha256:...``).
-        partitions: partitions per proof the workload expects.
+        partitions: partitions per proof the workload expects (its largest, for a mix).
+        job_partitions: per workload job, when a mix's jobs differ ({} otherwise).
         flows: the workload flow first (its first job is the warmup), then any other flow sent
             to the same daemon (isolation, timing batches).
         daemon: what the daemon showed (``None`` when it never started).
@@ -56,9 +81,14 @@ class RunRecord(msgspec.Struct, frozen=True, kw_only=True):
     image: str
     partitions: int
     image_digest: str = ""
+    job_partitions: dict[str, int] = msgspec.field(default_factory=dict)
     flows: tuple[FlowRecord, ...] = ()
     daemon: DaemonFacts | None = None
     errors: tuple[str, ...] = ()
+
+    def partitions_of(self, job: str) -> int:
+        """Partitions per proof of workload job ``job``."""
+        return self.job_partitions.get(job, self.partitions)
 
     def flow(self, name: str) -> FlowRecord | None:
         """The first flow called ``name`` (``None`` when it was not sent)."""

@@ -25,12 +25,15 @@ import base64
 import binascii
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "MIXED",
+    "PRIORITY_NAMES",
     "PROOF_BYTES_PER_PARTITION",
+    "Shape",
     "SUPPORTED_KINDS",
     "Sector",
     "Workload",
@@ -47,6 +50,10 @@ PROOF_BYTES_PER_PARTITION = 192
 #: Proof kinds this harness can submit and verify today.
 SUPPORTED_KINDS = ("WINDOW_POST_PARTITION", "POREP_SEAL_COMMIT")
 POREP = "POREP_SEAL_COMMIT"
+#: The ``proof_kind`` of a workload whose jobs are of several kinds.
+MIXED = "MIXED"
+#: cuzk's ``Priority`` names a workload may give a job.
+PRIORITY_NAMES = ("LOW", "NORMAL", "HIGH", "CRITICAL")
 SCHEMA_VERSION = 1
 #: Name prefixes of the slow tier's workloads (pytest marker ``slow``): PoRep C2 takes about a
 #: minute or more per proof on a 2-core CPU, and its params are 0.5-1.1 GB.
@@ -66,6 +73,23 @@ class Sector:
 
 
 @dataclass(frozen=True)
+class Shape:
+    """What a proof request is: its ``proof_kind`` (a ``ProofKind`` name), ``sector_size``
+    (bytes), ``registered_proof`` id, ``api_version`` and ``partitions`` per proof."""
+
+    proof_kind: str
+    sector_size: int
+    registered_proof: int
+    api_version: str
+    partitions: int
+
+    @property
+    def proof_bytes(self) -> int:
+        """``partitions x 192``."""
+        return self.partitions * PROOF_BYTES_PER_PARTITION
+
+
+@dataclass(frozen=True)
 class WorkloadJob:
     """One proof request.
 
@@ -75,10 +99,17 @@ class WorkloadJob:
     PoRep C2: ``sectors`` is the one sealed sector (``sector_number``, ``comm_r``); ``c1`` the
     cuzk C1 envelope bytes sent as ``vanilla_proof``; ``comm_d``, ``ticket`` and ``seed`` (hex,
     32 bytes each) are public inputs for the verifier only.
+
+    ``shape``: the request's kind, sizes and partitions (a mix workload holds several).
+    ``priority``: the cuzk ``Priority`` name the workload gives the job ('' = UNSPECIFIED:
+    the daemon's default for the kind, which cuzk makes CRITICAL for WinningPoSt, HIGH for
+    WindowPoSt, NORMAL for PoRep and SnapDeals).
     """
 
     name: str
     miner_id: int
+    shape: Shape
+    priority: str = ""
     randomness: bytes = b""
     sectors: tuple[Sector, ...] = ()
     vanilla_proofs: tuple[bytes, ...] = ()
@@ -90,21 +121,29 @@ class WorkloadJob:
 
 @dataclass(frozen=True)
 class Workload:
-    """A loaded workload: its jobs plus what every job shares (kind, sector size in bytes,
-    registered proof id, partitions per proof)."""
+    """A loaded workload: its jobs (each with its :class:`Shape`) and where it came from.
+    ``proof_kind`` and ``partitions`` are the jobs' when they all agree (a mix workload says
+    ``MIXED`` and its largest partition count)."""
 
     name: str
-    proof_kind: str
-    sector_size: int
-    registered_proof: int
-    api_version: str
-    partitions: int
     jobs: tuple[WorkloadJob, ...]
     source: str
 
-    def expected_proof_bytes(self) -> int:
-        """``partitions x 192``."""
-        return self.partitions * PROOF_BYTES_PER_PARTITION
+    @property
+    def proof_kind(self) -> str:
+        """The jobs' proof kind, or ``MIXED``."""
+        kinds = {j.shape.proof_kind for j in self.jobs}
+        return kinds.pop() if len(kinds) == 1 else MIXED
+
+    @property
+    def partitions(self) -> int:
+        """Partitions per proof (the largest, for a mix)."""
+        return max(j.shape.partitions for j in self.jobs)
+
+    @property
+    def sector_size(self) -> int:
+        """The first job's sector size, bytes."""
+        return self.jobs[0].shape.sector_size
 
     def job(self, name: str) -> WorkloadJob:
         """The job called ``name``.
@@ -139,7 +178,14 @@ def _hex(val: str, where: str, nbytes: int | None = None) -> bytes:
     return raw
 
 
-def _porep_job(d: Any, where: str, sector_size: int) -> WorkloadJob:
+def _priority(d: Any, where: str) -> str:
+    prio = d.get("priority", "") if isinstance(d, dict) else ""
+    if prio not in ("", *PRIORITY_NAMES):
+        raise WorkloadError(f"{where}: priority {prio!r} is not one of {', '.join(PRIORITY_NAMES)}")
+    return str(prio)
+
+
+def _porep_job(d: Any, where: str, shape: Shape) -> WorkloadJob:
     """A PoRep job; the C1 envelope is checked for shape (JSON with SectorNum, Phase1Out,
     SectorSize that agree with the job) but its Phase1Out stays opaque to the harness."""
     name = _need(d, "name", str, where)
@@ -157,18 +203,19 @@ def _porep_job(d: Any, where: str, sector_size: int) -> WorkloadJob:
                             "workload with `seal porep`") from None
     for key in ("SectorNum", "Phase1Out", "SectorSize"):
         _need(env, key, str if key == "Phase1Out" else int, f"{where}.c1 (C1 envelope)")
-    if env["SectorNum"] != sector or env["SectorSize"] != sector_size:
+    if env["SectorNum"] != sector or env["SectorSize"] != shape.sector_size:
         raise WorkloadError(
             f"{where}.c1: the C1 envelope says SectorNum={env['SectorNum']}, SectorSize="
             f"{env['SectorSize']} but the job says sector_number={sector}, sector_size="
-            f"{sector_size}; the envelope belongs to another sector: regenerate the workload")
+            f"{shape.sector_size}; the envelope belongs to another sector: regenerate the workload")
     return WorkloadJob(
-        name=name, miner_id=_need(d, "miner_id", int, where),
+        name=name, miner_id=_need(d, "miner_id", int, where), shape=shape,
+        priority=_priority(d, where),
         sectors=(Sector(sector_id=sector, comm_r=hexes["comm_r"]),), c1=c1.encode("utf-8"),
         comm_d=hexes["comm_d"], ticket=hexes["ticket"], seed=hexes["seed"])
 
 
-def _job(d: Any, where: str) -> WorkloadJob:
+def _job(d: Any, where: str, shape: Shape) -> WorkloadJob:
     name = _need(d, "name", str, where)
     where = f"{where} ({name!r})"
     sectors = []
@@ -191,58 +238,86 @@ def _job(d: Any, where: str) -> WorkloadJob:
         raise WorkloadError(f"{where}: {len(proofs)} vanilla proofs for {len(sectors)} sectors; "
                             "expected one per sector")
     return WorkloadJob(
-        name=name, miner_id=_need(d, "miner_id", int, where),
-        randomness=_hex(_need(d, "randomness", str, where), f"{where}.randomness", 32),
+        name=name, miner_id=_need(d, "miner_id", int, where), shape=shape,
+        priority=_priority(d, where), randomness=_hex(_need(d, "randomness", str, where), f"{where}.randomness", 32),
         sectors=tuple(sectors), vanilla_proofs=tuple(proofs),
     )
 
 
-def load_workload(path: str | Path) -> Workload:
-    """Load and validate a workload file.
-
-    Raises:
-        WorkloadError: missing file, bad JSON (with line:column), unknown schema version,
-            unsupported proof kind, or a missing/mistyped field (named with its JSON path).
-    """
-    path = Path(path)
+def _read(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise WorkloadError(f"workload file {str(path)!r} cannot be read ({exc.strerror}); "
                             "build it with `proofdiff build` / `make workloads`") from None
     try:
-        doc = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise WorkloadError(f"{path}:{exc.lineno}:{exc.colno}: bad JSON: {exc.msg}; "
                             "regenerate the workload (proofdiff build)") from None
+
+
+def _jobs_of(doc: Any, where: str) -> tuple[WorkloadJob, ...]:
+    kind = _need(doc, "proof_kind", str, where)
+    if kind not in SUPPORTED_KINDS:
+        raise WorkloadError(f"{where}: proof_kind {kind!r} not supported yet; "
+                            f"supported: {', '.join(SUPPORTED_KINDS)}")
+    partitions = _need(doc, "partitions", int, where)
+    if partitions < 1:
+        raise WorkloadError(f"{where}: partitions must be >= 1, got {partitions}")
+    shape = Shape(proof_kind=kind, sector_size=_need(doc, "sector_size", int, where),
+                  registered_proof=_need(doc, "registered_proof", int, where),
+                  api_version=str(doc.get("api_version", "")), partitions=partitions)
+    raw_jobs = _need(doc, "jobs", list, where)
+    if kind == POREP:
+        jobs = tuple(_porep_job(j, f"{where}: jobs[{i}]", shape) for i, j in enumerate(raw_jobs))
+    else:
+        jobs = tuple(_job(j, f"{where}: jobs[{i}]", shape) for i, j in enumerate(raw_jobs))
+    if not jobs:
+        raise WorkloadError(f"{where}: 'jobs' is empty")
+    return jobs
+
+
+def _mix(doc: Any, path: Path) -> tuple[WorkloadJob, ...]:
+    """A mix: ``{"mix": [{"file": PATH, "jobs": N, "priority": NAME}, ...]}``, each member a
+    workload file (relative paths are relative to the mix file); ``jobs`` (default all) and
+    ``priority`` (default: each job's own) per member."""
+    members = _need(doc, "mix", list, str(path))
+    jobs: list[WorkloadJob] = []
+    for i, m in enumerate(members):
+        where = f"{path}: mix[{i}]"
+        member = Path(_need(m, "file", str, where))
+        member = member if member.is_absolute() else path.parent / member
+        got = load_workload(member).jobs
+        count = m.get("jobs", len(got)) if isinstance(m, dict) else len(got)
+        prio = _priority(m, where)
+        jobs += [replace(j, priority=prio or j.priority) for j in got[:count]]
+    names = [j.name for j in jobs]
+    if len(set(names)) != len(names):
+        raise WorkloadError(f"{path}: the members' job names collide ({sorted(names)}); a mix "
+                            "needs distinct job names")
+    if not jobs:
+        raise WorkloadError(f"{path}: the mix has no job")
+    return tuple(jobs)
+
+
+def load_workload(path: str | Path) -> Workload:
+    """Load and validate a workload file (a sealed workload, or a mix of workload files).
+
+    Raises:
+        WorkloadError: missing file, bad JSON (with line:column), unknown schema version,
+            unsupported proof kind, an unknown priority, or a missing/mistyped field (named with
+            its JSON path).
+    """
+    path = Path(path)
+    doc = _read(path)
     where = str(path)
     schema = _need(doc, "schema", int, where)
     if schema != SCHEMA_VERSION:
         raise WorkloadError(f"{where}: schema {schema} not supported (this harness reads schema "
                             f"{SCHEMA_VERSION}); rebuild the workload with the current image")
-    kind = _need(doc, "proof_kind", str, where)
-    if kind not in SUPPORTED_KINDS:
-        raise WorkloadError(f"{where}: proof_kind {kind!r} not supported yet; "
-                            f"supported: {', '.join(SUPPORTED_KINDS)}")
-    sector_size = _need(doc, "sector_size", int, where)
-    raw_jobs = _need(doc, "jobs", list, where)
-    if kind == POREP:
-        jobs = tuple(_porep_job(j, f"{where}: jobs[{i}]", sector_size)
-                     for i, j in enumerate(raw_jobs))
-    else:
-        jobs = tuple(_job(j, f"{where}: jobs[{i}]") for i, j in enumerate(raw_jobs))
-    if not jobs:
-        raise WorkloadError(f"{where}: 'jobs' is empty")
-    partitions = _need(doc, "partitions", int, where)
-    if partitions < 1:
-        raise WorkloadError(f"{where}: partitions must be >= 1, got {partitions}")
-    return Workload(
-        name=_need(doc, "workload", str, where), proof_kind=kind,
-        sector_size=sector_size,
-        registered_proof=_need(doc, "registered_proof", int, where),
-        api_version=str(doc.get("api_version", "")), partitions=partitions, jobs=jobs,
-        source=str(path),
-    )
+    jobs = _mix(doc, path) if "mix" in doc else _jobs_of(doc, where)
+    return Workload(name=_need(doc, "workload", str, where), jobs=jobs, source=where)
 
 
 def select_jobs(workload: Workload, count: int | None) -> list[WorkloadJob]:

@@ -17,7 +17,7 @@ from harness.drivers.deadlines import Deadlines
 from harness.model.jobs import FlowRecord, JobSpec
 from harness.model.oracles import OracleRecord
 from harness.model.profile import Profile
-from harness.model.runs import RunRecord
+from harness.model.runs import DaemonFacts, RunRecord
 from harness.model.status import Outcome
 from harness.model.workload import Workload
 from harness.target.containers import ContainerRunner
@@ -56,6 +56,12 @@ class Evidence(Protocol):
         """The container runner."""
         ...
 
+    @property
+    def params_manifest(self) -> Path | None:
+        """The params manifest (parameters.json) to check files against; ``None`` = the one in
+        the param cache."""
+        ...
+
     def log(self, line: str) -> None:
         """One line of progress."""
         ...
@@ -78,6 +84,15 @@ class Evidence(Protocol):
 
     def run(self, profile: str, workload: str) -> RunRecord:
         """The workload run, verified; run once; never raises (errors are in the record)."""
+        ...
+
+    def flows(self, profile: str, workload: str) -> list[FlowRecord]:
+        """Every flow sent to the profile's daemon for ``workload`` so far, the workload flow
+        first (none when the run could not send jobs)."""
+        ...
+
+    def facts(self, profile: str) -> DaemonFacts | None:
+        """What the profile's daemon shows now (``None`` when it never started)."""
         ...
 
     def send(self, profile: str, workload: str, specs: Sequence[JobSpec], *, name: str,

@@ -7,46 +7,64 @@
   reports (``GET /status`` ``param_cache``, else its start log line), else the merged config's
   ``srs.param_cache`` (cuzk and refprover set FIL_PROOFS_PARAMETER_CACHE from it, so an env value
   that differs is ignored, and named as such).
+* ``params-integrity``: every file the daemon reads for the workload has the digest of the
+  params manifest (Filecoin's ``parameters.json`` format: the build writes one for the params it
+  generates; pass the published one for the official params), and is the same file the
+  verifier reads: a flipped byte, a truncated file or two different copies fail, naming the
+  file, before any proof. Digests are cached by (path, size, mtime); the time it took is kept.
 * ``config-keys``: config keys the daemon does not know (cuzk ignores them silently; refprover
   lists them in ``/status`` ``ignored_keys`` and logs ``ignored config key``); an error when
   neither ``/status`` nor the log could be read.
 * ``bench-cli``: a ``driver = "bench-cli"`` profile's command line is accepted by the image's
   tool (the driver's one dry parse, :meth:`~harness.drivers.bench_cli.BenchCliDriver.check_command_line`).
 
-A failed ``image``, ``workload``, ``params`` or ``bench-cli`` check (or a daemon that did not
-start) blocks the proving suites of that profile (:data:`BLOCKING`).
+A failed ``image``, ``workload``, ``params``, ``params-integrity`` or ``bench-cli`` check (or
+a daemon that did not start) blocks the proving suites of that profile (:data:`BLOCKING`).
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from harness.drivers.bench_cli import BenchCliDriver
 from harness.model.oracles import OracleRecord
+from harness.model.profile import Profile
 from harness.model.status import Outcome
 from harness.model.workload import WorkloadError
 from harness.target.containers import ContainerError, ContainerSpec
 from harness.target.daemon import Daemon, LaunchError
-from harness.target.status import fetch_status, ignored_keys_from_log, param_cache_from_log
+from harness.target.param_digests import MANIFEST, DigestCache, read_manifest
+from harness.target.status import (deprecated_keys_from_log, fetch_status,
+                                   ignored_keys_from_log, param_cache_from_log)
 
 from .base import Evidence, Recorder
 
-__all__ = ["BLOCKING", "KNOWN_KEYS", "ORACLES", "evaluate", "required_param_files"]
+__all__ = ["BLOCKING", "DEPRECATED_KEYS", "KNOWN_KEYS", "ORACLES", "evaluate", "integrity_problems",
+           "required_param_files"]
 
-ORACLES = ("image", "workload", "params", "config-keys", "bench-cli")
+ORACLES = ("image", "workload", "params", "params-integrity", "config-keys", "bench-cli")
 #: Checks whose failure makes proving on that profile pointless.
-BLOCKING = ("image", "workload", "params", "bench-cli")
+BLOCKING = ("image", "workload", "params", "params-integrity", "bench-cli")
 PARAMGEN_TOOL = "/usr/local/bin/paramgen"
-#: The keys cuzk knows (DESIGN.md section 3) plus refprover's ``pipeline.self_check``; used only
-#: to suggest a spelling for a key the daemon ignored.
-KNOWN_KEYS = ("daemon.listen", "daemon.status_listen", "srs.param_cache", "pipeline.enabled",
-              "pipeline.self_check", "pipeline.synthesis_concurrency",
-              "pipeline.max_parallel_synthesis", "gpus.devices", "gpus.gpu_workers_per_device",
-              "synthesis.partition_workers", "scheduler.max_batch_size", "memory.total_budget",
-              "logging.level")
+#: The keys cuzk reads (cuzk-core/src/config.rs of curio e0294b0f: its Config structs), and
+#: refprover's own (``pipeline.self_check``, ``memory.partition_working_set``). Used to suggest
+#: a spelling, and as the list to check against when the daemon reports nothing itself.
+KNOWN_KEYS = ("daemon.listen", "daemon.status_listen", "memory.total_budget",
+              "memory.safety_margin", "memory.eviction_min_idle", "gpus.devices",
+              "gpus.gpu_threads", "gpus.gpu_workers_per_device", "scheduler.max_batch_size",
+              "scheduler.max_batch_wait_ms", "scheduler.sort_by_type", "synthesis.threads",
+              "pipeline.enabled", "pipeline.synthesis_lookahead", "pipeline.synthesis_concurrency",
+              "pipeline.max_parallel_synthesis", "pipeline.slot_size",
+              "pipeline.max_gpu_queue_depth", "srs.param_cache", "logging.level",
+              "logging.format", "pipeline.self_check", "memory.partition_working_set")
+#: Keys cuzk reads only to warn that they are deprecated and ignored (the same source).
+DEPRECATED_KEYS = ("synthesis.partition_workers", "srs.preload", "memory.pinned_budget",
+                   "memory.working_memory_budget")
 PARAM_PATHS = ("config.srs.param_cache", "mounts.params", "env.FIL_PROOFS_PARAMETER_CACHE")
 
 
@@ -106,18 +124,20 @@ def _unreadable(daemon: Daemon, directory: str, files: Sequence[str]) -> list[st
 
 
 def _params(ev: Evidence, rec: Recorder, daemon: Daemon, status: dict[str, object] | None,
-            log: str) -> None:
+            log: str) -> tuple[list[str], str] | None:
+    """The ``params`` record; returns (files needed, the directory the daemon reads) when
+    they are all readable there, for the integrity check."""
     p = daemon.profile
     try:
         files, listed_by = required_param_files(ev, p.image_tag, rec.workload, p.name,
                                                 ev.deadlines(p.name).tool_s)
     except RuntimeError as exc:
         rec("params", p.name, Outcome.FAIL, str(exc), names=PARAM_PATHS)
-        return
+        return None
     if not files:
         rec("params", p.name, Outcome.ERROR, f"no .params/.vk file to check: the host param "
             f"cache {ev.param_cache} is empty; build the params (proofdiff build)")
-        return
+        return None
     if status and status.get("param_cache"):
         path, source = str(status["param_cache"]), "the daemon's GET /status param_cache"
     elif logged := param_cache_from_log(log):
@@ -132,14 +152,14 @@ def _params(ev: Evidence, rec: Recorder, daemon: Daemon, status: dict[str, objec
     except (RuntimeError, ContainerError) as exc:
         rec("params", p.name, Outcome.ERROR, f"could not look inside container "
             f"{daemon.container.short_id}: {exc}; is the daemon still running? see its log")
-        return
+        return None
     ev_ = {"read_path": path, "source": source, "configured": configured,
            "mounted_at": p.param_mount_path(), "required": files, "listed_by": listed_by,
            "missing": missing}
     if not missing:
         rec("params", p.name, Outcome.PASS, f"{len(files)} file(s) readable at {path} "
             f"({source}){note}", evidence=ev_)
-        return
+        return files, path
     detail = (f"{len(missing)} of {len(files)} param file(s) the workload needs are not readable "
               f"in container {daemon.container.short_id} at {path!r}, where the daemon reads them "
               f"({source}); missing: {', '.join(missing)}")
@@ -151,9 +171,90 @@ def _params(ev: Evidence, rec: Recorder, daemon: Daemon, status: dict[str, objec
                                           if path != configured else ""))
     rec("params", p.name, Outcome.FAIL, f"{detail}{note}\n  fix: {fix}", evidence=ev_,
         names=PARAM_PATHS)
+    return None
 
 
-def _config_keys(rec: Recorder, profile: str, status: dict[str, object] | None, log: str) -> None:
+def _in_container_digests(daemon: Daemon, directory: str, files: Sequence[str]) -> dict[str, str]:
+    code, out = daemon.container.exec(["sh", "-c", 'cd "$1" && shift && b2sum "$@"', "sh",
+                                       directory, *files])
+    if code != 0:
+        raise RuntimeError(f"b2sum in container {daemon.container.short_id} exited {code}: "
+                           f"{out.strip()[:300]}")
+    got = {}
+    for line in out.splitlines():
+        digest, _, name = line.partition("  ")
+        got[name.strip()] = digest[:32]
+    return got
+
+
+def integrity_problems(files: Sequence[str], manifest: dict[str, dict[str, Any]],
+                       daemon_side: dict[str, str], verifier_side: dict[str, str], *,
+                       read_path: str, verifier_dir: str, manifest_path: str) -> list[str]:
+    """One sentence per file whose digest where the daemon reads it is not the manifest's, or
+    differs from the verifier's copy (digests: the parameters.json form)."""
+    bad = []
+    for n in files:
+        want = (manifest.get(n) or {}).get("digest")
+        got = daemon_side.get(n)
+        if want is None:
+            bad.append(f"{n}: not in the manifest {manifest_path}")
+        elif got != want:
+            bad.append(f"{n}: digest {got} at {read_path} (where the daemon reads it), the "
+                       f"manifest says {want}: the file is corrupt or truncated")
+        if got != verifier_side.get(n):
+            bad.append(f"{n}: the daemon's copy at {read_path} ({got}) differs from the "
+                       f"verifier's in {verifier_dir} ({verifier_side.get(n)})")
+    return bad
+
+
+def _integrity(ev: Evidence, rec: Recorder, daemon: Daemon, files: list[str],
+               read_path: str) -> None:
+    p = daemon.profile
+    manifest_path = ev.params_manifest or ev.param_cache / MANIFEST
+    if not manifest_path.is_file():
+        rec("params-integrity", p.name, Outcome.SKIPPED, f"no params manifest at "
+            f"{manifest_path}: the files cannot be checked; pass the published parameters.json "
+            "with --params-manifest (official params), or rebuild (`proofdiff build` writes one)")
+        return
+    t0 = time.monotonic()
+    cache = DigestCache()
+    try:
+        manifest = read_manifest(manifest_path)
+        verifier = {n: d for n, d in zip(files, cache.digests(
+            [ev.param_cache / n for n in files]).values())}
+        same_mount = read_path == p.param_mount_path()
+        daemon_side = verifier if same_mount else _in_container_digests(daemon, read_path, files)
+    except (OSError, ValueError, RuntimeError, ContainerError) as exc:
+        rec("params-integrity", p.name, Outcome.ERROR, f"the params could not be hashed: {exc}")
+        return
+    took = time.monotonic() - t0
+    bad = integrity_problems(files, manifest, daemon_side, verifier, read_path=read_path,
+                             verifier_dir=str(ev.param_cache), manifest_path=str(manifest_path))
+    ev_ = {"manifest": str(manifest_path), "files": files, "hash_s": round(took, 3),
+           "cached": cache.hits, "hashed": cache.misses, "read_path": read_path}
+    if bad:
+        rec("params-integrity", p.name, Outcome.FAIL, f"{len(bad)} param file problem(s) before "
+            f"any proof (checked in {took:.2f} s):\n  " + "\n  ".join(bad) + "\n  fix: fetch or "
+            "regenerate the named files (`proofdiff build`, or your params fetcher)",
+            evidence=ev_, names=PARAM_PATHS)
+    else:
+        rec("params-integrity", p.name, Outcome.PASS, f"{len(files)} file(s) match {manifest_path}"
+            f" ({cache.hits} digest(s) cached, {cache.misses} hashed, {took:.2f} s)", evidence=ev_)
+
+
+def _dotted(table: dict[str, object], prefix: str = "") -> list[str]:
+    out = []
+    for k, v in table.items():
+        key = f"{prefix}{k}"
+        out += _dotted(v, key + ".") if isinstance(v, dict) else [key]
+    return out
+
+
+def _config_keys(rec: Recorder, p: Profile, status: dict[str, object] | None, log: str) -> None:
+    """Ignored keys from what the daemon says (``/status`` ``ignored_keys``, ``ignored config
+    key`` or ``... is deprecated`` log lines); a daemon that says nothing about its keys (cuzk
+    ignores unknown keys silently) is checked against :data:`KNOWN_KEYS`."""
+    profile = p.name
     if status is None and not log.strip():
         rec("config-keys", profile, Outcome.ERROR, f"profile {profile!r}: neither GET /status nor "
             "the daemon log could be read, so ignored config keys cannot be told; publish a "
@@ -161,8 +262,15 @@ def _config_keys(rec: Recorder, profile: str, status: dict[str, object] | None, 
         return
     raw = status.get("ignored_keys") if status else None
     keys = [str(k) for k in raw] if isinstance(raw, list) else []
+    # a daemon that lists what it ignored, even nothing (refprover's start line
+    # ``ignored_keys=[]``), has said it; cuzk says nothing
+    said = isinstance(raw, list) or "ignored config key" in log or "ignored_keys=" in log
     source = "GET /status ignored_keys" if isinstance(raw, list) else "daemon log"
-    keys += [k for k in ignored_keys_from_log(log) if k not in keys]
+    keys += [k for k in ignored_keys_from_log(log) + deprecated_keys_from_log(log)
+             if k not in keys]
+    if not said:
+        source = "proofdiff's list of cuzk's keys (the daemon reports none itself)"
+        keys += [k for k in _dotted(p.config) if k not in KNOWN_KEYS and k not in keys]
     if not keys:
         rec("config-keys", profile, Outcome.PASS, f"the daemon knows every config key ({source})")
         return
@@ -197,15 +305,20 @@ def _judge_profile(ev: Evidence, rec: Recorder, name: str) -> None:
     try:
         daemon = ev.daemon(name)
     except LaunchError as exc:
-        for o in ("params", "config-keys"):
+        for o in ("params", "params-integrity", "config-keys"):
             rec(o, name, Outcome.ERROR, f"the daemon did not start: {exc}")
         if p.driver == "bench-cli":
             rec("bench-cli", name, Outcome.ERROR, f"the daemon did not start: {exc}")
         return
     status = fetch_status(daemon.status_port)
     log = daemon.logs(500)
-    _params(ev, rec, daemon, status, log)
-    _config_keys(rec, name, status, log)
+    readable = _params(ev, rec, daemon, status, log)
+    if readable is not None:
+        _integrity(ev, rec, daemon, *readable)
+    else:
+        rec("params-integrity", name, Outcome.SKIPPED, "the params the daemon needs are not all "
+            "readable where it reads them (see preflight/params)")
+    _config_keys(rec, p, status, log)
     driver = ev.driver(name)
     if isinstance(driver, BenchCliDriver) and workload is not None:
         problem = driver.check_command_line(workload, ev.deadlines(name))

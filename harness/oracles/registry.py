@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from . import isolation, preflight, timing, validity, warmup
+from harness.model.profile import Profile
+
+from . import behaviour, isolation, preflight, timing, validity, warmup
 from .base import SuiteFn
 
 __all__ = ["DEFAULT_SUITES", "SUITES", "Suite", "applies", "select_suites"]
@@ -38,6 +40,9 @@ SUITES: dict[str, Suite] = {s.name: s for s in (
     Suite("isolation", isolation.ORACLES, isolation.evaluate, True,
           "colliding ids, a reused id, K inputs together: own proofs only, nothing shared, "
           "lost, stuck or returned twice"),
+    Suite("behaviour", behaviour.ORACLES, behaviour.evaluate, True,
+          "what the daemon really does: priority first, the proving mode and workers asked "
+          "for, the in-flight limit kept, memory and CPU under the container's limits"),
     Suite("timing", timing.ORACLES, timing.evaluate, False,
           "A/A, throughput and jobs really in progress at once, interleaved, three-valued"),
 )}
@@ -61,10 +66,14 @@ def select_suites(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(n for n in SUITES if n in wanted)
 
 
-def applies(suite: str, oracle: str, *, driver: str, baseline: bool) -> bool:
-    """Whether ``suite/oracle`` has a record on a profile with ``driver`` (``baseline``: the
-    profile is the first one): the timing A/A arm exists on the baseline only, the scaling arms
-    on the other profiles only, the bench command-line check on bench-cli profiles only."""
+def applies(suite: str, oracle: str, *, profile: Profile, baseline: bool) -> bool:
+    """Whether ``suite/oracle`` has a record on ``profile`` (``baseline``: it is the first
+    one): the timing A/A arm exists on the baseline only, the scaling arms on the other
+    profiles only, the bench command-line check on bench-cli profiles only, the resources check
+    on profiles with ``mem_limit`` or ``cpus``."""
+    driver = profile.driver
+    if suite == "behaviour" and oracle == "resources":
+        return profile.mem_limit is not None or profile.cpus is not None
     if suite == "timing" and oracle == "aa":
         return baseline
     if suite == "timing" and oracle in ("throughput", "concurrency"):

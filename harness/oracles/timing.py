@@ -32,6 +32,7 @@ from harness.stats.compare import DIFFERENT, INCONCLUSIVE, SAME, TimingVerdict, 
 from harness.stats.concurrency import in_progress_of
 
 from .base import Evidence, Recorder
+from .behaviour import MODE_KEYS, requested
 
 __all__ = ["INITIAL_ROUNDS", "MAX_ROUNDS", "ORACLES", "Sampling", "evaluate", "judge"]
 
@@ -121,9 +122,17 @@ def arms(ev: Evidence, workload: str, s: Sampling, base: str,
     return out
 
 
-def judge(arm: str, v: TimingVerdict, concurrency: int = 1) -> tuple[Outcome, str]:
-    """One arm's outcome and message (module docstring); ``concurrency`` is the judged
-    profile's."""
+def judge(arm: str, v: TimingVerdict, concurrency: int = 1, *, allowed: int | None = None,
+          seen: str = "") -> tuple[Outcome, str]:
+    """One arm's outcome and message (module docstring).
+
+    Args:
+        concurrency: the judged profile's. allowed: how many jobs its config lets the daemon
+            prove at once (default ``concurrency``): a daemon held to 1 by its config obeys it.
+        seen: what the daemon was observed doing (mode, workers, items in progress), quoted in
+            a failure instead of a guess.
+    """
+    allowed = concurrency if allowed is None else allowed
     text = v.render()
     if min(v.a.n, v.b.n) == 0:
         return Outcome.ERROR, (f"{text}\nno samples on {'both sides' if v.a.n == v.b.n else 'one '}"
@@ -147,13 +156,15 @@ def judge(arm: str, v: TimingVerdict, concurrency: int = 1) -> tuple[Outcome, st
                                   "bench x workers); look for a global lock or queue in the daemon")
         return Outcome.PASS, (f"{text}\nscaling {1 / v.ratio:.2f}x of the baseline (baseline x "
                               f"workers would be {concurrency}x)")
-    if concurrency <= 1:
-        return Outcome.PASS, f"{text}\n{other} has concurrency 1: nothing to overlap"
+    if min(concurrency, allowed) <= 1:
+        why = ("has concurrency 1" if concurrency <= 1 else
+               f"is allowed {allowed} job at a time by its config")
+        return Outcome.PASS, f"{text}\n{other} {why}: nothing to overlap"
     if v.verdict == SAME or (v.verdict == DIFFERENT and v.ratio < 1.0):
-        return Outcome.FAIL, (f"{text}\n{other} was offered {concurrency} jobs at once but the "
-                              f"daemon proved about {v.b.median_ms:.2f} at a time (median): it "
-                              "serializes jobs, so its throughput cannot grow with hardware; look "
-                              "for a per-job lock in the pipeline")
+        return Outcome.FAIL, (f"{text}\n{other} was offered {concurrency} jobs at once (its config "
+                              f"allows {allowed}) but the daemon proved about {v.b.median_ms:.2f} "
+                              "at a time (median): it serializes jobs, so its throughput cannot "
+                              f"grow with hardware" + (f"; observed: {seen}" if seen else ""))
     return Outcome.PASS, text
 
 
@@ -220,6 +231,25 @@ def evaluate(ev: Evidence, workload: str) -> list[OracleRecord]:
                 f"{s.stopped}; a daemon that cannot finish a batch cannot be timed",
                 evidence=evidence)
             continue
-        outcome, message = judge(arm, v, ev.profiles[profile].concurrency)
-        rec(oracle, profile, outcome, message, evidence=evidence)
+        outcome, message = judge(arm, v, ev.profiles[profile].concurrency,
+                                 allowed=_allowed(ev, profile, workload), seen=_seen(ev, profile))
+        rec(oracle, profile, outcome, message, evidence=evidence,
+            names=() if outcome is Outcome.PASS else MODE_KEYS)
     return rec.records
+
+
+def _allowed(ev: Evidence, profile: str, workload: str) -> int:
+    """Jobs the profile's config lets the daemon prove at once: its concurrency, its workers
+    and its in-flight limit (each job needs at least one work item in progress)."""
+    req = requested(ev.profiles[profile], ev.workload(workload).partitions)
+    return int(min(req["concurrency"], req["workers"], req["limit"] or req["workers"]))
+
+
+def _seen(ev: Evidence, profile: str) -> str:
+    facts = ev.facts(profile)
+    st = facts.status if facts and facts.status else {}
+    if not st:
+        return ""
+    return (f"the daemon reports pipeline_enabled={st.get('pipeline_enabled')}, "
+            f"partition_workers={st.get('partition_workers')}, synthesis "
+            f"{st.get('synthesis') or 'n/a'}")

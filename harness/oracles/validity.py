@@ -59,7 +59,7 @@ def judge_run(rec: Recorder, run: RunRecord) -> None:
     done = [j for j in jobs if j.completed]
     unverified = [j for j in done if j.unverifiable and not j.proof]
     checked = [j for j in done if j not in unverified]
-    bad = [b for j in checked if (b := _proof_problem(j, run.partitions)) is not None]
+    bad = [b for j in checked if (b := _proof_problem(j, run.partitions_of(j.job))) is not None]
     failed = [_bad(j, "failed", j.error or "no error text") for j in jobs if not j.completed]
     valid = len(checked) - len(bad)
     counts = {"total": len(jobs), "completed": len(done), "valid": valid, "invalid": len(bad),

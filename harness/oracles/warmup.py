@@ -119,7 +119,12 @@ def liveness(rec: Recorder, run: RunRecord) -> None:
     why = (f"daemon container {facts.container_id} of profile {run.profile!r} is "
            f"{st.get('Status')} with exit code {code}" + (" and OOMKilled=true" if oom else "")
            + (f" ({st.get('Error')})" if st.get("Error") else ""))
-    fix = ("the kernel killed it for memory: raise the profile's mem_limit" if oom else
+    use = facts.resources
+    seen = (f" (its memory reached {use.peak_mem_bytes / 2 ** 20:.0f} MiB of the "
+            f"{(use.mem_limit_bytes or 0) / 2 ** 20:.0f} MiB limit in the last docker stats sample "
+            "before the kill)" if use and use.samples else "")
+    fix = (f"the kernel killed it for memory{seen}: raise the profile's mem_limit, or find why "
+           "the daemon needs more than its limit (behaviour/resources)" if oom else
            "read the log tail below for a panic or fatal error" if code not in (0, None) else
            "it stopped cleanly: something sent it SIGTERM or the entrypoint returned")
     msg = (f"{why}: {fix}" + (f"; jobs lost with it: {', '.join(lost)}" if lost else "")

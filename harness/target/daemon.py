@@ -24,6 +24,8 @@ from .client import ClientError, ProverClient
 from .containers import (CONTAINER_USER, Container, ContainerError, ContainerRunner,
                          ContainerSpec, Mount)
 from .gpu import gpu_hint
+from .resources import ResourceSampler
+from .status import fetch_status
 
 __all__ = ["LOG_TAIL_LINES", "Daemon", "LaunchError", "daemon_spec", "inspect_view",
            "start_daemon"]
@@ -75,6 +77,7 @@ class Daemon:
     address: str = ""
     start_to_ready_ms: float | None = None
     config_text: str = ""
+    sampler: ResourceSampler | None = None
 
     @property
     def status_port(self) -> int | None:
@@ -103,13 +106,26 @@ class Daemon:
         state = inspect.get("State") or {}
         keep = {k: state.get(k) for k in ("Status", "ExitCode", "OOMKilled", "Error")
                 if k in state}
+        alive = keep.get("Status") == "running"
+        srs: tuple[str, ...] = ()
+        if alive and self.address:
+            try:
+                with ProverClient(self.address) as client:
+                    srs = tuple(s.circuit_id for s in client.get_status(timeout_s=5).srs)
+            except ClientError:
+                srs = ()  # evidence only
         return DaemonFacts(container_id=self.container.short_id, address=self.address,
                            start_to_ready_ms=self.start_to_ready_ms, state=keep,
                            inspect_view=inspect_view(inspect) if inspect else {},
-                           log_tail=self.logs(LOG_TAIL_LINES))
+                           log_tail=self.logs(LOG_TAIL_LINES),
+                           status=fetch_status(self.status_port) if alive else None,
+                           resources=self.sampler.usage() if self.sampler else None,
+                           srs_loaded=srs)
 
     def remove(self) -> None:
         """Stop (SIGTERM, 5 s grace) and remove the container (idempotent)."""
+        if self.sampler is not None:
+            self.sampler.stop()
         try:
             self.container.stop(grace_s=5)
         finally:
@@ -170,6 +186,8 @@ def start_daemon(runner: ContainerRunner, profile: Profile, param_cache: Path, *
     except BaseException:  # KeyboardInterrupt too: never leave it running
         container.remove()
         raise
+    if profile.mem_limit is not None or profile.cpus is not None:
+        daemon.sampler = ResourceSampler(container)
     return daemon
 
 

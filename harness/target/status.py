@@ -14,9 +14,11 @@ import json
 import re
 from typing import Any
 
-__all__ = ["fetch_status", "ignored_keys_from_log", "param_cache_from_log"]
+__all__ = ["deprecated_keys_from_log", "fetch_status", "ignored_keys_from_log",
+           "param_cache_from_log"]
 
 _PARAM_RE = re.compile(r"param_cache=(\S+)")
+_DEPRECATED_RE = re.compile(r"\b([a-z_]+\.[a-z_.]+) is deprecated")
 _IGNORED_RE = re.compile(r"ignored config key.*?\bkey=(\S+)|\bkey=(\S+).*?ignored config key")
 
 
@@ -58,3 +60,9 @@ def ignored_keys_from_log(log: str) -> list[str]:
             if key not in keys:
                 keys.append(key)
     return keys
+
+
+def deprecated_keys_from_log(log: str) -> list[str]:
+    """Config keys the daemon logged as deprecated (cuzk: ``synthesis.partition_workers is
+    deprecated - ...``): it reads them only to say it ignores them."""
+    return list(dict.fromkeys(_DEPRECATED_RE.findall(log)))

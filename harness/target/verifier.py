@@ -42,16 +42,16 @@ class Verifier(Protocol):
         ...
 
 
-def verify_item(workload: Workload, job: WorkloadJob, item_id: str,
-                proof: bytes) -> dict[str, Any]:
+def verify_item(job: WorkloadJob, item_id: str, proof: bytes) -> dict[str, Any]:
     """One ``items[]`` entry of the verifier's input: the job's own public inputs and the proof,
     as hex."""
-    if workload.proof_kind == POREP:
-        return {"id": item_id, "proof_kind": POREP, "sector_size": workload.sector_size,
+    s = job.shape
+    if s.proof_kind == POREP:
+        return {"id": item_id, "proof_kind": POREP, "sector_size": s.sector_size,
                 "miner_id": job.miner_id, "sector_number": job.sectors[0].sector_id,
                 "comm_r": job.sectors[0].comm_r, "comm_d": job.comm_d, "ticket": job.ticket,
-                "seed": job.seed, "partitions": workload.partitions, "proof": proof.hex()}
-    return {"id": item_id, "proof_kind": workload.proof_kind, "sector_size": workload.sector_size,
+                "seed": job.seed, "partitions": s.partitions, "proof": proof.hex()}
+    return {"id": item_id, "proof_kind": s.proof_kind, "sector_size": s.sector_size,
             "miner_id": job.miner_id, "randomness": job.randomness.hex(),
             "sectors": [{"sector_id": s.sector_id, "comm_r": s.comm_r} for s in job.sectors],
             "proof": proof.hex()}
@@ -129,7 +129,7 @@ def attach_verdicts(flow: FlowRecord, workload: Workload, verifier: Verifier, *,
     items = []
     for j in done:
         targets = names or [j.job]
-        items += [verify_item(workload, workload.job(n), f"{j.index}|{n}", j.proof)
+        items += [verify_item(workload.job(n), f"{j.index}|{n}", j.proof)
                   for n in dict.fromkeys([j.job, *targets])]
     try:
         got = verifier.verify(items)

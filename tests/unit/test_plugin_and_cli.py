@@ -36,6 +36,7 @@ def test_unknown_suite_is_a_usage_error_listing_the_suites(pytester: pytest.Pyte
     res = pytester.runpytest_subprocess("--proofdiff-suite=speed")
     assert res.ret == pytest.ExitCode.USAGE_ERROR
     res.stderr.fnmatch_lines(["*not a suite; valid: preflight, validity, warmup, isolation, "
+                              "behaviour, "
                               "timing, all*"])
 
 

@@ -125,6 +125,17 @@ def test_judge_turns_verdicts_into_outcomes() -> None:
     assert judge("concurrency:prod", ones, 1)[0] is Outcome.PASS  # nothing to overlap
 
 
+def test_the_concurrency_arm_follows_what_the_config_allows() -> None:
+    ones = compare([1.0] * 8, [1.0] * 8, unit="jobs")
+    out, msg = judge("concurrency:prod", ones, 4, allowed=1)
+    assert out is Outcome.PASS and "is allowed 1 job at a time by its config" in msg
+    out, msg = judge("concurrency:prod", ones, 4, allowed=3,
+                     seen="the daemon reports pipeline_enabled=False, partition_workers=1")
+    assert out is Outcome.FAIL and "(its config allows 3)" in msg
+    assert "observed: the daemon reports pipeline_enabled=False, partition_workers=1" in msg
+    assert "per-job lock" not in msg  # no guess: what was seen
+
+
 def test_judge_on_no_samples_is_an_error_and_noise_is_inconclusive() -> None:
     empty = compare([], [3700.0] * 5)
     out, msg = judge("throughput:prod", empty, 4)

@@ -15,7 +15,7 @@ from tests.conftest import workload_doc
 def test_load_real_shaped_workload(workload_file: Path) -> None:
     wl = load_workload(workload_file)
     assert (wl.name, wl.partitions, wl.sector_size, len(wl.jobs)) == ("wpost-2k", 2, 2048, 4)
-    assert wl.expected_proof_bytes() == 384
+    assert wl.jobs[0].shape.proof_bytes == 384
     j = wl.jobs[1]
     assert j.randomness == bytes([1] * 32) and len(j.vanilla_proofs) == 4
     assert [s.sector_id for s in j.sectors] == [1, 2, 3, 4]
@@ -23,13 +23,13 @@ def test_load_real_shaped_workload(workload_file: Path) -> None:
 
 def test_build_request_carries_the_jobs_public_inputs(workload_file: Path) -> None:
     wl = load_workload(workload_file)
-    req = build_request(wl, wl.jobs[2], "wpost-1000-1")
+    req = build_request(wl.jobs[2], "wpost-1000-1")
     assert req.request_id == "wpost-1000-1"
     assert req.proof_kind == cuzk_pb2.WINDOW_POST_PARTITION
     assert (req.sector_size, req.registered_proof, req.miner_id) == (2048, 10, 1000)
     assert req.randomness == bytes([2] * 32) and len(req.vanilla_proofs) == 4
     assert req.sector_number == 1
-    item = verify_item(wl, wl.jobs[2], "2:wpost-2", b"\x01" * 384)
+    item = verify_item(wl.jobs[2], "2:wpost-2", b"\x01" * 384)
     assert item["randomness"] == bytes([2] * 32).hex() and item["proof"] == "01" * 384
     assert item["sectors"][0] == {"sector_id": 1, "comm_r": bytes([16] * 32).hex()}
 
@@ -72,3 +72,32 @@ def test_schema_errors_name_the_field(tmp_path: Path, mutate, message) -> None: 
     p.write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(WorkloadError, match=message):
         load_workload(p)
+
+
+def test_a_mix_gives_jobs_their_priority_and_keeps_each_kind(workload_file: Path,
+                                                             tmp_path: Path) -> None:
+    from tests.unit.test_workload_porep import porep_doc
+
+    porep = tmp_path / "porep.json"
+    porep.write_text(json.dumps(porep_doc()), encoding="utf-8")
+    mix = tmp_path / "mix.json"
+    mix.write_text(json.dumps({"schema": 1, "workload": "mix-2k", "mix": [
+        {"file": str(porep), "priority": "NORMAL"},
+        {"file": workload_file.name, "jobs": 2, "priority": "HIGH"}]}), encoding="utf-8")
+    wl = load_workload(mix)
+    assert wl.proof_kind == "MIXED" and wl.partitions == 2
+    assert [(j.name, j.shape.proof_kind, j.priority) for j in wl.jobs] == [
+        ("porep-s1", "POREP_SEAL_COMMIT", "NORMAL"), ("porep-s2", "POREP_SEAL_COMMIT", "NORMAL"),
+        ("wpost-0", "WINDOW_POST_PARTITION", "HIGH"), ("wpost-1", "WINDOW_POST_PARTITION", "HIGH")]
+    req = build_request(wl.jobs[2], "w", wl.jobs[2].priority)
+    assert req.priority == cuzk_pb2.HIGH and req.proof_kind == cuzk_pb2.WINDOW_POST_PARTITION
+    assert build_request(wl.jobs[0], "p").priority == cuzk_pb2.PRIORITY_UNSPECIFIED
+
+
+def test_an_unknown_priority_is_named(tmp_path: Path) -> None:
+    doc = workload_doc()
+    doc["jobs"][0]["priority"] = "URGENT"
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(WorkloadError, match="priority 'URGENT' is not one of LOW, NORMAL, HIGH"):
+        load_workload(path)

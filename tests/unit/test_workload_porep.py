@@ -43,10 +43,10 @@ def porep_file(tmp_path: Path) -> Path:
 
 def test_load_and_build_the_c2_request(porep_file: Path) -> None:
     wl = load_workload(porep_file)
-    assert (wl.name, wl.proof_kind, wl.partitions, wl.expected_proof_bytes()) == (
+    assert (wl.name, wl.proof_kind, wl.partitions, wl.jobs[0].shape.proof_bytes) == (
         "porep-2k-2p", "POREP_SEAL_COMMIT", 2, 384)
     job = wl.jobs[1]
-    req = build_request(wl, job, "porep-1000-2")
+    req = build_request(job, "porep-1000-2")
     assert req.proof_kind == cuzk_pb2.POREP_SEAL_COMMIT
     assert (req.request_id, req.sector_size, req.registered_proof, req.sector_number,
             req.miner_id) == ("porep-1000-2", 2048, 5, 2, 1000)
@@ -57,7 +57,7 @@ def test_load_and_build_the_c2_request(porep_file: Path) -> None:
 
 def test_verifier_item_carries_every_public_input(porep_file: Path) -> None:
     wl = load_workload(porep_file)
-    item = verify_item(wl, wl.jobs[0], "0:porep-s1", b"\x07" * 384)
+    item = verify_item(wl.jobs[0], "0:porep-s1", b"\x07" * 384)
     assert item == {
         "id": "0:porep-s1", "proof_kind": "POREP_SEAL_COMMIT", "sector_size": 2048,
         "miner_id": 1000, "sector_number": 1, "comm_r": bytes([1] * 32).hex(),
@@ -75,9 +75,9 @@ def test_curio_ids_are_porep_miner_sector(porep_file: Path) -> None:
 def test_bench_input_is_the_c1_envelope_or_the_wpost_job(porep_file: Path,
                                                           workload_file: Path) -> None:
     wl = load_workload(porep_file)
-    assert bench_input(wl, wl.jobs[0]) == wl.jobs[0].c1
+    assert bench_input(wl.jobs[0]) == wl.jobs[0].c1
     wp = load_workload(workload_file)
-    doc = json.loads(bench_input(wp, wp.jobs[1]))
+    doc = json.loads(bench_input(wp.jobs[1]))
     assert doc["randomness"] == wp.jobs[1].randomness.hex() and doc["miner_id"] == 1000
     assert [base64.b64decode(v) for v in doc["vanilla_proofs"]] == list(wp.jobs[1].vanilla_proofs)
 

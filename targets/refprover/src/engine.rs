@@ -3,8 +3,16 @@
 //! Monolithic mode (`pipeline.enabled = false`) queues one work item per job and proves all its
 //! partitions in one batch. Pipeline mode queues one work item per partition; a per-job
 //! assembler collects the partition proofs, then an optional self-check verifies the whole proof.
+//!
+//! Scheduling, as cuzk: a free worker takes the pending item of the highest priority (the
+//! request's, or its proof kind's default: `request::effective_priority`); within one priority,
+//! FIFO by job submission order, then partition index. Work being proved is never pre-empted.
+//! A worker waits instead of taking an item while `pipeline.max_parallel_synthesis` items are
+//! in progress, or while the memory budget admits no further working set
+//! (`memory.partition_working_set`, see crate::memory).
 //! Fault switches (crate::faults) bend exactly these mechanisms; each is marked `FAULT` below.
 
+use std::cmp::Reverse;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -14,13 +22,14 @@ use bellperson::groth16::PreparedVerifyingKey;
 use blstrs::Bls12;
 use storage_proofs_core::parameter_cache::Bls12GrothParams;
 
-use crate::config::Config;
+use crate::config::{Config, Effective};
 use crate::faults::Faults;
 use crate::job::{Assembler, Job};
+use crate::memory::WorkingSet;
 use crate::metrics::Metrics;
 use crate::params;
 use crate::proto::{await_proof_response::Status, SubmitProofRequest};
-use crate::request::Inputs;
+use crate::request::{effective_priority, Inputs};
 
 /// FAULT queue-deadlock: jobs submitted while this many jobs are unfinished are parked forever.
 const DEADLOCK_PENDING: u64 = 2;
@@ -41,12 +50,53 @@ struct WorkItem {
     job: Arc<Job>,
     inputs: Arc<Inputs>,
     work: Work,
+    /// The job's priority (1 LOW .. 4 CRITICAL; higher first).
+    priority: u8,
+    /// The partition index (0 for a monolithic item).
+    partition: usize,
+}
+
+/// How items are chosen and admitted (fixed at start from the effective settings and faults).
+#[derive(Debug, Clone, Copy)]
+struct Policy {
+    /// false: plain FIFO, priority ignored (FAULT ignore-priority, pipeline mode only).
+    by_priority: bool,
+    /// FAULT serialize-pipeline: only the active job's items are taken while it is unfinished.
+    serialize: bool,
+    /// `pipeline.max_parallel_synthesis` (None = no limit beyond the worker count).
+    inflight_limit: Option<usize>,
+    /// FAULT exceed-inflight: the in-flight limit counts distinct request ids in progress.
+    limit_counts_ids: bool,
+    /// Items the memory budget admits at once (None = no gate).
+    budget_slots: Option<usize>,
+}
+
+impl Policy {
+    fn of(e: &Effective, faults: &Faults) -> Self {
+        Self {
+            by_priority: !(faults.on("ignore-priority") && e.pipeline_enabled),
+            serialize: faults.on("serialize-pipeline") && e.pipeline_enabled,
+            inflight_limit: e.inflight_limit(),
+            limit_counts_ids: faults.on("exceed-inflight"),
+            budget_slots: e.budget_slots(),
+        }
+    }
+
+    /// The order key of an item: smaller is taken first.
+    fn key(&self, i: &WorkItem) -> (Reverse<u8>, u64, usize) {
+        (Reverse(if self.by_priority { i.priority } else { 0 }), i.job.seq, i.partition)
+    }
 }
 
 #[derive(Default)]
 struct Queue {
-    items: VecDeque<WorkItem>,
+    /// Pending items (in submission order; taken in `Policy::key` order).
+    items: Vec<WorkItem>,
     in_progress: HashMap<&'static str, u32>,
+    /// Items being proved now, all kinds.
+    active: usize,
+    /// Items being proved now, by request id (FAULT exceed-inflight counts these keys).
+    active_ids: HashMap<String, usize>,
     shutdown: bool,
     /// FAULT serialize-pipeline: the one job whose partitions may be proved now.
     active_job: Option<u64>,
@@ -55,19 +105,63 @@ struct Queue {
 }
 
 impl Queue {
-    /// Takes the next item; with `serialize` only items of the active job (or of the next job
-    /// once none is active).
-    fn take(&mut self, serialize: bool) -> Option<WorkItem> {
-        if !serialize {
-            return self.items.pop_front();
+    /// The index of the item to take next, admitted or not: the smallest key; with `serialize`
+    /// only items of the active job (any job once none is active).
+    fn next(&self, p: &Policy) -> Option<usize> {
+        self.items
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| !p.serialize || self.active_job.is_none_or(|seq| i.job.seq == seq))
+            .min_by_key(|(_, i)| p.key(i))
+            .map(|(n, _)| n)
+    }
+
+    /// Whether one more item (of request `id`) may start now under the limits.
+    fn admits(&self, id: &str, p: &Policy) -> bool {
+        if p.budget_slots.is_some_and(|n| self.active >= n) {
+            return false;
         }
-        let pos = match self.active_job {
-            Some(seq) => self.items.iter().position(|i| i.job.seq == seq)?,
-            None => 0,
-        };
-        let item = self.items.remove(pos)?;
-        self.active_job = Some(item.job.seq);
+        match p.inflight_limit {
+            None => true,
+            // FAULT exceed-inflight: a request id already in progress never counts again.
+            Some(n) if p.limit_counts_ids => self.active_ids.contains_key(id) || self.active_ids.len() < n,
+            Some(n) => self.active < n,
+        }
+    }
+
+    /// Takes the next item if the limits admit it, and counts it in progress.
+    fn take(&mut self, p: &Policy) -> Option<WorkItem> {
+        let pos = self.next(p)?;
+        if !self.admits(&self.items[pos].job.id, p) {
+            return None;
+        }
+        let item = self.items.remove(pos);
+        if p.serialize {
+            self.active_job = Some(item.job.seq);
+        }
+        *self.in_progress.entry(item.job.kind).or_default() += 1;
+        *self.active_ids.entry(item.job.id.clone()).or_default() += 1;
+        self.active += 1;
         Some(item)
+    }
+
+    /// Counts one item of this kind and request id out of progress.
+    fn release(&mut self, kind: &'static str, id: &str) {
+        if let Some(n) = self.in_progress.get_mut(kind) {
+            *n = n.saturating_sub(1);
+        }
+        if let Some(n) = self.active_ids.get_mut(id) {
+            *n -= 1;
+            if *n == 0 {
+                self.active_ids.remove(id);
+            }
+        }
+        self.active = self.active.saturating_sub(1);
+    }
+
+    /// Pending items that would be taken before an item with this key (the queue position).
+    fn ahead_of(&self, p: &Policy, key: (Reverse<u8>, u64, usize)) -> u32 {
+        self.items.iter().filter(|i| p.key(i) < key).count() as u32
     }
 }
 
@@ -89,8 +183,14 @@ pub struct QueueDepth {
 
 /// The engine shared by the gRPC service and the workers.
 pub struct Engine {
+    /// The config as read.
     pub config: Config,
+    /// What the daemon effectively does (after the environment and the faults).
+    pub effective: Effective,
     pub faults: Faults,
+    policy: Policy,
+    /// Bytes of working sets allocated now.
+    mem_used: AtomicU64,
     pub ignored_keys: Vec<String>,
     pub metrics: Metrics,
     pub started: Instant,
@@ -111,12 +211,24 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Creates the engine and starts `synthesis.partition_workers` worker threads.
-    pub fn start(config: Config, faults: Faults, ignored_keys: Vec<String>) -> Arc<Self> {
-        let workers = config.synthesis.partition_workers.max(1);
+    /// Creates the engine and starts the effective number of worker threads.
+    pub fn start(config: Config, effective: Effective, faults: Faults, ignored_keys: Vec<String>) -> Arc<Self> {
+        let workers = effective.partition_workers.max(1);
+        let policy = Policy::of(&effective, &faults);
+        tracing::info!(
+            workers,
+            max_concurrent = effective.max_concurrent(),
+            inflight_limit = ?policy.inflight_limit,
+            budget_slots = ?policy.budget_slots,
+            by_priority = policy.by_priority,
+            "scheduler"
+        );
         let engine = Arc::new(Self {
             config,
+            effective,
             faults,
+            policy,
+            mem_used: AtomicU64::new(0),
             ignored_keys,
             metrics: Metrics::default(),
             started: Instant::now(),
@@ -151,6 +263,7 @@ impl Engine {
     /// Returns the job and its queue position.
     pub fn submit(&self, req: SubmitProofRequest, register: bool) -> (Arc<Job>, u32) {
         let id = if req.request_id.is_empty() { uuid::Uuid::new_v4().to_string() } else { req.request_id.clone() };
+        let priority = effective_priority(req.priority, req.proof_kind);
         let synth_start = Instant::now();
         let decoded = Inputs::decode(&req);
         let kind = decoded.as_ref().map(|i| i.kind()).unwrap_or("UNSUPPORTED");
@@ -166,10 +279,10 @@ impl Engine {
                 return (job, 0);
             }
         };
-        let items = self.plan(&job, inputs);
+        let items = self.plan(&job, inputs, priority);
         job.synthesis_ms.fetch_add(synth_start.elapsed().as_millis() as u64, Ordering::Relaxed);
         let mut q = self.queue.lock().expect("queue lock");
-        let position = q.items.len() as u32;
+        let position = q.ahead_of(&self.policy, (Reverse(if self.policy.by_priority { priority } else { 0 }), job.seq, 0));
         if self.faults.on("queue-deadlock") && unfinished >= DEADLOCK_PENDING {
             // FAULT queue-deadlock: accepted, never scheduled, never answered.
             tracing::debug!(job_id = %job.id, seq = job.seq, "job parked");
@@ -179,7 +292,7 @@ impl Engine {
         q.items.extend(items);
         drop(q);
         self.queue_cv.notify_all();
-        tracing::info!(job_id = %job.id, seq = job.seq, kind, "job queued");
+        tracing::info!(job_id = %job.id, seq = job.seq, kind, priority, position, "job queued");
         (job, position)
     }
 
@@ -248,9 +361,19 @@ impl Engine {
         }
     }
 
-    fn plan(&self, job: &Arc<Job>, inputs: Arc<Inputs>) -> Vec<WorkItem> {
-        if !self.config.pipeline.enabled {
-            return vec![WorkItem { job: Arc::clone(job), inputs, work: Work::Whole }];
+    /// Bytes of working sets allocated now (`/status` `memory.used_bytes`).
+    pub fn memory_used(&self) -> u64 {
+        self.mem_used.load(Ordering::Relaxed)
+    }
+
+    /// Work items being proved now, all kinds (`/status` `synthesis.active`).
+    pub fn active_items(&self) -> usize {
+        self.queue.lock().expect("queue lock").active
+    }
+
+    fn plan(&self, job: &Arc<Job>, inputs: Arc<Inputs>, priority: u8) -> Vec<WorkItem> {
+        if !self.effective.pipeline_enabled {
+            return vec![WorkItem { job: Arc::clone(job), inputs, work: Work::Whole, priority, partition: 0 }];
         }
         let partitions = inputs.partitions();
         let shared = self.faults.on("shared-assembler");
@@ -267,13 +390,10 @@ impl Engine {
                 job: Arc::clone(job),
                 inputs: Arc::clone(&inputs),
                 work: Work::Partition { k, assembler: Arc::clone(&assembler), shared_key: shared.then(|| job.id.clone()) },
+                priority,
+                partition: k,
             })
             .collect()
-    }
-
-    /// FAULT serialize-pipeline: pipeline mode proves one job at a time.
-    fn serializes(&self) -> bool {
-        self.faults.on("serialize-pipeline") && self.config.pipeline.enabled
     }
 
     fn worker_loop(&self, worker: usize) {
@@ -284,16 +404,19 @@ impl Engine {
                     if q.shutdown {
                         return;
                     }
-                    if let Some(item) = q.take(self.serializes()) {
-                        *q.in_progress.entry(item.job.kind).or_default() += 1;
+                    // Waits while the queue is empty, the active job (serialize-pipeline) has
+                    // nothing pending, or the in-flight limit / memory budget is reached.
+                    if let Some(item) = q.take(&self.policy) {
                         break item;
                     }
                     q = self.queue_cv.wait(q).expect("queue lock");
                 }
             };
-            let kind = item.job.kind;
+            let (kind, id) = (item.job.kind, item.job.id.clone());
             self.run_item(worker, item);
-            *self.queue.lock().expect("queue lock").in_progress.entry(kind).or_default() -= 1;
+            self.queue.lock().expect("queue lock").release(kind, &id);
+            // A slot under the limits is free again.
+            self.queue_cv.notify_all();
         }
     }
 
@@ -315,11 +438,13 @@ impl Engine {
     }
 
     fn run_item(&self, worker: usize, item: WorkItem) {
-        let WorkItem { job, inputs, work } = item;
+        let WorkItem { job, inputs, work, .. } = item;
         if job.cancelled.load(Ordering::Relaxed) || (job.is_done() && matches!(work, Work::Whole)) {
             return;
         }
         job.mark_started();
+        // Held (allocated, every page written) while the item is proved; freed on return.
+        let _working_set = WorkingSet::allocate(self.effective.working_set, &self.mem_used);
         let srs_start = Instant::now();
         let groth = match self.ensure_srs(&inputs.circuit_id()) {
             Ok((groth, _, _)) => groth,
@@ -373,7 +498,7 @@ impl Engine {
     /// partition keeps its own proof, like the incident where all 10 partitions were invalid.
     /// Without the fault, or with one worker, the bytes pass through untouched.
     fn through_scratch(&self, bytes: Vec<u8>) -> Vec<u8> {
-        if !(self.faults.on("partition-race") && self.config.synthesis.partition_workers > 1) {
+        if !(self.faults.on("partition-race") && self.effective.partition_workers > 1) {
             return bytes;
         }
         let mut scratch = self.scratch.lock().expect("scratch lock");
@@ -427,5 +552,174 @@ impl Engine {
         } else {
             self.metrics.failed.fetch_add(1, Ordering::Relaxed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inputs() -> Arc<Inputs> {
+        Arc::new(Inputs::Wpost { randomness: [0; 32], prover_id: [0; 32], miner_id: 0, sectors: Vec::new(), parts: Vec::new() })
+    }
+
+    /// Queues a job of `partitions` items (0 = one monolithic item) and returns its seq.
+    fn push(q: &mut Queue, seq: u64, id: &str, priority: u8, partitions: usize) -> u64 {
+        let job = Job::new(id.into(), seq, "WINDOW_POST_PARTITION");
+        if partitions == 0 {
+            q.items.push(WorkItem { job, inputs: inputs(), work: Work::Whole, priority, partition: 0 });
+        } else {
+            let a = Assembler::new(partitions);
+            for k in 0..partitions {
+                let work = Work::Partition { k, assembler: Arc::clone(&a), shared_key: None };
+                q.items.push(WorkItem { job: Arc::clone(&job), inputs: inputs(), work, priority, partition: k });
+            }
+        }
+        seq
+    }
+
+    fn policy() -> Policy {
+        Policy { by_priority: true, serialize: false, inflight_limit: None, limit_counts_ids: false, budget_slots: None }
+    }
+
+    /// Takes (and immediately releases) every item: the order a single worker proves them in.
+    fn drain(q: &mut Queue, p: &Policy) -> Vec<(u64, usize)> {
+        let mut out = Vec::new();
+        while let Some(i) = q.take(p) {
+            out.push((i.job.seq, i.partition));
+            q.release(i.job.kind, &i.job.id);
+            if q.active_job == Some(i.job.seq) && !q.items.iter().any(|x| x.job.seq == i.job.seq) {
+                q.active_job = None; // what Engine::end does once the job finishes
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn highest_priority_first_then_fifo_then_partition() {
+        let mut q = Queue::default();
+        push(&mut q, 1, "a", 2, 2); // NORMAL, 2 partitions
+        push(&mut q, 2, "b", 3, 0); // HIGH
+        push(&mut q, 3, "c", 1, 0); // LOW
+        push(&mut q, 4, "d", 3, 2); // HIGH, 2 partitions
+        push(&mut q, 5, "e", 4, 0); // CRITICAL
+        assert_eq!(drain(&mut q, &policy()), vec![(5, 0), (2, 0), (4, 0), (4, 1), (1, 0), (1, 1), (3, 0)]);
+    }
+
+    #[test]
+    fn submission_order_not_insertion_order_within_a_priority() {
+        let mut q = Queue::default();
+        push(&mut q, 7, "late-insert", 2, 0);
+        push(&mut q, 6, "early-seq", 2, 0);
+        assert_eq!(drain(&mut q, &policy()), vec![(6, 0), (7, 0)]);
+    }
+
+    #[test]
+    fn fifo_when_priority_is_ignored() {
+        let mut q = Queue::default();
+        push(&mut q, 1, "a", 1, 2);
+        push(&mut q, 2, "b", 4, 0);
+        push(&mut q, 3, "c", 3, 1);
+        let fifo = Policy { by_priority: false, ..policy() };
+        assert_eq!(drain(&mut q, &fifo), vec![(1, 0), (1, 1), (2, 0), (3, 0)]);
+    }
+
+    #[test]
+    fn ignore_priority_applies_to_pipeline_mode_only() {
+        use crate::memory::{Budget, BudgetSource};
+        let mut e = Effective {
+            pipeline_enabled: true,
+            partition_workers: 2,
+            max_parallel_synthesis: 0,
+            budget: Budget { total_bytes: 1 << 30, source: BudgetSource::Config, detail: String::new() },
+            working_set: 0,
+            warnings: Vec::new(),
+        };
+        let f = Faults::parse("ignore-priority,serialize-pipeline").unwrap();
+        let p = Policy::of(&e, &f);
+        assert!(!p.by_priority && p.serialize);
+        e.pipeline_enabled = false;
+        let p = Policy::of(&e, &f);
+        assert!(p.by_priority && !p.serialize);
+        assert!(Policy::of(&e, &Faults::default()).by_priority);
+        e.max_parallel_synthesis = 2;
+        e.working_set = 256 << 20;
+        let p = Policy::of(&e, &Faults::parse("exceed-inflight").unwrap());
+        assert_eq!((p.inflight_limit, p.budget_slots, p.limit_counts_ids), (Some(2), Some(4), true));
+    }
+
+    #[test]
+    fn serialize_keeps_to_the_active_job_then_takes_the_highest_priority() {
+        let mut q = Queue::default();
+        let p = Policy { serialize: true, ..policy() };
+        push(&mut q, 1, "a", 2, 2);
+        let first = q.take(&p).unwrap();
+        assert_eq!((first.job.seq, first.partition), (1, 0));
+        // A CRITICAL job arrives while job 1 is active: job 1's items still go first.
+        push(&mut q, 2, "b", 2, 1);
+        push(&mut q, 3, "c", 4, 1);
+        let second = q.take(&p).unwrap();
+        assert_eq!((second.job.seq, second.partition), (1, 1));
+        assert!(q.take(&p).is_none(), "nothing of the active job is pending");
+        q.release(first.job.kind, &first.job.id);
+        q.release(second.job.kind, &second.job.id);
+        q.active_job = None;
+        assert_eq!(drain(&mut q, &p), vec![(3, 0), (2, 0)]);
+    }
+
+    #[test]
+    fn inflight_limit_counts_items() {
+        let mut q = Queue::default();
+        let p = Policy { inflight_limit: Some(2), ..policy() };
+        push(&mut q, 1, "a", 2, 3);
+        push(&mut q, 2, "a", 2, 1);
+        let a = q.take(&p).unwrap();
+        let _b = q.take(&p).unwrap();
+        assert!(q.take(&p).is_none(), "limit of 2 items reached");
+        assert_eq!(q.active, 2);
+        q.release(a.job.kind, &a.job.id);
+        assert!(q.take(&p).is_some());
+        assert!(q.take(&p).is_none());
+        assert_eq!(q.in_progress.get("WINDOW_POST_PARTITION"), Some(&2));
+    }
+
+    #[test]
+    fn exceed_inflight_counts_request_ids() {
+        let mut q = Queue::default();
+        let p = Policy { inflight_limit: Some(1), limit_counts_ids: true, ..policy() };
+        push(&mut q, 1, "porep-1000-1", 2, 2);
+        push(&mut q, 2, "porep-1000-1", 2, 1); // a retry with the same id
+        push(&mut q, 3, "porep-1000-2", 2, 1);
+        let taken: Vec<_> = std::iter::from_fn(|| q.take(&p)).collect();
+        // Both partitions of job 1 and job 2 (same id) slip past a limit of 1.
+        assert_eq!(taken.iter().map(|i| (i.job.seq, i.partition)).collect::<Vec<_>>(), vec![(1, 0), (1, 1), (2, 0)]);
+        assert_eq!((q.active, q.active_ids.len()), (3, 1));
+        for i in &taken {
+            q.release(i.job.kind, &i.job.id);
+        }
+        assert!(q.active_ids.is_empty());
+        assert_eq!(q.take(&p).map(|i| i.job.seq), Some(3));
+    }
+
+    #[test]
+    fn budget_gate_counts_items_even_with_exceed_inflight() {
+        let mut q = Queue::default();
+        let p = Policy { budget_slots: Some(1), inflight_limit: Some(4), limit_counts_ids: true, ..policy() };
+        push(&mut q, 1, "a", 2, 2);
+        let a = q.take(&p).unwrap();
+        assert!(q.take(&p).is_none(), "one working set fits the budget");
+        q.release(a.job.kind, &a.job.id);
+        assert!(q.take(&p).is_some());
+    }
+
+    #[test]
+    fn queue_position_counts_items_taken_before() {
+        let mut q = Queue::default();
+        let p = policy();
+        push(&mut q, 1, "a", 2, 2);
+        push(&mut q, 2, "b", 3, 1);
+        assert_eq!(q.ahead_of(&p, (Reverse(4), 3, 0)), 0);
+        assert_eq!(q.ahead_of(&p, (Reverse(2), 3, 0)), 3);
+        assert_eq!(q.ahead_of(&p, (Reverse(3), 3, 0)), 1);
     }
 }

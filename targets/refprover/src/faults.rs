@@ -12,6 +12,11 @@ pub const KNOWN_FAULTS: &[&str] = &[
     "serialize-pipeline",
     "queue-deadlock",
     "shared-witness",
+    "ignore-priority",
+    "exceed-inflight",
+    "host-memory",
+    "env-bool",
+    "ignore-deprecated",
 ];
 
 /// The set of enabled faults.
@@ -64,5 +69,7 @@ mod tests {
         assert!(f.on("partition-race") && f.on("no-self-check") && !f.on("shared-assembler"));
         let err = Faults::parse("partition-rase").unwrap_err().to_string();
         assert!(err.contains("partition-rase") && err.contains("shared-assembler"));
+        let f = Faults::parse("ignore-priority,exceed-inflight,host-memory,env-bool,ignore-deprecated").unwrap();
+        assert_eq!(f.names().len(), 5);
     }
 }

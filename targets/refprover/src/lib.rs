@@ -7,6 +7,7 @@ pub mod engine;
 pub mod faults;
 pub mod metrics;
 pub mod job;
+pub mod memory;
 pub mod params;
 pub mod porep;
 pub mod request;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Parser;
-use refprover::{config, engine::Engine, faults::Faults, params, proto, server, status_http};
+use refprover::{config, engine::Engine, faults::Faults, memory, params, proto, server, status_http};
 
 #[derive(Parser, Debug)]
 #[command(name = "refprover", version, about = "Reference prover daemon speaking the cuzk gRPC interface")]
@@ -32,7 +32,7 @@ fn run() -> anyhow::Result<()> {
     let explicit = args.config.is_some();
     let path = args.config.unwrap_or_else(|| PathBuf::from("/data/zk/cuzk.toml"));
     let loaded = config::load(&path, explicit)?;
-    let mut cfg = loaded.config;
+    let mut cfg = loaded.config.clone();
     if let Some(l) = args.listen {
         cfg.daemon.listen = l;
     }
@@ -52,15 +52,30 @@ fn run() -> anyhow::Result<()> {
     for key in &loaded.ignored_keys {
         tracing::warn!(key = %key, "ignored config key: refprover does not know it");
     }
+    let disable_pipeline = std::env::var_os(config::DISABLE_PIPELINE_ENV).map(|v| v.to_string_lossy().into_owned());
+    let effective = config::resolve(&loaded, &faults, disable_pipeline.as_deref(), &memory::HostMemory::read())?;
+    for w in &effective.warnings {
+        tracing::warn!("{w}");
+    }
     tracing::info!(
         config = %path.display(),
         listen = %cfg.daemon.listen,
         param_cache = %cfg.srs.param_cache,
-        pipeline = cfg.pipeline.enabled,
-        partition_workers = cfg.synthesis.partition_workers,
+        pipeline = effective.pipeline_enabled,
+        partition_workers = effective.partition_workers,
+        max_parallel_synthesis = effective.max_parallel_synthesis,
         self_check = cfg.pipeline.self_check,
         faults = ?faults.names(),
+        ignored_keys = ?loaded.ignored_keys,
         "refprover starting"
+    );
+    tracing::info!(
+        total_bytes = effective.budget.total_bytes,
+        source = effective.budget.source.as_str(),
+        detail = %effective.budget.detail,
+        partition_working_set = effective.working_set,
+        budget_slots = ?effective.budget_slots(),
+        "memory budget"
     );
     let addr: std::net::SocketAddr = cfg
         .daemon
@@ -69,7 +84,7 @@ fn run() -> anyhow::Result<()> {
         .parse()
         .map_err(|e| anyhow::anyhow!("daemon.listen {:?} is not host:port: {e}", cfg.daemon.listen))?;
     let status_listen = cfg.daemon.status_listen.clone();
-    let engine = Engine::start(cfg, faults, loaded.ignored_keys);
+    let engine = Engine::start(cfg, effective, faults, loaded.ignored_keys);
 
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(async move {

@@ -139,3 +139,44 @@ impl Inputs {
         }
     }
 }
+
+/// The scheduling priority of a request, as cuzk takes it: the request's `priority`
+/// (LOW = 1, NORMAL = 2, HIGH = 3, CRITICAL = 4) as given; UNSPECIFIED (0) or an unknown value
+/// means the proof kind's default: WinningPoSt CRITICAL, WindowPoSt HIGH, PoRep and SnapDeals
+/// (and anything else) NORMAL. Higher is scheduled first.
+pub fn effective_priority(priority: i32, proof_kind: i32) -> u8 {
+    use crate::proto::Priority;
+    match Priority::try_from(priority) {
+        Ok(Priority::Low) => 1,
+        Ok(Priority::Normal) => 2,
+        Ok(Priority::High) => 3,
+        Ok(Priority::Critical) => 4,
+        Ok(Priority::Unspecified) | Err(_) => match ProofKind::try_from(proof_kind) {
+            Ok(ProofKind::WinningPost) => Priority::Critical as u8,
+            Ok(ProofKind::WindowPostPartition) => Priority::High as u8,
+            _ => Priority::Normal as u8,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn priority_defaults_by_kind() {
+        let k = |p: ProofKind| p as i32;
+        assert_eq!(effective_priority(0, k(ProofKind::WinningPost)), 4);
+        assert_eq!(effective_priority(0, k(ProofKind::WindowPostPartition)), 3);
+        assert_eq!(effective_priority(0, k(ProofKind::PorepSealCommit)), 2);
+        assert_eq!(effective_priority(0, k(ProofKind::SnapDealsUpdate)), 2);
+        assert_eq!(effective_priority(0, k(ProofKind::Unspecified)), 2);
+        // Given priorities are used as given, whatever the kind.
+        assert_eq!(effective_priority(1, k(ProofKind::WinningPost)), 1);
+        assert_eq!(effective_priority(4, k(ProofKind::PorepSealCommit)), 4);
+        assert_eq!(effective_priority(2, k(ProofKind::WindowPostPartition)), 2);
+        assert_eq!(effective_priority(3, k(ProofKind::PorepSealCommit)), 3);
+        // Out of range: treated as unspecified.
+        assert_eq!(effective_priority(9, k(ProofKind::WindowPostPartition)), 3);
+    }
+}

@@ -1,5 +1,6 @@
 //! Optional HTTP `GET /status` (JSON) on `daemon.status_listen`, as cuzk offers: counters, the
-//! effective param cache, enabled faults and the config keys that were ignored.
+//! effective param cache, what the daemon effectively does (pipeline, workers, limits), cuzk's
+//! `memory` and `synthesis` objects, enabled faults and the config keys that were ignored.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -14,14 +15,26 @@ pub fn status_json(e: &Engine) -> serde_json::Value {
     let depth = e.queue_depth();
     let pending: u32 = depth.iter().map(|d| d.pending).sum();
     let in_progress: u32 = depth.iter().map(|d| d.in_progress).sum();
+    let eff = &e.effective;
+    let used = e.memory_used();
     serde_json::json!({
         "uptime_seconds": e.started.elapsed().as_secs(),
         "total_proofs_completed": e.metrics.completed.load(Ordering::Relaxed),
         "total_proofs_failed": e.metrics.failed.load(Ordering::Relaxed),
         "queue": {"pending": pending, "in_progress": in_progress},
         "param_cache": crate::params::param_cache(),
-        "pipeline_enabled": e.config.pipeline.enabled,
-        "partition_workers": e.config.synthesis.partition_workers,
+        // What the daemon does, after REFPROVER_DISABLE_PIPELINE and the faults.
+        "pipeline_enabled": eff.pipeline_enabled,
+        "partition_workers": eff.partition_workers,
+        "max_parallel_synthesis": eff.max_parallel_synthesis,
+        "memory_budget_source": eff.budget.source.as_str(),
+        // cuzk's shapes.
+        "memory": {
+            "total_bytes": eff.budget.total_bytes,
+            "used_bytes": used,
+            "available_bytes": eff.budget.total_bytes.saturating_sub(used),
+        },
+        "synthesis": {"max_concurrent": eff.max_concurrent(), "active": e.active_items()},
         "faults": e.faults.names(),
         "ignored_keys": e.ignored_keys,
     })

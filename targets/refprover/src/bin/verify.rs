@@ -90,6 +90,7 @@ fn verify_item(vks: &mut Vks, it: &Item) -> Result<Vec<bool>> {
     let prover_id = wpost::prover_id(it.miner_id);
     match it.proof_kind.as_str() {
         "WINDOW_POST_PARTITION" => {
+            ensure!(!it.sectors.is_empty(), "no partition to verify (no sectors)");
             let randomness = hex32(it.randomness.as_ref(), "randomness")?;
             let sectors = it
                 .sectors
@@ -108,11 +109,21 @@ fn verify_item(vks: &mut Vks, it: &Item) -> Result<Vec<bool>> {
                 seed: hex32(it.seed.as_ref(), "seed")?,
                 partitions: it.partitions.unwrap_or(1),
             };
+            ensure!(pi.partitions > 0, "no partition to verify (partitions = 0)");
             let circuit = porep::circuit_id(pi.partitions);
             porep::verify_partitions(vks.get(&circuit)?, &pi, &proof)
         }
         other => anyhow::bail!("proof kind {other} not supported (POREP_SEAL_COMMIT, WINDOW_POST_PARTITION)"),
     }
+}
+
+/// The verdict over per-partition results: valid only when there is at least one partition and
+/// every partition verifies (an empty list is not a proof: "no partition to verify").
+fn verdict(parts: &[bool]) -> (bool, Option<&'static str>) {
+    if parts.is_empty() {
+        return (false, Some("no partition to verify"));
+    }
+    (parts.iter().all(|p| *p), None)
 }
 
 fn main() {
@@ -133,10 +144,25 @@ fn main() {
         .items
         .iter()
         .map(|it| match verify_item(&mut vks, it) {
-            Ok(parts) => json!({"id": it.id, "valid": parts.iter().all(|p| *p), "partitions": parts, "error": null}),
+            Ok(parts) => {
+                let (valid, error) = verdict(&parts);
+                json!({"id": it.id, "valid": valid, "partitions": parts, "error": error})
+            }
             Err(e) => json!({"id": it.id, "valid": false,
                              "partitions": vec![false; expected_partitions(it)], "error": format!("{e:#}")}),
         })
         .collect();
     println!("{}", json!({"results": results}));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::verdict;
+
+    #[test]
+    fn an_empty_partition_list_is_not_valid() {
+        assert_eq!(verdict(&[]), (false, Some("no partition to verify")));
+        assert_eq!(verdict(&[true, true]), (true, None));
+        assert_eq!(verdict(&[true, false]), (false, None));
+    }
 }

@@ -1,0 +1,258 @@
+"""Behaviour, per profile: what the daemon really does, against what the profile asked for.
+
+Read from the daemon's own figures, sampled by the hang guard during every flow (``GetStatus``
+work items pending and in progress, ``cuzk_running_jobs``), its ``GET /status`` and
+``docker stats``, so a silently changed proving path shows up in the default run:
+
+* ``priority``: cuzk schedules by priority, then FIFO (WinningPoSt CRITICAL, WindowPoSt HIGH,
+  PoRep and Snap NORMAL; a WinningPoSt that waits behind queued work loses the block:
+  bellperson #291, lotus #9727). With NORMAL jobs queued beyond what the daemon proves at once,
+  a HIGH job submitted last must start before every NORMAL job still queued when it arrived,
+  and complete within :data:`PRIORITY_BOUND` x its solo latency.
+* ``mode``: the proving mode and worker count the daemon reports, and the work items it was
+  seen proving at once, match the profile's ``pipeline.enabled``, ``synthesis.partition_workers``,
+  ``pipeline.max_parallel_synthesis`` and concurrency (a profile that asks for 4 partition
+  workers and pipeline mode but is seen proving one partition at a time fails).
+* ``in-flight``: the work items in progress never exceed the limit the config sets
+  (``pipeline.max_parallel_synthesis``) or the daemon reports (``/status`` synthesis
+  max_concurrent), over every flow so far, colliding-id bursts included.
+* ``resources`` (profiles with ``mem_limit`` or ``cpus``): the peak memory and CPU under the
+  limits; an OOM kill fails with the limit and the peak, a peak above 90 % of the memory limit
+  is a warning.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from harness.drivers.base import Mode
+from harness.model.jobs import FlowRecord, JobRecord, JobSpec, StatusSample
+from harness.model.oracles import OracleRecord
+from harness.model.profile import Profile
+from harness.model.status import Outcome
+
+from .base import Evidence, Recorder
+
+__all__ = ["ORACLES", "PRIORITY_BOUND", "evaluate", "requested"]
+
+ORACLES = ("priority", "mode", "in-flight", "resources")
+#: A high-priority job's latency under queued lower-priority work, over its solo latency, that
+#: a correct non-preemptive scheduler stays within: it waits at most for the items already being
+#: proved, sharing the CPU with them. Measured on the clean image (README, 'Behaviour').
+PRIORITY_BOUND = 4.0
+#: Clock slack when comparing start times (daemon-reported queue waits are whole ms), seconds.
+SLACK_S = 0.05
+MODE_KEYS = ("config.pipeline.enabled", "config.synthesis.partition_workers",
+             "config.pipeline.max_parallel_synthesis", "concurrency", "env")
+
+
+def _limit(profile: Profile) -> int:
+    return int(profile.effective_config().get("pipeline", {}).get("max_parallel_synthesis") or 0)
+
+
+def requested(profile: Profile, partitions: int) -> dict[str, Any]:
+    """What the profile asks of the daemon: mode, workers, in-flight limit (0 = none),
+    concurrency, and the most work items that gives at once (``expected``)."""
+    cfg = profile.effective_config()
+    pipeline = bool(cfg.get("pipeline", {}).get("enabled"))
+    workers = int(cfg.get("synthesis", {}).get("partition_workers") or 1)
+    limit = _limit(profile)
+    expected = min(workers, limit or workers,
+                   profile.concurrency * (partitions if pipeline else 1))
+    return {"pipeline": pipeline, "workers": workers, "limit": limit,
+            "concurrency": profile.concurrency, "expected": expected}
+
+
+def _peak(flows: Sequence[FlowRecord]) -> tuple[int, str, int, int]:
+    """(most items in progress, where, samples, most cuzk_running_jobs) over ``flows``."""
+    best: tuple[int, str] = (0, "")
+    running, n = 0, 0
+    for f in flows:
+        for s in f.samples:
+            n += 1
+            running = max(running, s.running_jobs or 0)
+            if s.in_progress > best[0]:
+                best = (s.in_progress, f"{f.name}{' ' + f.label if f.label else ''} at "
+                                       f"{s.t_ms / 1000:.1f} s")
+    return best[0], best[1], n, running
+
+
+def _start_s(j: JobRecord) -> float:
+    return j.started_unix_s + j.queue_wait_ms / 1000.0
+
+
+def _priority(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
+    p, driver = ev.profiles[name], ev.driver(name)
+    if not driver.chooses_ids or Mode.SUBMIT_AWAIT not in driver.modes:
+        rec("priority", name, Outcome.SKIPPED, f"the {driver.name} driver sends no priority "
+            "(cuzk-bench sends UNSPECIFIED) and cannot queue jobs first; run the profile with "
+            "driver 'grpc' to check priority")
+        return
+    jobs = ev.workload(workload).jobs
+    wl_flow = ev.run(name, workload).workload_flow
+    cap = max(1, _peak([wl_flow] if wl_flow else [])[0])
+    req = requested(p, ev.workload(workload).partitions)
+    per_job = ev.workload(workload).partitions if req["pipeline"] else 1
+    n_low = math.ceil(cap / per_job) + max(1, p.concurrency)
+    solo = ev.send(name, workload, [JobSpec(index=0, job=jobs[0].name, priority="HIGH")],
+                   name="priority-solo", concurrency=1)
+    specs = [JobSpec(index=i, job=jobs[i % len(jobs)].name, priority="NORMAL")
+             for i in range(n_low)]
+    specs.append(JobSpec(index=n_low, job=jobs[n_low % len(jobs)].name, priority="HIGH"))
+    flow = ev.send(name, workload, specs, name="priority", mode=Mode.SUBMIT_AWAIT,
+                   concurrency=len(specs))
+    high = next(j for j in flow.jobs if j.index == n_low)
+    lows = [j for j in flow.jobs if j.index < n_low]
+    head = (f"priority on profile {name!r} ({workload}): {n_low} NORMAL job(s) queued behind "
+            f"{cap} work item(s) in progress, then one HIGH job")
+    base: dict[str, Any] = {"n_low": n_low, "capacity": cap, "high": high.request_id}
+    if not solo.jobs[0].completed or not high.completed:
+        bad = solo.jobs[0] if not solo.jobs[0].completed else high
+        rec("priority", name, Outcome.ERROR, f"{head}: nothing to judge: the HIGH job came back "
+            f"{bad.status.value}: {bad.error or '(no text)'}", evidence=base)
+        return
+    arrived, started = high.started_unix_s, _start_s(high)
+    queued = [j for j in lows if j.completed and _start_s(j) > arrived + SLACK_S]
+    jumped = [j for j in queued if _start_s(j) < started - SLACK_S]
+    ratio = high.wall_ms / max(1.0, solo.jobs[0].wall_ms)
+    ev_ = {**base, "solo_ms": solo.jobs[0].wall_ms, "high_ms": high.wall_ms,
+           "ratio": round(ratio, 3), "bound": PRIORITY_BOUND, "queued_at_arrival": len(queued),
+           "started_before_high": [j.request_id for j in jumped]}
+    figs = (f"the HIGH job started {started - arrived:.2f} s after it arrived and took "
+            f"{high.wall_ms:.0f} ms, {ratio:.2f}x its solo {solo.jobs[0].wall_ms:.0f} ms "
+            f"(bound {PRIORITY_BOUND}x)")
+    if not queued:
+        rec("priority", name, Outcome.ERROR, f"{head}: nothing to judge: no NORMAL job was still "
+            f"queued when the HIGH one arrived (the daemon took all {n_low} at once); {figs}",
+            evidence=ev_)
+    elif jumped:
+        rec("priority", name, Outcome.FAIL, f"{head}: {len(jumped)} of the {len(queued)} NORMAL "
+            f"job(s) still queued when the HIGH job arrived started before it ("
+            + ", ".join(f"{j.request_id} at +{_start_s(j) - arrived:.2f} s" for j in jumped[:4])
+            + f"); {figs}; the daemon schedules FIFO, not by priority: a WinningPoSt would miss "
+            "its deadline", evidence=ev_, names=MODE_KEYS[:1])
+    elif ratio > PRIORITY_BOUND:
+        rec("priority", name, Outcome.FAIL, f"{head}: {figs}: beyond the bound; it waited for "
+            "more than the work already in progress", evidence=ev_, names=MODE_KEYS[:1])
+    else:
+        rec("priority", name, Outcome.PASS, f"{head}: it started before all {len(queued)} "
+            f"NORMAL job(s) still queued; {figs}", evidence=ev_)
+
+
+def _mode(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
+    req = requested(ev.profiles[name], ev.workload(workload).partitions)
+    wl_flow = ev.run(name, workload).workload_flow
+    seen, where, n, running = _peak([wl_flow] if wl_flow else [])
+    facts = ev.facts(name)
+    status = facts.status if facts and facts.status else {}
+    rep_pipeline, rep_workers = status.get("pipeline_enabled"), status.get("partition_workers")
+    ev_ = {"requested": req, "observed_max_in_progress": seen, "samples": n,
+           "max_running_jobs": running, "reported_pipeline": rep_pipeline,
+           "reported_workers": rep_workers, "srs_loaded": list(facts.srs_loaded) if facts else []}
+    asked = (f"asked for pipeline.enabled={req['pipeline']}, {req['workers']} partition worker(s)"
+             + (f", at most {req['limit']} in flight" if req["limit"] else "")
+             + f", concurrency {req['concurrency']}: up to {req['expected']} work item(s) at once")
+    head = f"mode of profile {name!r} on {workload}: {asked}"
+    if n == 0:
+        rec("mode", name, Outcome.ERROR, f"{head}; nothing to judge: no GetStatus sample during "
+            "the workload run", evidence=ev_)
+        return
+    problems = []
+    if rep_pipeline is not None and bool(rep_pipeline) != req["pipeline"]:
+        problems.append(f"the daemon reports pipeline_enabled={rep_pipeline}")
+    if rep_workers is not None and int(rep_workers) != req["workers"]:
+        problems.append(f"the daemon reports {rep_workers} partition worker(s)")
+    if req["expected"] >= 2 and seen <= 1:
+        problems.append(f"it was seen proving one work item at a time ({n} samples)")
+    elif seen > req["expected"]:
+        problems.append(f"it was seen proving {seen} work items at once ({where})")
+    seen_line = f"observed: at most {seen} work item(s) in progress ({n} samples)"
+    if problems:
+        rec("mode", name, Outcome.FAIL, f"{head}; but {'; '.join(problems)}\n  requested: "
+            f"{req}\n  {seen_line}, daemon reports pipeline_enabled={rep_pipeline}, "
+            f"partition_workers={rep_workers}; a key or env value the daemon reads differently "
+            "changed the proving path", evidence=ev_, names=MODE_KEYS)
+    else:
+        rec("mode", name, Outcome.PASS, f"{head}; {seen_line}, as asked", evidence=ev_)
+
+
+def _in_flight(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
+    flows = ev.flows(name, workload)
+    seen, where, n, running = _peak(flows)
+    facts = ev.facts(name)
+    status = facts.status if facts and facts.status else {}
+    reported = (status.get("synthesis") or {}).get("max_concurrent")
+    limit, source = _limit(ev.profiles[name]), "pipeline.max_parallel_synthesis"
+    if not limit and reported:
+        limit, source = int(reported), "the daemon's /status synthesis.max_concurrent"
+    ev_ = {"limit": limit, "limit_source": source, "observed_max_in_progress": seen,
+           "where": where, "samples": n, "max_running_jobs": running, "flows": len(flows)}
+    head = f"in-flight work on profile {name!r} ({workload}, {len(flows)} flow(s), {n} samples)"
+    if n == 0:
+        rec("in-flight", name, Outcome.ERROR, f"{head}: nothing to judge: no GetStatus sample",
+            evidence=ev_)
+    elif not limit:
+        rec("in-flight", name, Outcome.PASS, f"{head}: no limit configured or reported; at most "
+            f"{seen} work item(s) in progress, cuzk_running_jobs at most {running}", evidence=ev_)
+    elif seen > limit:
+        rec("in-flight", name, Outcome.FAIL, f"{head}: {seen} work items in progress ({where}) "
+            f"but {source} = {limit}; cuzk_running_jobs reached {running}. The daemon admits "
+            "more than its configured limit (curio a3bb5641: MaxPending 15, 44 claimed)",
+            evidence=ev_, names=("config.pipeline.max_parallel_synthesis", "job_ids",
+                                 "concurrency"))
+    else:
+        rec("in-flight", name, Outcome.PASS, f"{head}: at most {seen} work item(s) in progress, "
+            f"within {source} = {limit}", evidence=ev_)
+
+
+def _mib(n: int | float | None) -> str:
+    return f"{(n or 0) / 2 ** 20:.0f} MiB"
+
+
+def _resources(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
+    facts = ev.facts(name) or ev.run(name, workload).daemon
+    use = facts.resources if facts else None
+    p = ev.profiles[name]
+    head = f"resources of profile {name!r} (mem_limit={p.mem_limit}, cpus={p.cpus})"
+    if facts is None or use is None or use.samples == 0:
+        rec("resources", name, Outcome.ERROR, f"{head}: nothing to judge: no docker stats "
+            "sample of the daemon")
+        return
+    ev_: dict[str, Any] = {"peak_mem_bytes": use.peak_mem_bytes, "mem_limit_bytes":
+                           use.mem_limit_bytes, "peak_cpu_cores": use.peak_cpu_cores,
+                           "cpus": use.cpus, "samples": use.samples}
+    figs = (f"peak memory {_mib(use.peak_mem_bytes)} of {_mib(use.mem_limit_bytes)}, peak CPU "
+            f"{use.peak_cpu_cores:.2f} of {use.cpus or 'unlimited'} core(s), {use.samples} samples")
+    if facts.state.get("OOMKilled"):
+        rec("resources", name, Outcome.FAIL, f"{head}: OOM-killed; {figs} before the kill: the "
+            "daemon sizes its work beyond the container's limit (does it read the host's memory "
+            "instead of the cgroup's?)", evidence=ev_, names=("mem_limit", "config.memory"))
+        return
+    if use.mem_limit_bytes and use.peak_mem_bytes > 0.9 * use.mem_limit_bytes:
+        ev_["warning"] = f"peak memory {_mib(use.peak_mem_bytes)} is above 90 % of the limit"
+        rec("resources", name, Outcome.PASS, f"{head}: WARNING: {ev_['warning']}; {figs}",
+            evidence=ev_)
+        return
+    rec("resources", name, Outcome.PASS, f"{head}: {figs}", evidence=ev_)
+
+
+def evaluate(ev: Evidence, workload: str) -> list[OracleRecord]:
+    """The behaviour records of every profile on ``workload`` (``resources`` only where the
+    profile sets ``mem_limit`` or ``cpus``); a blocked profile is skipped with the reason."""
+    rec = Recorder(ev, "behaviour", workload)
+    for name, p in ev.profiles.items():
+        limited = p.mem_limit is not None or p.cpus is not None
+        why = ev.blocked(name, workload)
+        if why is not None:
+            if limited:  # a daemon that died under its limit is what this oracle explains
+                _resources(ev, rec, name, workload)
+            rec.skip_all([o for o in ORACLES if o != "resources"], name, why)
+            continue
+        _priority(ev, rec, name, workload)
+        _mode(ev, rec, name, workload)
+        _in_flight(ev, rec, name, workload)
+        if limited:
+            _resources(ev, rec, name, workload)
+    return rec.records

@@ -1,0 +1,84 @@
+"""A small typed stand-in for the differential session (``harness.oracles.base.Evidence``), for
+oracle tests in the unit tier where no daemon can run: canned runs, flows and daemon facts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from msgspec.structs import replace
+
+from harness.drivers.base import Mode
+from harness.drivers.deadlines import Deadlines
+from harness.model.jobs import FlowRecord, JobSpec
+from harness.model.profile import Profile
+from harness.model.profile_file import load_profiles
+from harness.model.runs import DaemonFacts, RunRecord
+from harness.model.workload import Workload, load_workload
+
+
+@dataclass
+class FakeDriver:
+    name: str = "grpc"
+    chooses_ids: bool = True
+    modes: frozenset[Mode] = frozenset({Mode.PROVE, Mode.SUBMIT_AWAIT})
+
+
+@dataclass
+class FakeEvidence:
+    """``runs[profile]``: the workload run; ``sent[name]``: the flow ``send`` returns for a flow
+    of that name (recorded in ``calls``); ``status[profile]``: the daemon's /status JSON."""
+
+    profiles: Mapping[str, Profile]
+    workload_file: Path
+    runs: dict[str, RunRecord] = field(default_factory=dict)
+    sent: dict[str, FlowRecord] = field(default_factory=dict)
+    status: dict[str, dict[str, Any]] = field(default_factory=dict)
+    drivers: dict[str, FakeDriver] = field(default_factory=dict)
+    calls: list[tuple[str, list[JobSpec]]] = field(default_factory=list)
+    image_slot: str = ""
+    param_cache: Path = Path("/nonexistent")
+    params_manifest: Path | None = None
+    runner: Any = None
+
+    def log(self, line: str) -> None:
+        pass
+
+    def workload(self, name: str) -> Workload:
+        return load_workload(self.workload_file)
+
+    def daemon(self, profile: str) -> Any:
+        raise NotImplementedError
+
+    def driver(self, profile: str) -> FakeDriver:
+        return self.drivers.get(profile, FakeDriver())
+
+    def deadlines(self, profile: str) -> Deadlines:
+        return Deadlines()
+
+    def run(self, profile: str, workload: str) -> RunRecord:
+        return self.runs[profile]
+
+    def flows(self, profile: str, workload: str) -> list[FlowRecord]:
+        return [*self.runs[profile].flows, *(f for n, f in self.sent.items()
+                                             if any(c[0] == n for c in self.calls))]
+
+    def facts(self, profile: str) -> DaemonFacts | None:
+        d = self.runs[profile].daemon
+        return replace(d, status=self.status.get(profile, d.status)) if d else None
+
+    def send(self, profile: str, workload: str, specs: Sequence[JobSpec], *, name: str,
+             label: str = "", concurrency: int, mode: Mode = Mode.PROVE,
+             cross: bool = False) -> FlowRecord:
+        self.calls.append((name, list(specs)))
+        return self.sent[name]
+
+    def blocked(self, profile: str, workload: str) -> str | None:
+        return None
+
+
+def refprover_profiles(*overrides: str) -> dict[str, Profile]:
+    """The shipped refprover profiles with ``--set`` overrides."""
+    return load_profiles("refprover", overrides)

@@ -1,0 +1,144 @@
+"""The behaviour oracles on canned runs (tests/unit/fakes.py): each passes on what a correct
+daemon shows, fails on the property's violation, and is an error, not a pass, on no input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from msgspec.structs import replace
+
+from harness.model.jobs import FlowRecord, JobRecord, StatusSample
+from harness.model.runs import ResourceUsage
+from harness.model.status import JobStatus, Outcome
+from harness.oracles import behaviour
+from harness.oracles.base import Recorder
+from tests.conftest import job, run
+from tests.unit.fakes import FakeDriver, FakeEvidence, refprover_profiles
+
+
+def _samples(*in_progress: int) -> tuple[StatusSample, ...]:
+    return tuple(StatusSample(250.0 * i, 4, n, 4) for i, n in enumerate(in_progress))
+
+
+def _ev(workload_file: Path, prod_in_progress: tuple[int, ...] = (1, 3, 3, 2),
+        bench_in_progress: tuple[int, ...] = (1, 1, 1), **kw: object) -> FakeEvidence:
+    runs = {}
+    for name, seen in (("bench", bench_in_progress), ("prod", prod_in_progress)):
+        r = run(name, [job(i) for i in range(4)])
+        runs[name] = replace(r, flows=(replace(r.flows[0], samples=_samples(*seen)),))
+    return FakeEvidence(profiles=refprover_profiles("prod.config.pipeline.max_parallel_synthesis=3"),
+                        workload_file=workload_file, runs=runs, **kw)  # type: ignore[arg-type]
+
+
+def _one(ev: FakeEvidence, fn: object, profile: str) -> list:  # type: ignore[type-arg]
+    rec = Recorder(ev, "behaviour", "wpost-2k")  # type: ignore[arg-type]
+    fn(ev, rec, profile, "wpost-2k")  # type: ignore[operator]
+    return rec.records
+
+
+def test_mode_passes_as_asked_and_fails_on_one_partition_at_a_time(workload_file: Path) -> None:
+    ev = _ev(workload_file)
+    (ok,) = _one(ev, behaviour._mode, "prod")
+    assert ok.outcome is Outcome.PASS and ok.evidence["requested"]["expected"] == 3
+    serial = _ev(workload_file, prod_in_progress=(1, 1, 1, 1))
+    (bad,) = _one(serial, behaviour._mode, "prod")
+    assert bad.outcome is Outcome.FAIL
+    assert "asked for pipeline.enabled=True, 4 partition worker(s), at most 3 in flight" in bad.message
+    assert "seen proving one work item at a time (4 samples)" in bad.message
+    assert "env" in bad.names and "config.pipeline.enabled" in bad.names
+    (bench,) = _one(ev, behaviour._mode, "bench")
+    assert bench.outcome is Outcome.PASS  # it asked for one at a time
+
+
+def test_mode_fails_when_the_daemon_reports_another_path(workload_file: Path) -> None:
+    ev = _ev(workload_file, status={"prod": {"pipeline_enabled": False, "partition_workers": 1}})
+    (bad,) = _one(ev, behaviour._mode, "prod")
+    assert bad.outcome is Outcome.FAIL
+    assert "reports pipeline_enabled=False" in bad.message and "1 partition worker" in bad.message
+
+
+def test_mode_and_in_flight_without_samples_are_errors(workload_file: Path) -> None:
+    ev = _ev(workload_file, prod_in_progress=())
+    assert _one(ev, behaviour._mode, "prod")[0].outcome is Outcome.ERROR
+    assert _one(ev, behaviour._in_flight, "prod")[0].outcome is Outcome.ERROR
+
+
+def test_in_flight_fails_past_the_configured_limit(workload_file: Path) -> None:
+    (ok,) = _one(_ev(workload_file), behaviour._in_flight, "prod")
+    assert ok.outcome is Outcome.PASS and "within pipeline.max_parallel_synthesis = 3" in ok.message
+    (bad,) = _one(_ev(workload_file, prod_in_progress=(3, 4, 4)), behaviour._in_flight, "prod")
+    assert bad.outcome is Outcome.FAIL
+    assert "4 work items in progress (workload at 0.2 s) but pipeline.max_parallel_synthesis = 3" \
+        in bad.message
+    (free,) = _one(_ev(workload_file), behaviour._in_flight, "bench")
+    assert free.outcome is Outcome.PASS and "no limit configured or reported" in free.message
+
+
+def _priority_flows(high_start_s: float, low_starts_s: list[float]) -> dict[str, FlowRecord]:
+    t0 = 1_700_000_000.0
+    lows = [JobRecord(index=i, job="wpost-0", request_id=f"low-{i}", status=JobStatus.COMPLETED,
+                      priority="NORMAL", started_unix_s=t0 + 0.001 * i,
+                      queue_wait_ms=int(s * 1000), wall_ms=3000.0)
+            for i, s in enumerate(low_starts_s)]
+    n = len(lows)
+    high = JobRecord(index=n, job="wpost-1", request_id="high", status=JobStatus.COMPLETED,
+                     priority="HIGH", started_unix_s=t0 + 0.01,
+                     queue_wait_ms=int((high_start_s - 0.01) * 1000), wall_ms=6000.0)
+    solo = JobRecord(index=0, job="wpost-0", request_id="solo", status=JobStatus.COMPLETED,
+                     priority="HIGH", wall_ms=2500.0)
+    return {"priority-solo": FlowRecord(name="priority-solo", jobs=(solo,)),
+            "priority": FlowRecord(name="priority", jobs=(*lows, high))}
+
+
+def test_priority_passes_when_the_high_job_goes_first(workload_file: Path) -> None:
+    # bench proves one item at a time: 1 NORMAL job runs, 1 waits, the HIGH one is sent last
+    ev = _ev(workload_file, sent=_priority_flows(3.0, [0.0, 6.0]))
+    (ok,) = _one(ev, behaviour._priority, "bench")
+    assert ok.outcome is Outcome.PASS, ok.message
+    assert "started before all 1 NORMAL job(s) still queued" in ok.message
+    (name, specs), = [c for c in ev.calls if c[0] == "priority"]
+    assert [s.priority for s in specs] == ["NORMAL", "NORMAL", "HIGH"]  # HIGH submitted last
+
+
+def test_priority_fails_on_fifo_and_on_a_blown_bound(workload_file: Path) -> None:
+    fifo = _ev(workload_file, sent=_priority_flows(6.0, [0.0, 3.0]))
+    (bad,) = _one(fifo, behaviour._priority, "bench")
+    assert bad.outcome is Outcome.FAIL and "started before it (low-1 at +2.99 s" in bad.message
+    slow = _priority_flows(3.0, [0.0, 6.0])
+    slow["priority"] = replace(slow["priority"], jobs=(*slow["priority"].jobs[:-1], replace(
+        slow["priority"].jobs[-1], wall_ms=2500.0 * (behaviour.PRIORITY_BOUND + 1))))
+    (late,) = _one(_ev(workload_file, sent=slow), behaviour._priority, "bench")
+    assert late.outcome is Outcome.FAIL and "beyond the bound" in late.message
+
+
+def test_priority_without_queued_work_or_through_bench_cli_is_not_a_pass(
+        workload_file: Path) -> None:
+    none_queued = _ev(workload_file, sent=_priority_flows(0.0, [0.0, 0.0]))
+    (err,) = _one(none_queued, behaviour._priority, "bench")
+    assert err.outcome is Outcome.ERROR and "no NORMAL job was still queued" in err.message
+    tool = _ev(workload_file, drivers={"bench": FakeDriver(name="bench-cli", chooses_ids=False)})
+    (skip,) = _one(tool, behaviour._priority, "bench")
+    assert skip.outcome is Outcome.SKIPPED and "cuzk-bench sends UNSPECIFIED" in skip.message
+
+
+def _with_use(ev: FakeEvidence, use: ResourceUsage | None, state: dict[str, object]) -> FakeEvidence:
+    r = ev.runs["prod"]
+    ev.runs["prod"] = replace(r, daemon=replace(r.daemon, resources=use, state=state))
+    return ev
+
+
+def test_resources_oom_warning_and_no_samples(workload_file: Path) -> None:
+    mib = 2 ** 20
+    oom = _with_use(_ev(workload_file), ResourceUsage(mem_limit_bytes=512 * mib,
+                    peak_mem_bytes=500 * mib, peak_cpu_cores=1.9, samples=7),
+                    {"Status": "exited", "ExitCode": 137, "OOMKilled": True})
+    (bad,) = _one(oom, behaviour._resources, "prod")
+    assert bad.outcome is Outcome.FAIL
+    assert "OOM-killed; peak memory 500 MiB of 512 MiB" in bad.message
+    warm = _with_use(_ev(workload_file), ResourceUsage(mem_limit_bytes=512 * mib,
+                     peak_mem_bytes=480 * mib, samples=7), {"Status": "running"})
+    (warn,) = _one(warm, behaviour._resources, "prod")
+    assert warn.outcome is Outcome.PASS and "above 90 % of the limit" in warn.evidence["warning"]
+    none = _with_use(_ev(workload_file), ResourceUsage(mem_limit_bytes=512 * mib, samples=0),
+                     {"Status": "running"})
+    assert _one(none, behaviour._resources, "prod")[0].outcome is Outcome.ERROR

@@ -1,0 +1,62 @@
+"""Param digests in parameters.json form, their cache, and the integrity check's findings."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.oracles.preflight import integrity_problems
+from harness.target.param_digests import DigestCache, file_digest, read_manifest, write_manifest
+
+
+def test_the_digest_is_the_first_32_hex_digits_of_blake2b_512(tmp_path: Path) -> None:
+    f = tmp_path / "v28-x.vk"
+    f.write_bytes(b"verifying key")
+    # b2sum (coreutils, BLAKE2b-512) of the same bytes, first 32 hex digits
+    assert file_digest(f) == hashlib.blake2b(b"verifying key").hexdigest()[:32]
+    assert len(file_digest(f)) == 32
+
+
+def test_the_cache_hashes_once_per_size_and_mtime(tmp_path: Path) -> None:
+    f = tmp_path / "a.params"
+    f.write_bytes(b"x" * 1000)
+    cache = DigestCache(tmp_path / "cache.json")
+    first = cache.digests([f])[f]
+    assert (cache.hits, cache.misses) == (0, 1)
+    assert DigestCache(tmp_path / "cache.json").digests([f])[f] == first
+    again = DigestCache(tmp_path / "cache.json")
+    f.write_bytes(b"y" * 1000)  # same size, new mtime: hashed again
+    assert again.digests([f])[f] != first and again.misses == 1
+
+
+def test_the_manifest_round_trips_and_rejects_other_shapes(tmp_path: Path) -> None:
+    (tmp_path / "a.params").write_bytes(b"p")
+    (tmp_path / "a.vk").write_bytes(b"v")
+    path = write_manifest(tmp_path, cache=DigestCache(tmp_path / "c.json"))
+    doc = read_manifest(path)
+    assert set(doc) == {"a.params", "a.vk"} and doc["a.vk"]["digest"] == file_digest(tmp_path / "a.vk")
+    assert doc["a.vk"]["sector_size"] == 2048
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"a.vk": {"cid": "Qm"}}))
+    with pytest.raises(ValueError, match='each entry needs a "digest"'):
+        read_manifest(bad)
+
+
+def test_integrity_names_a_corrupt_file_a_missing_entry_and_two_copies() -> None:
+    manifest = {"a.params": {"digest": "aa"}, "a.vk": {"digest": "bb"}}
+    ok = integrity_problems(["a.params", "a.vk"], manifest, {"a.params": "aa", "a.vk": "bb"},
+                            {"a.params": "aa", "a.vk": "bb"}, read_path="/data/zk/params",
+                            verifier_dir="/cache", manifest_path="m.json")
+    assert ok == []
+    bad = integrity_problems(["a.params", "b.vk"], manifest, {"a.params": "ff", "b.vk": "cc"},
+                             {"a.params": "aa", "b.vk": "cc"}, read_path="/data/zk/params",
+                             verifier_dir="/cache", manifest_path="m.json")
+    assert bad == [
+        "a.params: digest ff at /data/zk/params (where the daemon reads it), the manifest says "
+        "aa: the file is corrupt or truncated",
+        "a.params: the daemon's copy at /data/zk/params (ff) differs from the verifier's in "
+        "/cache (aa)",
+        "b.vk: not in the manifest m.json"]
