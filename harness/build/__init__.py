@@ -55,6 +55,8 @@ class Artifacts:
         image_id: the image's id (``sha256:...``).
         cache_root: the cache root everything lies under.
         steps: what each step did and how long it took (seconds).
+        bin_dir: the dir of refprover's host binaries (``refprover``, ``verify``, ``bench``,
+            ``paramgen``, ``seal``): what a process or attach target runs.
     """
 
     image_tag: str
@@ -63,6 +65,24 @@ class Artifacts:
     image_id: str = ""
     cache_root: Path | None = None
     steps: tuple[StepReport, ...] = field(default=())
+    bin_dir: Path | None = None
+
+
+def _given_binaries(bin_dir: Path) -> tuple[dict[str, Path], StepReport]:
+    """The refprover binaries in ``bin_dir``, checked (a build made elsewhere).
+
+    Raises:
+        BuildError: one is missing or not executable.
+    """
+    from harness.build.binaries import BINARIES
+
+    bins = {n: Path(bin_dir).resolve() / n for n in BINARIES}
+    bad = [n for n, p in bins.items() if not (p.is_file() and os.access(p, os.X_OK))]
+    if bad:
+        raise BuildError("binaries", f"{bin_dir} lacks the executable(s) {bad}",
+                         f"copy every one of {list(BINARIES)} from a build "
+                         "(<cache>/cargo-target/release) into it, or leave out --bin-dir")
+    return bins, StepReport("binaries", "given", 0.0, f"{len(bins)} binaries in {bin_dir}")
 
 
 def locate_crate(explicit: Path | None = None) -> Path | None:
@@ -81,24 +101,32 @@ def _manifest(root: Path, workloads: Sequence[str]) -> Path:
 
 
 def _write_manifest(root: Path, art: Artifacts) -> None:
-    write_json(_manifest(root, list(art.workloads)), {
-        "image_tag": art.image_tag, "image_id": art.image_id, "param_cache": str(art.param_cache),
-        "workloads": {n: str(p) for n, p in art.workloads.items()}})
+    path = _manifest(root, list(art.workloads))
+    try:  # a build without Docker keeps the image an earlier build recorded
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        old = {}
+    write_json(path, {
+        "image_tag": art.image_tag or old.get("image_tag", ""),
+        "image_id": art.image_id or old.get("image_id", ""), "param_cache": str(art.param_cache),
+        "workloads": {n: str(p) for n, p in art.workloads.items()},
+        "bin_dir": str(art.bin_dir or old.get("bin_dir", ""))})
 
 
 def resolve_artifacts(workloads: Sequence[str] = ("wpost-2k",), log: Callable[[str], None] = print,
-                      *, crate_dir: Path | None = None,
-                      cache_root: Path | None = None) -> Artifacts:
+                      *, crate_dir: Path | None = None, cache_root: Path | None = None,
+                      docker: bool = True, bin_dir: Path | None = None) -> Artifacts:
     """The artifacts of ``workloads``: built (or reused) from the crate when one is found
     (:func:`locate_crate`), else the last build's, recorded in the cache by
-    :func:`ensure_artifacts`.
+    :func:`ensure_artifacts`. ``docker`` and ``bin_dir``: as for :func:`ensure_artifacts`.
 
     Raises:
         BuildError: no crate and no earlier build of these workloads, or the build failed.
     """
     crate = locate_crate(crate_dir)
     if crate is not None:
-        return ensure_artifacts(workloads, log, cache_root=cache_root, crate_dir=crate)
+        return ensure_artifacts(workloads, log, cache_root=cache_root, crate_dir=crate,
+                                docker=docker, bin_dir=bin_dir)
     root = _cache_root(cache_root)
     path = _manifest(root, workloads)
     try:
@@ -113,8 +141,10 @@ def resolve_artifacts(workloads: Sequence[str] = ("wpost-2k",), log: Callable[[s
     if gone:
         raise BuildError("artifacts", f"the last build's artifacts are gone: {gone}",
                          "rebuild from a checkout (`make image`)")
+    bin_dir = Path(doc["bin_dir"]) if doc.get("bin_dir") else None
     return Artifacts(image_tag=doc["image_tag"], image_id=doc["image_id"],
-                     param_cache=Path(doc["param_cache"]), workloads=files, cache_root=root)
+                     param_cache=Path(doc["param_cache"]), workloads=files, cache_root=root,
+                     bin_dir=bin_dir)
 
 
 def ensure_artifacts(
@@ -123,6 +153,8 @@ def ensure_artifacts(
     *,
     cache_root: Path | None = None,
     crate_dir: Path | None = None,
+    docker: bool = True,
+    bin_dir: Path | None = None,
 ) -> Artifacts:
     """Build or reuse the binaries, images, params and workload files; idempotent.
 
@@ -131,6 +163,10 @@ def ensure_artifacts(
         log: called with one line of progress at a time.
         cache_root: default ``$PROOFDIFF_CACHE``, else ``~/.cache/proofdiff``.
         crate_dir: the refprover crate; default :func:`locate_crate`.
+        docker: build the base and refprover images (default); ``False`` for a host without
+            Docker (process and attach targets): params and workloads only.
+        bin_dir: refprover binaries built elsewhere (a GPU host without cargo); default: cargo
+            builds them from the crate.
 
     Raises:
         BuildError: no crate was found, or a step failed; ``step``, ``cause`` and ``fix`` say
@@ -149,16 +185,22 @@ def ensure_artifacts(
         steps.append(report)
         log(f"{report.step:<10} {report.action:<7} {report.elapsed_s:7.1f} s  {report.detail}")
 
-    client = _connect()
-    try:
+    if bin_dir is not None:
+        bins, report = _given_binaries(bin_dir)
+    else:
         bins, report = _build_binaries(crate, root, log=log)
-        done(report)
-        base, report = _ensure_base(client, root, log=log)
-        done(report)
-        tag, image, report = _ensure_image(client, root, base, bins, log=log, crate_dir=crate)
-        done(report)
-    finally:
-        client.close()
+    done(report)
+    tag, image_id = "", ""
+    if docker:
+        client = _connect()
+        try:
+            base, report = _ensure_base(client, root, log=log)
+            done(report)
+            tag, image, report = _ensure_image(client, root, base, bins, log=log, crate_dir=crate)
+            image_id = str(image.id)
+            done(report)
+        finally:
+            client.close()
     circuits = sorted({c for spec in specs for c in spec.circuits})
     param_cache, params_key, report = _ensure_params(
         root, bins["paramgen"], circuits, log=log, crate_dir=crate
@@ -179,9 +221,10 @@ def ensure_artifacts(
         image_tag=tag,
         param_cache=param_cache,
         workloads=files,
-        image_id=image.id,
+        image_id=image_id,
         cache_root=root,
         steps=tuple(steps),
+        bin_dir=bins["refprover"].parent,
     )
     _write_manifest(root, art)
     return art

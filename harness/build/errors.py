@@ -30,12 +30,12 @@ class StepReport:
     Attributes:
         step: the step name (see BuildError.step).
         action: ``built`` when the step produced something new, ``reused`` when a cached result
-            with the same content key was found.
+            with the same content key was found, ``given`` for binaries built elsewhere.
         elapsed_s: wall time of the step in seconds, cache checks included.
         detail: a short human-readable note (tag, path, size).
     """
 
     step: str
-    action: Literal["built", "reused"]
+    action: Literal["built", "reused", "given"]
     elapsed_s: float
     detail: str

@@ -151,7 +151,8 @@ def _row(case: Case, label: str, args: argparse.Namespace, mid: str,
         args.profiles, overrides=sets, suites=suites, report_dir=args.report_dir,
         run_id=f"{mid}-{label}", param_cache=args.param_cache,
         workload_files=dict(args.workload_file), verifier_image=args.verifier_image,
-        verify_timeout_s=args.verify_timeout, params_manifest=args.params_manifest)
+        verify_timeout_s=args.verify_timeout, params_manifest=args.params_manifest,
+        bin_dir=args.bin_dir)
     wall = time.monotonic() - t0
     cells = cells_of(result)
     ok, verdict = judge_row(case, cells, baseline=result.baseline, faulty=p)

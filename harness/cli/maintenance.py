@@ -19,6 +19,12 @@ def add_build(p: argparse.ArgumentParser) -> None:
                    help="workload to prepare (repeatable). Default: wpost-2k")
     p.add_argument("--crate", metavar="DIR", type=Path, default=None,
                    help="the refprover crate. Default: $PROOFDIFF_CRATE, else ./targets/refprover")
+    p.add_argument("--no-docker", action="store_true",
+                   help="a host without Docker (process and attach targets): build no image, "
+                        "only the binaries, params and workloads. Default: build the images too")
+    p.add_argument("--bin-dir", metavar="DIR", type=Path, default=None,
+                   help="use refprover binaries built elsewhere (refprover, verify, bench, "
+                        "paramgen, seal) instead of cargo. Default: cargo builds them")
 
 
 def build(args: argparse.Namespace, console: Console) -> int:
@@ -27,11 +33,13 @@ def build(args: argparse.Namespace, console: Console) -> int:
 
     try:
         art = ensure_artifacts(args.workload or ["wpost-2k"],
-                               lambda line: console.print(Text(line)), crate_dir=args.crate)
+                               lambda line: console.print(Text(line)), crate_dir=args.crate,
+                               docker=not args.no_docker, bin_dir=args.bin_dir)
     except BuildError as exc:
         console.print(Text(str(exc), style="red"))
         return 3
-    console.print(Text(f"image {art.image_tag}; params {art.param_cache}"))
+    console.print(Text(f"image {art.image_tag or '(none: --no-docker)'}; binaries "
+                       f"{art.bin_dir}; params {art.param_cache}"))
     for name, path in art.workloads.items():
         console.print(Text(f"workload {name}: {path}"))
     return 0

@@ -69,6 +69,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="parameters.json to check the params against (the published one for "
                    "the official Filecoin params). Default: the one the build wrote into the "
                    "param cache")
+    p.add_argument("--bin-dir", metavar="DIR", type=Path, default=None,
+                   help="refprover's host binaries (refprover, verify, bench, paramgen, seal) "
+                   "for process and attach targets, e.g. carried to a host without cargo. "
+                   "Default: the build's (cargo)")
     p.add_argument("--run-id", metavar="ID", help="run id. Default: a new one")
 
 
@@ -105,7 +109,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         suites=args.suite, images=args.image, report_dir=args.report_dir, run_id=args.run_id,
         param_cache=args.param_cache, workload_files=dict(args.workload_file),
         verifier_image=args.verifier_image, verify_timeout_s=args.verify_timeout,
-        params_manifest=args.params_manifest, log=lambda line: console.print(f"proofdiff: {line}", markup=False, highlight=False,
+        params_manifest=args.params_manifest, bin_dir=args.bin_dir,
+        log=lambda line: console.print(f"proofdiff: {line}", markup=False, highlight=False,
                                        soft_wrap=True))
     print_result(console, result, str(args.report_dir / result.run_id / "index.html"))
     return result.exit_code

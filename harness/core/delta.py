@@ -15,7 +15,7 @@ from deepdiff.helper import NotPresent
 
 from harness.model.delta import ABSENT, ConfigDelta, DeltaItem
 from harness.model.profile import Profile
-from harness.target.daemon import inspect_view
+from harness.target.containers import inspect_view
 
 __all__ = ["diff_views", "inspect_delta", "profile_delta", "profile_view"]
 

@@ -27,6 +27,8 @@ from harness.model.runs import RunRecord
 from harness.target.containers import ContainerError
 
 from .delta import profile_delta, profile_view
+from harness.target.machine import machine_facts
+
 from .plan import Plan, new_run_id, plan_runs
 from .session import Session
 from .verdict import divergences, missing_cells, verdict
@@ -40,7 +42,7 @@ def _images(plans: Sequence[Plan], runs: Sequence[RunRecord]) -> tuple[ImageInfo
         seen.setdefault(r.image, r.image_digest)
     for plan in plans:
         for p in plan.profiles.values():
-            seen.setdefault(p.image or "", "")
+            seen.setdefault((p.image or "") if p.target == "docker" else p.program, "")
     ref = next((p.reference for p in plans if p.reference), None)
     if ref is not None and ref.tag in seen and not seen[ref.tag]:
         seen[ref.tag] = ref.digest
@@ -50,7 +52,8 @@ def _images(plans: Sequence[Plan], runs: Sequence[RunRecord]) -> tuple[ImageInfo
 def assemble(*, run_id: str, profiles: Mapping[str, Profile], records: Sequence[OracleRecord],
              runs: Sequence[RunRecord], plans: Sequence[Plan] = (), errors: Sequence[str] = (),
              interrupted: bool = False, extra: Mapping[str, Any] | None = None,
-             created_unix_s: float | None = None) -> DifferentialResult:
+             created_unix_s: float | None = None, wall_s: float = 0.0,
+             machine: Mapping[str, Any] | None = None) -> DifferentialResult:
     """The result of a run from what its sessions computed: divergences from the baseline (the
     first profile), suspects, the verdict and the exit code, computed here and only here."""
     names = list(profiles)
@@ -69,7 +72,7 @@ def assemble(*, run_id: str, profiles: Mapping[str, Profile], records: Sequence[
                   for n, p in profiles.items()},
         workloads=workloads, suites=suites, runs=tuple(runs), records=tuple(records),
         divergences=tuple(divs), deltas=tuple(deltas.values()), errors=tuple(errors),
-        extra=dict(extra or {}))
+        extra=dict(extra or {}), wall_s=round(wall_s, 3), machine=dict(machine or {}))
 
 
 def run_differential(profiles: Mapping[str, Profile] | str | Path | None = None, *,
@@ -80,6 +83,7 @@ def run_differential(profiles: Mapping[str, Profile] | str | Path | None = None,
                      workload_files: Mapping[str, str | Path] | None = None,
                      verifier_image: str | None = None, verify_timeout_s: float = 300.0,
                      params_manifest: str | Path | None = None,
+                     bin_dir: str | Path | None = None,
                      log: Callable[[str], None] = lambda _line: None,
                      write_report: bool = True) -> DifferentialResult:
     """Run a differential and return its result (see the module docstring).
@@ -98,6 +102,8 @@ def run_differential(profiles: Mapping[str, Profile] | str | Path | None = None,
             cached by content). verify_timeout_s: deadline of one verifier container, seconds.
         params_manifest: the parameters.json to check the params against (default: the one the
             build wrote into the param cache; the published one for the official params).
+        bin_dir: refprover's host binaries for process and attach targets (default: the
+            build's).
         log: progress lines. write_report: write summary.json, index.html, junit.xml and
             allure-results (default true).
 
@@ -107,6 +113,7 @@ def run_differential(profiles: Mapping[str, Profile] | str | Path | None = None,
         as verdict ERROR with the cause, never as an exception; an interrupt (Ctrl-C, SIGTERM)
         comes back as INTERRUPTED after the containers are removed.
     """
+    t0 = time.monotonic()
     rid = run_id or new_run_id()
     errors: list[str] = []
     resolved: Mapping[str, Profile] = {}
@@ -120,7 +127,7 @@ def run_differential(profiles: Mapping[str, Profile] | str | Path | None = None,
                           run_id=rid, report_dir=report_dir, param_cache=param_cache,
                           workload_files=workload_files, verifier_image=verifier_image,
                           verify_timeout_s=verify_timeout_s, params_manifest=params_manifest,
-                          log=log)
+                          bin_dir=bin_dir, log=log)
         resolved = plans[0].profiles
         for plan in plans:
             session = Session(plan, log=log)
@@ -138,7 +145,8 @@ def run_differential(profiles: Mapping[str, Profile] | str | Path | None = None,
                 interrupted = True
     result = assemble(run_id=rid, profiles=resolved, plans=plans, errors=errors,
                       records=[r for s in sessions for r in s.records()],
-                      runs=[r for s in sessions for r in s.runs()], interrupted=interrupted)
+                      runs=[r for s in sessions for r in s.runs()], interrupted=interrupted,
+                      wall_s=time.monotonic() - t0, machine=machine_facts())
     if write_report:
         from harness.report.writer import write_report as write
 

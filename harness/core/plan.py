@@ -1,8 +1,8 @@
 """The run plan: every choice of a differential run resolved once, before anything starts.
 
-Images are pinned here (a profile without one gets the reference image the build made, by its
-content tag), artifacts are found or built here, and the plan is frozen: nothing re-pins an
-image or re-reads an option later.
+Images are pinned here (a docker profile without one gets the reference image the build made,
+by its content tag), artifacts are found or built here (without Docker when no profile runs in
+a container), and the plan is frozen: nothing re-pins an image or re-reads an option later.
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
         verify_timeout_s: deadline of one verifier container, seconds (default 300).
         params_manifest: a parameters.json to check the params against ('' = the one in the
             param cache).
+        bin_dir: refprover's host binaries (process and attach targets find their programs,
+            the verifier and paramgen there by name; '' = none).
     """
 
     run_id: str
@@ -48,11 +50,12 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
     report_dir: str
     param_cache: str
     workload_files: dict[str, str]
-    verifier_image: str
+    verifier_image: str = ""
     image_slot: str = ""
     reference: ImageInfo | None = None
     verify_timeout_s: float = 300.0
     params_manifest: str = ""
+    bin_dir: str = ""
 
     @property
     def baseline(self) -> str:
@@ -71,6 +74,7 @@ def plan_runs(profiles: Mapping[str, Profile], *, workloads: Sequence[str] = (),
               workload_files: Mapping[str, str | Path] | None = None,
               verifier_image: str | None = None, verify_timeout_s: float = 300.0,
               params_manifest: str | Path | None = None, crate_dir: Path | None = None,
+              bin_dir: str | Path | None = None,
               log: Callable[[str], None] = print) -> list[Plan]:
     """Resolve a differential run into one :class:`Plan` per image slot.
 
@@ -85,6 +89,8 @@ def plan_runs(profiles: Mapping[str, Profile], *, workloads: Sequence[str] = (),
         verify_timeout_s: deadline of one verifier container, seconds.
         params_manifest: a parameters.json for the params (default: the param cache's own).
         crate_dir: the refprover crate to build from (default: harness.build.locate_crate).
+        bin_dir: refprover's host binaries for process and attach targets (default: the
+            build's; given, cargo is not needed).
 
     Raises:
         ValueError: no profile, or an unknown suite name.
@@ -96,27 +102,35 @@ def plan_runs(profiles: Mapping[str, Profile], *, workloads: Sequence[str] = (),
     wls = tuple(dict.fromkeys(workloads or [p.workload for p in profiles.values()]))
     files = {n: str(p) for n, p in (workload_files or {}).items()}
     reference = None
-    needs_build = (param_cache is None or not set(wls) <= set(files) or verifier_image is None
-                   or (not images and any(p.image is None for p in profiles.values())))
+    in_docker = [p for p in profiles.values() if p.target == "docker"]
+    needs_build = (param_cache is None or not set(wls) <= set(files)
+                   or (bool(in_docker) and verifier_image is None)
+                   or (not images and any(p.image is None for p in in_docker))
+                   or (len(in_docker) < len(profiles) and bin_dir is None))
     if needs_build:
         from harness.build import resolve_artifacts  # heavy: only when something is missing
 
-        art = resolve_artifacts(list(wls), log=log, crate_dir=crate_dir)
-        reference = ImageInfo(tag=art.image_tag, digest=art.image_id)
+        art = resolve_artifacts(list(wls), log=log, crate_dir=crate_dir,
+                                docker=bool(in_docker),
+                                bin_dir=Path(bin_dir) if bin_dir is not None else None)
+        if art.image_tag:
+            reference = ImageInfo(tag=art.image_tag, digest=art.image_id)
         param_cache = param_cache or art.param_cache
         files = {**{n: str(p) for n, p in art.workloads.items()}, **files}
         verifier_image = verifier_image or art.image_tag
-    assert param_cache is not None and verifier_image is not None
+        bin_dir = bin_dir or art.bin_dir
+    assert param_cache is not None
     rid = run_id or new_run_id()
     ref_tag = reference.tag if reference else None
 
     def pinned(image: str | None) -> dict[str, Profile]:
         return {n: msgspec.structs.replace(p, image=image or p.image or ref_tag)
-                for n, p in profiles.items()}
+                if p.target == "docker" else p for n, p in profiles.items()}
 
     slots = list(images) or [""]
     return [Plan(run_id=rid, profiles=pinned(slot or None), workloads=wls, suites=chosen,
                  report_dir=str(Path(report_dir).absolute()), param_cache=str(param_cache),
-                 workload_files=files, verifier_image=verifier_image, image_slot=slot,
+                 workload_files=files, verifier_image=verifier_image or "", image_slot=slot,
                  reference=reference, verify_timeout_s=verify_timeout_s,
-                 params_manifest=str(params_manifest or "")) for slot in slots]
+                 params_manifest=str(params_manifest or ""), bin_dir=str(bin_dir or ""))
+            for slot in slots]

@@ -23,15 +23,17 @@ from harness.drivers.job_ids import JobIdError
 from harness.drivers.registry import driver_for
 from harness.model.jobs import FlowRecord, JobSpec
 from harness.model.oracles import OracleRecord
-from harness.model.profile import Profile
+from harness.model.profile import DEFAULT_VERIFIER, Profile
 from harness.model.runs import DaemonFacts, RunRecord
 from harness.model.status import JobStatus
 from harness.model.workload import MIXED, Workload, WorkloadError, load_workload
 from harness.oracles.preflight import BLOCKING
 from harness.oracles.registry import SUITES
-from harness.target.containers import ContainerError, ContainerRunner, docker_client
+from harness.target.runner import Runner
+from harness.target.spec import ContainerError
 from harness.target.daemon import Daemon, LaunchError, start_daemon
-from harness.target.verifier import DockerVerifier, attach_verdicts
+from harness.target.programs import Identity, program_identity
+from harness.target.verifier import ToolVerifier, attach_verdicts
 from harness.target.watchdog import Watchdog
 
 from .plan import Plan
@@ -94,12 +96,12 @@ class Session:
         self.image_slot = plan.image_slot
         self.param_cache = Path(plan.param_cache)
         self.params_manifest = Path(plan.params_manifest) if plan.params_manifest else None
-        self._runner: ContainerRunner | None = None
+        self._runner: Runner | None = None
         self._watchdog: Watchdog | None = None
         self._workloads: dict[str, Workload | WorkloadError] = {}
         self._daemons: dict[str, Daemon | LaunchError] = {}
         self._drivers: dict[str, Driver] = {}
-        self._digests: dict[str, str] = {}
+        self._identities: dict[str, Identity] = {}
         self._flows: dict[tuple[str, str], list[FlowRecord]] = {}
         self._run_keys: list[tuple[str, str]] = []
         self.suites_done: dict[tuple[str, str], SuiteResult] = {}
@@ -110,16 +112,13 @@ class Session:
         self._log(line)
 
     @property
-    def runner(self) -> ContainerRunner:
-        """The container runner, with this process's watchdog started on first use.
-
-        Raises:
-            ContainerError: the Docker engine does not answer.
-        """
+    def runner(self) -> Runner:
+        """The one runner, with this process's watchdog started on first use (the Docker
+        engine is contacted on first docker use only)."""
         if self._runner is None:
-            client = docker_client()
             self._watchdog = Watchdog().start()
-            self._runner = ContainerRunner(self.plan.run_id, client=client, tracker=self._watchdog)
+            self._runner = Runner(self.plan.run_id, tracker=self._watchdog, tool_dirs=[
+                Path(self.plan.bin_dir)] if self.plan.bin_dir else [])
         return self._runner
 
     def deadlines(self, profile: str) -> Deadlines:
@@ -149,7 +148,7 @@ class Session:
         """
         def start() -> Daemon:
             p = self.profiles[profile]
-            self.log(f"starting {profile} ({p.image})")
+            self.log(f"starting {profile} ({p.target}: {p.program})")
             try:
                 d = start_daemon(self.runner, p, self.param_cache,
                                  name=self.runner.unique_name(profile, self.worker))
@@ -172,19 +171,31 @@ class Session:
                                                 self.runner)
         return self._drivers[profile]
 
-    def verifier(self, profile: str) -> DockerVerifier:
-        """The independent verifier for ``profile``'s proofs (the plan's verifier image)."""
-        return DockerVerifier(self.runner, self.plan.verifier_image, self.param_cache,
-                              profile=profile, timeout_s=self.plan.verify_timeout_s)
+    def verifier(self, profile: str) -> ToolVerifier:
+        """The independent verifier for ``profile``'s proofs: the plan's verifier image for a
+        docker target, else the profile's ``verifier_binary`` (default: the bin dir's)."""
+        p = self.profiles[profile]
+        if p.target == "docker":
+            return ToolVerifier(self.runner, self.plan.verifier_image, self.param_cache,
+                                profile=profile, timeout_s=self.plan.verify_timeout_s)
+        return ToolVerifier(self.runner, p.verifier_binary or DEFAULT_VERIFIER, self.param_cache,
+                            profile=profile, timeout_s=self.plan.verify_timeout_s,
+                            runtime="process")
 
-    def image_digest(self, tag: str) -> str:
-        """The image id of ``tag`` ('' when the image is missing)."""
-        if tag not in self._digests:
+    def identity(self, profile: str) -> Identity:
+        """What runs ``profile``'s daemon: the image tag and id, or the program's resolved
+        path and ``sha256:`` of its file; digest '' when attached or missing."""
+        if profile not in self._identities:
+            p = self.profiles[profile]
             try:
-                self._digests[tag] = str(self.runner.image(tag).id)
-            except ContainerError:
-                self._digests[tag] = ""
-        return self._digests[tag]
+                self._identities[profile] = program_identity(self.runner, p)
+            except ContainerError as exc:
+                self._identities[profile] = Identity(p.program, "", str(exc))
+        return self._identities[profile]
+
+    def program_digest(self, profile: str) -> str:
+        """The digest of what runs ``profile``'s daemon (:meth:`identity`)."""
+        return self.identity(profile).digest
 
     def _wait_s(self, profiles: Sequence[str]) -> float:
         return sum(self.deadlines(p).flow_s(8, 1) for p in profiles) * 3 + 600.0
@@ -205,7 +216,7 @@ class Session:
 
     def _execute(self, profile: str, workload: str) -> RunRecord:
         p = self.profiles[profile]
-        base = RunRecord(profile=profile, workload=workload, image=p.image_tag, partitions=0)
+        base = RunRecord(profile=profile, workload=workload, image=p.program, partitions=0)
         try:
             wl = self.workload(workload)
             base = msgspec.structs.replace(base, partitions=wl.partitions, job_partitions={
@@ -215,7 +226,8 @@ class Session:
             specs = plan_workload(p, wl)
         except (WorkloadError, LaunchError, JobIdError) as exc:
             return msgspec.structs.replace(base, errors=(str(exc),))
-        base = msgspec.structs.replace(base, image_digest=self.image_digest(p.image_tag))
+        ident = self.identity(profile)
+        base = msgspec.structs.replace(base, image=ident.name, image_digest=ident.digest)
         if isinstance(driver, BenchCliDriver):  # a rejected command line is not a daemon result
             problem = driver.check_command_line(wl, self.deadlines(profile))
             if problem:
@@ -311,11 +323,14 @@ class Session:
         return merge_flows([r for r in made if r is not None], list(self.suites_done.values()))
 
     def close(self) -> None:
-        """Stop and remove this process's daemons, then end its watchdog (idempotent)."""
+        """Stop and remove this process's daemons (an attached one is left running), then end
+        its watchdog (idempotent)."""
         for name in list(self._daemons):
             d = self._daemons.pop(name)
             if isinstance(d, Daemon):
                 d.remove()
+        if self._runner is not None:
+            self._runner.close()
         if self._watchdog is not None:
             self._watchdog.close()
             self._watchdog = None

@@ -50,7 +50,8 @@ UNUSED: dict[str, tuple[str, ...]] = {
 
 def _position(item: DeltaItem, prefixes: Sequence[str], *, either: bool = False) -> int | None:
     """Index of the first prefix the item lies under (``either``: or that lies under the item,
-    as a named key ``config.pipline.enabled`` lies under a new table ``config.pipline``)."""
+    as a named key ``config.pipline.enabled`` lies under a new table ``config.pipline``, or
+    ``config.synthesis.partition_workers`` under a table only one side has)."""
     return next((i for i, p in enumerate(prefixes)
                  if item.under(p) or (either and p.startswith(item.path + "."))), None)
 
@@ -64,7 +65,7 @@ def rank(delta: ConfigDelta, record: OracleRecord) -> tuple[Suspect, ...]:
         if _position(item, unused) is not None:
             continue
         named = _position(item, record.names, either=True)
-        known = _position(item, order)
+        known = _position(item, order, either=True)
         if named is not None:
             key, why = (0, named), "named in the evidence"
         elif known is not None:

@@ -1,15 +1,24 @@
 """The ``bench-cli`` driver: jobs go through the image's cuzk-bench-style client, as operators
-benchmark (DESIGN.md section 3, cuzk-bench)::
+benchmark (cuzk-bench's flags, curio e0294b0f ``extern/cuzk/cuzk-bench``)::
 
-    <bench_tool> -a http://<daemon>:<port> batch -t porep|wpost --c1 /in/<job>.c1
+    <bench_tool> -a http://<daemon>:<port> batch -t porep --c1 /in/<job>.c1
         --sector-num N --miner-id M -c COUNT -j CONCURRENCY [--save-proofs /out]
         [--timeout S] <bench_args...>
+    <bench_tool> ... batch -t wpost --vanilla /in/<job>.vanilla --randomness HEX
+        --registered-proof R ...                     (a JSON array of base64 vanilla proofs)
 
-cuzk-bench takes one C1 file per run, so a flow's jobs are grouped by workload job; each group
-is one short-lived container of the profile's image (role ``bench``) on the daemon's docker
-network, with ``-j`` = the group's share of the flow's concurrency; groups run side by side up
-to that concurrency. The tool prints one line per proof (:mod:`harness.drivers.bench_output`);
-each becomes a :class:`~harness.model.jobs.JobRecord`.
+The tool takes one input per run, so a flow's jobs are grouped by workload job; each group is
+one short-lived run of the tool (a container of the profile's image, role ``bench``, on the
+daemon's docker network; a process for a process or attach target), with ``-j`` = the group's
+share of the flow's concurrency; groups run side by side up to that concurrency. The tool
+prints one line per proof (:mod:`harness.drivers.bench_output`); each becomes a
+:class:`~harness.model.jobs.JobRecord`.
+
+A real cuzk proves one WindowPoSt partition per request and cuzk-bench's ``batch`` always asks
+for partition 0, so for a cuzk daemon (``daemon = "cuzk"``) a WindowPoSt job of several
+partitions is proved with ``single --partition K`` per partition, each with that partition's
+sectors; ``single`` prints the 192-byte proof whole, so these proofs are verified, and the
+job's record joins its partitions' (:func:`harness.drivers.grpc.merge_partitions`).
 
 What the tool cannot give: request ids (it makes a fresh UUID per proof and does not print it:
 records say :data:`TOOL_CHOSEN_ID`), and per-proof start times. Start times are reconstructed
@@ -21,85 +30,37 @@ COMPLETED proofs are counted but marked ``unverifiable`` with the reason.
 
 from __future__ import annotations
 
-import base64
 import concurrent.futures as cf
-import json
 import re
 import time
 from collections.abc import Sequence
+
+import msgspec
 
 from harness.model.jobs import JobRecord, JobSpec
 from harness.model.profile import Profile
 from harness.model.status import JobStatus
 from harness.model.workload import POREP, Workload, WorkloadJob
-from harness.target.containers import (OUT_DIR, Container, ContainerError, ContainerRunner,
-                                       ContainerSpec, ToolResult)
+from harness.target.runner import Runner
+from harness.target.spec import OUT_DIR, ContainerError, ContainerSpec, Handle, ToolResult
 
 from .base import Log, Mode
-from .bench_output import BenchOutputError, parse_bench_output, usage_error
+from .bench_inputs import BenchToolError, bench_input, bench_type, input_path, starts
+from .bench_output import BenchOutputError, parse_bench_output, parse_single_output, usage_error
 from .deadlines import Deadlines
+from .grpc import merge_partitions
 from .guard import Guard
 
-__all__ = ["TOOL_CHOSEN_ID", "BenchCliDriver", "BenchToolError", "bench_input", "bench_type"]
+__all__ = ["TOOL_CHOSEN_ID", "BenchCliDriver", "BenchToolError"]
 
 #: A bench-cli job's ``request_id``: the tool picks its own id and does not print it.
 TOOL_CHOSEN_ID = "(bench tool uuid)"
-IN_DIR = "/in"
 NO_SAVE_PROOFS = ("the bench tool has no --save-proofs flag (real cuzk-bench prints timings "
                   "only), so this proof was counted, not verified; run the profile with driver "
                   "'grpc' to verify its proofs")
-_TYPES = {"POREP_SEAL_COMMIT": "porep", "WINDOW_POST_PARTITION": "wpost",
-          "SNAP_DEALS_UPDATE": "snap", "WINNING_POST": "winning"}
 _FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
 #: An address nothing listens on, for the dry run of a command line.
 NOWHERE = "http://127.0.0.1:1"
-
-
-class BenchToolError(RuntimeError):
-    """The bench tool cannot be run at all (missing in the image, no network path to the
-    daemon, docker refused it); the message names the profile and the fix."""
-
-
-def bench_type(proof_kind: str) -> str:
-    """cuzk-bench's ``-t`` value for a ``ProofKind`` name (``POREP_SEAL_COMMIT`` -> ``porep``).
-
-    Raises:
-        BenchToolError: a kind cuzk-bench has no type for.
-    """
-    try:
-        return _TYPES[proof_kind]
-    except KeyError:
-        raise BenchToolError(f"cuzk-bench has no -t type for proof kind {proof_kind!r}; "
-                             f"known: {', '.join(_TYPES)}") from None
-
-
-def bench_input(job: WorkloadJob) -> bytes:
-    """The file the tool reads with ``--c1``: PoRep, the C1 envelope itself; WindowPoSt (no C1
-    exists; refprover's ``bench`` reads a workload job), the job as JSON in the workload file's
-    shape."""
-    if job.shape.proof_kind == POREP:
-        return job.c1
-    return json.dumps({
-        "name": job.name, "miner_id": job.miner_id, "randomness": job.randomness.hex(),
-        "sectors": [{"sector_id": s.sector_id, "comm_r": s.comm_r} for s in job.sectors],
-        "vanilla_proofs": [base64.b64encode(v).decode("ascii") for v in job.vanilla_proofs],
-    }).encode("utf-8")
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-
-
-def starts(walls_ms: Sequence[float], workers: int) -> list[float]:
-    """Start offsets (ms) of proofs run in index order by ``workers`` workers, each proof taken
-    by the first worker to be free: how cuzk-bench's ``-j`` schedules a batch."""
-    free = [0.0] * max(1, workers)
-    out = []
-    for w in walls_ms:
-        i = min(range(len(free)), key=free.__getitem__)
-        out.append(free[i])
-        free[i] += w
-    return out
 
 
 class BenchCliDriver:
@@ -107,16 +68,18 @@ class BenchCliDriver:
 
     Args:
         runner: the run's container runner. profile: the profile (image, tool, args).
-        daemon: the daemon's container (its network address); ``None`` when only the command
-            line is checked (:meth:`check_command_line` needs no daemon).
+        daemon: the daemon's handle (its network address); ``None`` when only the command
+            line is checked (:meth:`check_command_line` needs no daemon). For a process or
+            attach target, the tool runs as a process on this host and reaches the daemon on
+            loopback.
     """
 
     name = "bench-cli"
     chooses_ids = False
     modes = frozenset({Mode.PROVE})
 
-    def __init__(self, runner: ContainerRunner, profile: Profile,
-                 daemon: Container | None = None) -> None:
+    def __init__(self, runner: Runner, profile: Profile,
+                 daemon: Handle | None = None) -> None:
         self.runner, self.profile, self.daemon = runner, profile, daemon
         self._flags: frozenset[str] | None = None
         self._checked: dict[str, str | None] = {}
@@ -140,12 +103,27 @@ class BenchCliDriver:
             self._flags = frozenset(_FLAG.findall(res.output))
         return self._flags
 
+    def per_partition(self, job: WorkloadJob) -> bool:
+        """A cuzk daemon and a WindowPoSt job of several partitions: one ``single`` run per
+        partition (module docstring)."""
+        return (self.profile.daemon == "cuzk" and job.shape.proof_kind != POREP
+                and job.shape.partitions > 1)
+
     def command_line(self, job: WorkloadJob, kind: str, count: int, workers: int, addr: str,
-                     flags: frozenset[str]) -> list[str]:
-        """The tool's arguments for ``count`` proofs of ``job`` on ``workers`` workers."""
-        argv = ["-a", addr, "batch", "-t", kind, "--c1", f"{IN_DIR}/{_safe(job.name)}.c1",
-                "--sector-num", str(job.sectors[0].sector_id), "--miner-id", str(job.miner_id),
-                "-c", str(count), "-j", str(workers)]
+                     flags: frozenset[str], partition: int | None = None) -> list[str]:
+        """The tool's arguments for ``count`` proofs of ``job`` on ``workers`` workers, or for
+        one ``partition`` of it (``single --partition K``)."""
+        if job.shape.proof_kind == POREP:
+            inputs = ["--c1", input_path(job)]
+        else:
+            inputs = ["--vanilla", input_path(job, partition), "--randomness", job.randomness.hex(),
+                      "--registered-proof", str(job.shape.registered_proof)]
+        sector = (job.sectors[0] if partition is None
+                  else job.partition_inputs()[partition][0][0]).sector_id
+        head = ["-a", addr, "batch" if partition is None else "single", "-t", kind, *inputs,
+                "--sector-num", str(sector), "--miner-id", str(job.miner_id)]
+        argv = head + (["-c", str(count), "-j", str(workers)] if partition is None
+                       else ["--partition", str(partition)])
         if "--save-proofs" in flags:
             argv += ["--save-proofs", OUT_DIR]
         if "--timeout" in flags:
@@ -168,9 +146,11 @@ class BenchCliDriver:
         try:
             flags = self.supported_flags(deadlines)
             job = workload.jobs[0]
-            argv = self.command_line(job, bench_type(job.shape.proof_kind), 1, 1, NOWHERE, flags)
+            part = 0 if self.per_partition(job) else None
+            argv = self.command_line(job, bench_type(job.shape.proof_kind), 1, 1, NOWHERE, flags,
+                                     part)
             res = self._tool(tuple(argv), network=None, timeout_s=deadlines.tool_s,
-                             files={f"{IN_DIR}/{_safe(job.name)}.c1": bench_input(job)})
+                             files={input_path(job, part): bench_input(job, part)})
             bad = usage_error(res.exit_code, res.stdout, res.stderr)
             if bad is not None:
                 problem = (f"profile {self.profile.name!r}: {bad}; command (a dry run against an "
@@ -201,6 +181,9 @@ class BenchCliDriver:
 
         def batch(job: str) -> list[JobRecord]:
             try:
+                if self.per_partition(workload.job(job)):
+                    return [self._partitions(workload, s, flags, kinds[job], addr, guard,
+                                             deadlines, log) for s in groups[job]]
                 return self._batch(workload, groups[job], workers[job], flags, kinds[job], addr,
                                    guard, deadlines, log)
             finally:
@@ -211,6 +194,8 @@ class BenchCliDriver:
 
     def _daemon_url(self) -> str:
         port = self.profile.grpc_port()
+        if self.daemon is not None and self.daemon.runtime != "docker":
+            return f"http://{self.daemon.ip()}:{self.daemon.host_port('grpc')}"
         if self.profile.network == "host":
             return f"http://127.0.0.1:{port}"
         if self.profile.network == "none":
@@ -226,19 +211,23 @@ class BenchCliDriver:
 
     def _tool(self, argv: tuple[str, ...], *, network: str | None, files: dict[str, bytes],
               timeout_s: float, want_out: bool = False, guard: Guard | None = None) -> ToolResult:
-        spec = ContainerSpec(image=self.profile.image_tag, role="bench", profile=self.profile.name,
+        process = self.profile.target != "docker"
+        spec = ContainerSpec(image=self.profile.bench_tool if process else self.profile.image_tag,
+                             role="bench", profile=self.profile.name,
                              entrypoint=(self.profile.bench_tool,), command=argv, files=files,
                              want_out=want_out, network=network,
-                             name=self.runner.unique_name(self.profile.name, "bench"))
+                             name=self.runner.unique_name(self.profile.name, "bench"),
+                             runtime="process" if process else "docker")
         try:
             return self.runner.run(spec, timeout_s=timeout_s,
                                    should_stop=guard.expired if guard else None)
         except ContainerError as exc:
-            raise BenchToolError(f"profile {self.profile.name!r}: the bench container "
-                                 f"({self.profile.bench_tool!r} in {self.profile.image!r}) did not "
-                                 f"start: {exc.headline}; set bench_tool to the image's "
+            where = "this host" if process else repr(self.profile.image)
+            raise BenchToolError(f"profile {self.profile.name!r}: the bench tool "
+                                 f"({self.profile.bench_tool!r} on {where}) did not "
+                                 f"start: {exc.headline}; set bench_tool to the "
                                  "cuzk-bench-compatible client (refprover: 'bench', cuzk: "
-                                 "'cuzk-bench')") from None
+                                 "'cuzk-bench'; a path for a process target)") from None
 
     def _batch(self, workload: Workload, group: list[JobSpec], workers: int,
                flags: frozenset[str], kind: str, addr: str, guard: Guard, deadlines: Deadlines,
@@ -251,7 +240,7 @@ class BenchCliDriver:
         try:
             res = self._tool(tuple(argv), network=self.profile.network, want_out=True, guard=guard,
                              timeout_s=deadlines.flow_s(len(group), workers),
-                             files={f"{IN_DIR}/{_safe(job.name)}.c1": bench_input(job)})
+                             files={input_path(job): bench_input(job)})
         except BenchToolError as exc:
             return [self._error(s, str(exc), started) for s in group]
         bad = usage_error(res.exit_code, res.stdout, res.stderr)
@@ -291,6 +280,50 @@ class BenchCliDriver:
                 gpu_compute_ms=line.prove_ms or 0, total_ms=int(line.wall_ms or 0),
                 wall_ms=line.wall_ms or 0.0, started_unix_s=t_start, unverifiable=note))
         return records
+
+    def _partitions(self, workload: Workload, spec: JobSpec, flags: frozenset[str], kind: str,
+                    addr: str, guard: Guard, deadlines: Deadlines, log: Log) -> JobRecord:
+        """One job as ``single --partition K`` runs, one after another (module docstring)."""
+        job = workload.job(spec.job)
+        parts: list[JobRecord] = []
+        for k in range(job.shape.partitions):
+            argv = self.command_line(job, kind, 1, 1, addr, flags, k)
+            shown = f"{self.profile.bench_tool} {' '.join(argv)}"
+            log(shown)
+            started = time.time()
+            try:
+                res = self._tool(tuple(argv), network=self.profile.network, guard=guard,
+                                 timeout_s=deadlines.flow_s(1, 1),
+                                 files={input_path(job, k): bench_input(job, k)})
+                bad = usage_error(res.exit_code, res.stdout, res.stderr)
+                if bad is not None:
+                    raise BenchToolError(f"{bad}; command: {shown}")
+                if res.stopped or res.timed_out:
+                    parts.append(self._error(spec, f"the bench tool was stopped ({guard.reason})"
+                                             if res.stopped else "the bench tool ran past its "
+                                             "deadline", started, guard.given_up()))
+                    break
+                out = parse_single_output(res.stdout)
+            except (BenchToolError, BenchOutputError) as exc:
+                parts.append(self._error(spec, f"partition {k}: {exc}", started))
+                break
+            proof, note = out.proof or b"", ""
+            if out.completed and out.proof is None:
+                note = (f"the tool printed only the start of the {out.proof_len}-byte proof, so "
+                        "it was counted, not verified")
+            parts.append(JobRecord(
+                index=spec.index, job=spec.job, request_id=out.job_id or TOOL_CHOSEN_ID,
+                priority=spec.priority, status=JobStatus.COMPLETED if out.completed
+                else JobStatus.FAILED, proof=proof, error=out.error, job_id=out.job_id,
+                queue_wait_ms=out.queue_ms, srs_load_ms=out.srs_ms, synthesis_ms=out.synth_ms,
+                gpu_compute_ms=out.gpu_ms, total_ms=out.total_ms,
+                wall_ms=out.wall_ms or (time.time() - started) * 1000.0, started_unix_s=started,
+                unverifiable=note))
+            if not out.completed:
+                break
+        merged = merge_partitions(spec, TOOL_CHOSEN_ID, parts)
+        notes = [r.unverifiable for r in parts if r.unverifiable]
+        return msgspec.structs.replace(merged, unverifiable=notes[0]) if notes else merged
 
     def _saved_proof(self, res: ToolResult, pos: int,
                      flags: frozenset[str]) -> tuple[bytes, str, str]:

@@ -1,21 +1,31 @@
-"""Parse the output of cuzk-bench (and refprover's compatible ``bench``): DESIGN.md section 3.
+"""Parse the output of cuzk-bench (and refprover's compatible ``bench``).
 
-``cuzk-bench batch`` prints::
+The formats are cuzk-bench's (curio e0294b0f, ``extern/cuzk/cuzk-bench/src/main.rs``, its
+``batch`` arm and ``print_result``). ``batch`` prints, a proof's line once it finished, in
+submission order::
 
     === Batch Benchmark ===
-      type: porep  count: 3  concurrency: 1  addr: http://10.0.0.2:9820      (refprover; optional)
-      [1/3] COMPLETED — 63.2s (prove=62990 ms, queue=0 ms)
-      [2/3] FAILED — 0.1s (prove=0 ms, queue=0 ms): C1 parse failed: ...
-    === Batch Summary ===
-      completed:  1
-      failed:     1
-      wall avg:   63.2s  min: 63.2s  max: 63.2s
-      throughput: 0.95 proofs/min
+    proof type:  porep
+    count:       3
+    concurrency: 1
 
-``single`` prints one such line without the ``[i/N]`` prefix. The parser is lenient where real
-tools may differ (an ASCII ``-`` for the em dash, no error suffix, extra lines, lines in
-completion order) and strict where a wrong answer would mislead: an index outside ``1..N``, a
-line given twice, or a summary that contradicts the lines is a :class:`BenchOutputError`.
+      [1/3] COMPLETED — 63.2s (prove=62990 ms, queue=0 ms)
+      [2/3] FAILED — 0.1s (prove=0 ms, queue=0 ms)          (refprover adds ": <error>")
+
+    === Batch Summary ===
+    total time:    126.5s
+    completed:     1
+    failed:        1
+    wall time:     avg=63.2s min=63.2s max=63.2s            (these three only if completed > 0)
+    prove time:    avg=63.0s min=63.0s max=63.0s
+    throughput:    0.474 proofs/min (126.5s/proof)
+
+``single`` prints a block (:func:`parse_single_output`); a 192-byte WindowPoSt partition proof
+is printed whole in it (``proof: 192 bytes (hex: ...)``, whole up to 256 bytes), so it can be
+verified; ``batch`` never prints a proof. The parser is lenient where real tools may differ (an
+ASCII ``-`` for the em dash, no error suffix, tracing log lines in stdout) and strict where a
+wrong answer would mislead: an index outside ``1..N``, a line given twice, or a summary that
+contradicts the lines is a :class:`BenchOutputError`.
 
 A command line the tool rejects (clap: exit code 2, ``error: unexpected argument '-n' found``
 and a ``Usage:`` line on stderr, no header) is a :class:`BenchUsageError` carrying the tool's
@@ -33,8 +43,10 @@ __all__ = [
     "BenchOutputError",
     "BenchSummary",
     "BenchUsageError",
+    "SingleResult",
     "parse_bench_output",
     "parse_line",
+    "parse_single_output",
     "usage_error",
 ]
 
@@ -48,9 +60,14 @@ _LINE = re.compile(
     r"(?:\s*:\s*(?P<error>.*))?\s*$")
 _MS = re.compile(r"(?P<key>prove|queue)\s*=\s*(?P<ms>\d+)\s*ms")
 _COUNT = re.compile(r"^\s*(?P<key>completed|failed)\s*:\s*(?P<n>\d+)\s*$")
-_WALL = re.compile(r"^\s*wall avg\s*:\s*(?P<avg>[\d.]+)s\s+min\s*:\s*(?P<min>[\d.]+)s\s+"
-                   r"max\s*:\s*(?P<max>[\d.]+)s\s*$")
-_THROUGHPUT = re.compile(r"^\s*throughput\s*:\s*(?P<tp>[\d.]+)\s*proofs/min\s*$")
+_WALL = re.compile(r"^\s*wall time\s*:\s*avg=(?P<avg>[\d.]+)s\s+min=(?P<min>[\d.]+)s\s+"
+                   r"max=(?P<max>[\d.]+)s\s*$")
+_THROUGHPUT = re.compile(r"^\s*throughput\s*:\s*(?P<tp>[\d.]+)\s*proofs/min\b")
+RESULT = "=== Proof Result ==="
+_FIELD = re.compile(r"^(?P<key>status|job_id|timings|wall time|proof|error)\s*:\s*(?P<value>.*)$")
+_TIMINGS = re.compile(r"total=(?P<total>\d+) ms \(queue=(?P<queue>\d+) ms, srs=(?P<srs>\d+) ms, "
+                      r"synth=(?P<synth>\d+) ms, gpu=(?P<gpu>\d+) ms\)")
+_PROOF = re.compile(r"(?P<len>\d+) bytes \(hex: (?P<hex>[0-9a-fA-F]*)(?P<cut>\.\.\.)?\)")
 
 
 class BenchOutputError(ValueError):
@@ -145,10 +162,19 @@ def parse_line(text: str) -> BenchLine | None:
         error=(m.group("error") or "").strip(), raw=text.rstrip())
 
 
+#: What a tool that accepted its arguments says when nothing answers at the address (cuzk-bench:
+#: ``Error: failed to connect to daemon at ...``; tonic: ``transport error``).
+_CONNECT = re.compile(r"failed to connect|transport error|connection refused|tcp connect error|"
+                      r"error trying to connect", re.IGNORECASE)
+
+
 def usage_error(exit_code: int, stdout: str, stderr: str) -> BenchUsageError | None:
     """A :class:`BenchUsageError` when the output is a rejected command line (a non-zero exit,
-    no proof line and no header, and an ``error:`` or ``Usage:`` line), else ``None``."""
-    if exit_code == 0 or HEADER in stdout or any(parse_line(x) for x in stdout.splitlines()):
+    no proof line and no header, and an ``error:`` or ``Usage:`` line, not about connecting),
+    else ``None``."""
+    if (exit_code == 0 or HEADER in stdout or RESULT in stdout
+            or any(parse_line(x) for x in stdout.splitlines())
+            or _CONNECT.search(stdout + stderr)):
         return None
     text = (stderr + "\n" + stdout).splitlines()
     err = next((x.strip() for x in text if x.strip().lower().startswith("error")), "")
@@ -234,3 +260,71 @@ def parse_bench_output(stdout: str, *, expected_count: int | None = None) -> Ben
                 f"the proof lines say completed={done}, failed={failed}")
     return BenchOutput(lines=lines, count=count or len(lines), summary=summary, header=header,
                        other=tuple(other))
+
+
+@dataclass(frozen=True)
+class SingleResult:
+    """The ``=== Proof Result ===`` block of ``single``.
+
+    Attributes:
+        status: COMPLETED | FAILED | CANCELLED | TIMEOUT | UNKNOWN. job_id: the daemon's id.
+        total_ms, queue_ms, srs_ms, synth_ms, gpu_ms: the daemon's timings (0 unless
+            COMPLETED). wall_ms: the tool's wall time, ms.
+        proof: the proof bytes when printed whole (up to 256 bytes); ``None`` when cut short.
+        proof_len: its length in bytes. error: the daemon's error text ('' when COMPLETED).
+    """
+
+    status: str
+    job_id: str = ""
+    total_ms: int = 0
+    queue_ms: int = 0
+    srs_ms: int = 0
+    synth_ms: int = 0
+    gpu_ms: int = 0
+    wall_ms: float = 0.0
+    proof: bytes | None = None
+    proof_len: int = 0
+    error: str = ""
+
+    @property
+    def completed(self) -> bool:
+        """The status is COMPLETED."""
+        return self.status == "COMPLETED"
+
+
+def parse_single_output(stdout: str) -> SingleResult:
+    """Parse ``single``'s result block (log lines around it are ignored).
+
+    Raises:
+        BenchOutputError: no ``=== Proof Result ===`` block, no ``status:`` line, a COMPLETED
+            result without its ``proof:`` line, or a proof whose hex is not its stated length.
+    """
+    rows = stdout.splitlines()
+    try:
+        start = next(i for i, r in enumerate(rows) if r.strip() == RESULT)
+    except StopIteration:
+        raise BenchOutputError(f"no {RESULT!r} block in the bench tool's output") from None
+    fields: dict[str, str] = {}
+    for row in rows[start + 1:]:
+        if m := _FIELD.match(row.strip()):
+            fields.setdefault(m.group("key"), m.group("value").strip())
+    status = fields.get("status")
+    if status is None:
+        raise BenchOutputError(f"the {RESULT!r} block has no status line")
+    res = SingleResult(status=status, job_id=fields.get("job_id", ""), error=fields.get("error", ""))
+    if status != "COMPLETED":
+        return res
+    t = _TIMINGS.search(fields.get("timings", ""))
+    wall = re.match(r"(\d+)\s*ms", fields.get("wall time", ""))
+    proof = _PROOF.match(fields.get("proof", ""))
+    if proof is None:
+        raise BenchOutputError(f"a COMPLETED result without a proof line: {fields!r}")
+    length, hexs = int(proof.group("len")), proof.group("hex")
+    whole = None if proof.group("cut") else bytes.fromhex(hexs)
+    if whole is not None and len(whole) != length:
+        raise BenchOutputError(f"the proof line says {length} bytes but its hex has {len(whole)}")
+    return SingleResult(
+        status=status, job_id=res.job_id, total_ms=int(t.group("total")) if t else 0,
+        queue_ms=int(t.group("queue")) if t else 0, srs_ms=int(t.group("srs")) if t else 0,
+        synth_ms=int(t.group("synth")) if t else 0, gpu_ms=int(t.group("gpu")) if t else 0,
+        wall_ms=float(wall.group(1)) if wall else 0.0, proof=whole, proof_len=length)

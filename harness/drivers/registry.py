@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from harness.model.profile import Profile
-from harness.target.containers import ContainerRunner
 from harness.target.daemon import Daemon
+from harness.target.runner import Runner
 
 from .base import Driver
 from .bench_cli import BenchCliDriver
@@ -13,9 +13,10 @@ from .grpc import GrpcDriver
 __all__ = ["driver_for"]
 
 
-def driver_for(profile: Profile, daemon: Daemon, runner: ContainerRunner) -> Driver:
+def driver_for(profile: Profile, daemon: Daemon, runner: Runner) -> Driver:
     """``grpc`` talks to the daemon's published address; ``bench-cli`` runs the image's bench
-    tool in containers next to the daemon."""
+    tool in containers next to the daemon (processes for a process or attach target). A cuzk
+    daemon gets WindowPoSt one partition per request (it proves no more in one)."""
     if profile.driver == "bench-cli":
-        return BenchCliDriver(runner, profile, daemon.container)
-    return GrpcDriver(daemon.address)
+        return BenchCliDriver(runner, profile, daemon.handle)
+    return GrpcDriver(daemon.address, per_partition=profile.daemon == "cuzk")

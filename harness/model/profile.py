@@ -13,14 +13,19 @@ from typing import Any
 import msgspec
 
 __all__ = [
+    "DEFAULT_BINARY",
     "DEFAULT_CONFIG_PATH",
     "DEFAULT_PARAM_PATH",
+    "DEFAULT_VERIFIER",
     "DRIVERS",
     "JOB_ID_SCHEMES",
     "MOUNT_NAMES",
     "NETWORKS",
     "PROFILE_KEYS",
+    "CUZK_DEFAULTS",
+    "DAEMON_DEFAULTS",
     "REFPROVER_DEFAULTS",
+    "TARGETS",
     "Profile",
     "deep_merge",
 ]
@@ -30,8 +35,7 @@ DEFAULT_CONFIG_PATH = "/data/zk/cuzk.toml"
 #: Where cuzk reads params unless ``srs.param_cache`` says otherwise (DESIGN.md section 3).
 DEFAULT_PARAM_PATH = "/data/zk/params"
 
-#: The refprover daemon's defaults (targets/refprover/README.md); a profile's ``config`` is
-#: merged over these to give the effective config written into the container.
+#: The refprover daemon's defaults (targets/refprover/README.md).
 REFPROVER_DEFAULTS: dict[str, Any] = {
     "daemon": {"listen": "0.0.0.0:9820"},
     "srs": {"param_cache": DEFAULT_PARAM_PATH},
@@ -40,23 +44,57 @@ REFPROVER_DEFAULTS: dict[str, Any] = {
     "scheduler": {"max_batch_size": 1},
     "logging": {"level": "info"},
 }
+#: cuzk-daemon's defaults (cuzk-core/src/config.rs of curio e0294b0f, its Default impls):
+#: note pipeline mode on, and a unix socket to listen on.
+CUZK_DEFAULTS: dict[str, Any] = {
+    "daemon": {"listen": "unix:///run/curio/cuzk.sock", "status_listen": ""},
+    "srs": {"param_cache": DEFAULT_PARAM_PATH},
+    "memory": {"total_budget": "auto", "safety_margin": "5GiB"},
+    "gpus": {"gpu_workers_per_device": 2},
+    "pipeline": {"enabled": True, "synthesis_lookahead": 1, "synthesis_concurrency": 1,
+                 "max_parallel_synthesis": 18},
+    "scheduler": {"max_batch_size": 1, "max_batch_wait_ms": 10000},
+    "logging": {"level": "info"},
+}
+#: Which daemon a profile's ``config`` is read against (``daemon`` key): its defaults give the
+#: effective config that checks reason about; only the profile's own keys, the listen address
+#: and the param path are written into the daemon's config file.
+DAEMON_DEFAULTS: dict[str, dict[str, Any]] = {"refprover": REFPROVER_DEFAULTS,
+                                              "cuzk": CUZK_DEFAULTS}
 
 DRIVERS = ("grpc", "bench-cli")
+#: How the daemon is run: a container, a process on this host, or one already running.
+TARGETS = ("docker", "process", "attach")
+#: Program names of the refprover build, found in the bin dir (``--bin-dir``) of a process
+#: target when the profile names no path.
+DEFAULT_BINARY, DEFAULT_VERIFIER = "refprover", "verify"
 JOB_ID_SCHEMES = ("uuid", "curio", "fixed")
 NETWORKS = ("bridge", "host", "none")
 MOUNT_NAMES = ("params",)
 
 #: Every key a profile may set, with its meaning (shown in errors).
 PROFILE_KEYS: dict[str, str] = {
+    "daemon": f"which daemon the config is for, one of {tuple(DAEMON_DEFAULTS)} (default "
+              "'refprover'): its defaults are what an unset key means",
+    "target": f"how the daemon runs, one of {TARGETS} (default 'docker'): 'process' starts "
+              "`binary` on this host, 'attach' uses the daemon already running at `address`",
     "image": "image tag, e.g. 'proofdiff/refprover:latest' (default: the reference image the "
              "build made)",
+    "binary": "process target: the daemon program, a path or a name in the bin dir (default "
+              "'refprover', the build's)",
+    "verifier_binary": "process / attach targets: the independent verifier program (default "
+                       "'verify' in the bin dir, the build's)",
+    "address": "attach target: HOST:PORT of the running daemon's gRPC, e.g. '127.0.0.1:9820'",
+    "status_url": "attach target: the running daemon's GET /status URL, e.g. "
+                  "'http://127.0.0.1:9821/status' (default none)",
     "workload": "workload name, e.g. 'wpost-2k'",
     "driver": f"client driver, one of {DRIVERS}",
     "concurrency": "jobs in flight at once (int >= 1)",
     "job_ids": f"request id scheme, one of {JOB_ID_SCHEMES}",
     "miner_id": "miner id used in curio-style job ids (int; default: the workload's)",
     "env": "container environment (table of strings)",
-    "config": "daemon TOML (table), merged over the refprover defaults",
+    "config": "daemon TOML (table): written into the daemon's config file, and read over the "
+              "`daemon`'s defaults",
     "command": "args after the image entrypoint (list of strings)",
     "mounts": "container paths by mount name: {params = '/data/zk/params'}",
     "ports": "container ports to publish on 127.0.0.1 by name: {grpc = 9820, status = 9821}",
@@ -69,7 +107,8 @@ PROFILE_KEYS: dict[str, str] = {
     "ready_timeout_s": "deadline for the daemon to answer GetStatus, seconds (default 60)",
     "bench_tool": "bench-cli driver: the cuzk-bench-style client in the image, run as the "
                   "entrypoint of a short-lived container (default 'bench', refprover's; "
-                  "'cuzk-bench' in a cuzk image)",
+                  "'cuzk-bench' in a cuzk image); a path or a bin-dir name for a process or "
+                  "attach target",
     "bench_args": "bench-cli driver: extra args appended to `<bench_tool> -a ADDR batch -t TYPE "
                   "--c1 FILE --sector-num N --miner-id M -c COUNT -j CONCURRENCY` "
                   "(list of strings; default none)",
@@ -98,6 +137,9 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
 
     Attributes:
         name: profile name (``bench``, ``prod``).
+        target: ``docker`` | ``process`` | ``attach`` (:data:`TARGETS`).
+        daemon: ``refprover`` | ``cuzk`` (:data:`DAEMON_DEFAULTS`): whose defaults an unset
+            config key has.
         workload: workload name.
         image: image tag; ``None`` = the reference image the build made (pinned to its content
             tag when the run is planned, before anything starts).
@@ -115,11 +157,16 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
         timeout_s: deadline per job, seconds (default 600).
         ready_timeout_s: deadline for readiness, seconds (default 60).
         bench_tool, bench_args: the bench client of the ``bench-cli`` driver and its extra args.
+        binary, verifier_binary: the daemon and verifier programs of a process target
+            (``None``: the build's, by name in the bin dir).
+        address, status_url: where an attached daemon answers (attach target).
         source: the file the profile came from. overrides: the ``--set`` overrides applied.
     """
 
     name: str
     workload: str
+    target: str = "docker"
+    daemon: str = "refprover"
     image: str | None = None
     driver: str = "grpc"
     concurrency: int = 1
@@ -139,8 +186,22 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
     ready_timeout_s: float = 60.0
     bench_tool: str = "bench"
     bench_args: tuple[str, ...] = ()
+    binary: str | None = None
+    verifier_binary: str | None = None
+    address: str = ""
+    status_url: str = ""
     source: str = ""
     overrides: tuple[str, ...] = ()
+
+    @property
+    def program(self) -> str:
+        """What runs the daemon, for records and messages: the image tag (docker), the
+        daemon program (process) or the address (attach)."""
+        if self.target == "process":
+            return self.binary or DEFAULT_BINARY
+        if self.target == "attach":
+            return f"attached {self.address}"
+        return self.image_tag
 
     @property
     def image_tag(self) -> str:
@@ -155,8 +216,16 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
         return self.image
 
     def effective_config(self) -> dict[str, Any]:
-        """The daemon config written into the container: refprover defaults <- ``config``."""
-        return deep_merge(REFPROVER_DEFAULTS, self.config)
+        """The config the daemon runs with: its defaults (``daemon``) <- ``config``."""
+        return deep_merge(DAEMON_DEFAULTS[self.daemon], self.config)
+
+    def written_config(self) -> dict[str, Any]:
+        """The config file proofdiff writes: ``config`` with the listen address and the param
+        path made explicit (the daemon's defaults otherwise: a key proofdiff wrote that the
+        daemon does not know would be flagged as the profile's)."""
+        defaults = DAEMON_DEFAULTS[self.daemon]
+        return deep_merge({"daemon": {"listen": defaults["daemon"]["listen"]},
+                           "srs": {"param_cache": defaults["srs"]["param_cache"]}}, self.config)
 
     def param_read_path(self) -> str:
         """Container path the daemon reads params from (``srs.param_cache``)."""
@@ -177,6 +246,10 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
         daemon: params mounted where the daemon does not read, or a gRPC port that differs
         from ``daemon.listen``. One sentence with the fix per problem (empty when fine)."""
         problems = []
+        if self.target == "attach":
+            return [] if self.address else [
+                f"profile {self.name!r}: target 'attach' needs `address` (HOST:PORT of the "
+                f"running daemon) in {self.source or 'the profile file'}"]
         read, mounted = self.param_read_path(), self.param_mount_path()
         if read != mounted:
             problems.append(

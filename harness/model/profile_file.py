@@ -22,8 +22,8 @@ from typing import Any
 
 import msgspec
 
-from .profile import (DRIVERS, JOB_ID_SCHEMES, MOUNT_NAMES, NETWORKS, PROFILE_KEYS, Profile,
-                      deep_merge)
+from .profile import (DAEMON_DEFAULTS, DRIVERS, JOB_ID_SCHEMES, MOUNT_NAMES, NETWORKS,
+                      PROFILE_KEYS, TARGETS, Profile, deep_merge)
 
 __all__ = ["ALL_PROFILES", "DEFAULT_PROFILE_SET", "Override", "ProfileError", "load_profiles",
            "parse_override", "profile_file", "select_profiles", "shipped_profile_sets"]
@@ -139,6 +139,22 @@ def _build(name: str, raw: Mapping[str, Any], source: str, overrides: tuple[str,
                            + (f" (also {unknown[1:]})" if len(unknown) > 1 else "")
                            + f"; valid keys:\n{valid}")
     workload, image = raw.get("workload"), raw.get("image")
+    target = raw.get("target", "docker")
+    _expect(target in TARGETS, where, "target", f"one of {TARGETS}", target)
+    daemon = raw.get("daemon", "refprover")
+    _expect(daemon in DAEMON_DEFAULTS, where, "daemon", f"one of {tuple(DAEMON_DEFAULTS)}", daemon)
+    for key in ("binary", "verifier_binary"):
+        _expect(raw.get(key) is None or (isinstance(raw[key], str) and bool(raw[key].strip())),
+                where, key, "a program path or name", raw.get(key))
+    address, status_url = raw.get("address", ""), raw.get("status_url", "")
+    _expect(isinstance(address, str) and (not address or re.fullmatch(r"[\w.\-\[\]:]+:\d+",
+                                                                      address) is not None),
+            where, "address", "HOST:PORT, e.g. '127.0.0.1:9820'", address)
+    _expect(isinstance(status_url, str) and (not status_url or status_url.startswith("http")),
+            where, "status_url", "an http URL, e.g. 'http://127.0.0.1:9821/status'", status_url)
+    if target == "attach":
+        _expect(bool(address), where, "address", "set for target 'attach' (HOST:PORT of the "
+                "running daemon)", address)
     _expect(isinstance(workload, str) and bool(workload), where, "workload",
             "a non-empty string (set it in [defaults] or the profile)", workload)
     _expect(image is None or (isinstance(image, str) and bool(image)), where, "image",
@@ -190,7 +206,8 @@ def _build(name: str, raw: Mapping[str, Any], source: str, overrides: tuple[str,
         _expect(isinstance(val, (int, float)) and not isinstance(val, bool) and val > 0,
                 where, key, "a positive number of seconds", val)
     return Profile(
-        name=name, image=image, workload=str(workload), driver=driver, concurrency=conc,
+        name=name, target=target, daemon=daemon, image=image, binary=raw.get("binary"),
+        verifier_binary=raw.get("verifier_binary"), address=address, status_url=status_url, workload=str(workload), driver=driver, concurrency=conc,
         job_ids=job_ids, miner_id=miner, env=_env(raw.get("env", {}), where),
         config=copy.deepcopy(dict(config)), command=tuple(command), mounts=dict(mounts),
         ports={str(k): int(v) for k, v in ports.items()}, gpus=_gpus(raw.get("gpus"), where),

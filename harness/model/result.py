@@ -42,6 +42,9 @@ class DifferentialResult(msgspec.Struct, frozen=True, kw_only=True):
         deltas: config delta from the baseline to each other profile.
         errors: run-level errors (a profile file, the build, Docker), as text.
         extra: workflow-specific sections (``catch_matrix`` ...).
+        wall_s: the run's wall time, plan to last cleanup, seconds (0 when not measured).
+        machine: the host it ran on (:func:`harness.target.machine.machine_facts`: CPUs,
+            memory, GPUs from NVML or nvidia-smi).
     """
 
     run_id: str
@@ -60,6 +63,8 @@ class DifferentialResult(msgspec.Struct, frozen=True, kw_only=True):
     deltas: tuple[ConfigDelta, ...] = ()
     errors: tuple[str, ...] = ()
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
+    wall_s: float = 0.0
+    machine: dict[str, Any] = msgspec.field(default_factory=dict)
 
     @property
     def baseline(self) -> str:

@@ -13,13 +13,16 @@ __all__ = ["DaemonFacts", "ResourceUsage", "RunRecord"]
 
 
 class ResourceUsage(msgspec.Struct, frozen=True, kw_only=True):
-    """The daemon container's use of its limits, sampled from ``docker stats`` (about once a
-    second) while it ran.
+    """The daemon's use of its limits, sampled about once a second while it ran
+    (``docker stats`` for a container, psutil for a process).
 
     Attributes:
         mem_limit_bytes: the memory limit (``None`` when none). cpus: the CPU limit in cores.
-        peak_mem_bytes: the highest memory use seen (usage less inactive file cache), bytes.
+        peak_mem_bytes: the highest memory use seen (a container: usage less inactive file
+            cache; a process: resident memory of it and its children), bytes.
         peak_cpu_cores: the highest CPU use seen, in cores. samples: how many samples.
+        enforced_by: ``docker``, ``cgroup v2``, ``prlimit`` or ``none``.
+        note: how the limits were applied when not by docker ('' otherwise).
     """
 
     mem_limit_bytes: int | None = None
@@ -27,19 +30,23 @@ class ResourceUsage(msgspec.Struct, frozen=True, kw_only=True):
     peak_mem_bytes: int = 0
     peak_cpu_cores: float = 0.0
     samples: int = 0
+    enforced_by: str = "docker"
+    note: str = ""
 
 
 class DaemonFacts(msgspec.Struct, frozen=True, kw_only=True):
     """What the daemon of a run showed.
 
     Attributes:
-        container_id: short id of the daemon container ('' when none was started).
+        container_id: how the daemon is named: the container's short id, ``pid-N`` for a
+            process, ``attached HOST:PORT`` ('' when none was started).
+        runtime: ``docker``, ``process`` or ``attach`` (the profile's target).
         address: its gRPC ``127.0.0.1:PORT`` on this host.
         start_to_ready_ms: from the start call to the first ``GetStatus`` answer, ms.
         state: ``docker inspect`` ``State`` fields that matter (``Status``, ``ExitCode``,
             ``OOMKilled``, ``Error``) at the end of the run.
-        inspect_view: the settings the container really ran with (env, command, mounts,
-            limits, security), from ``docker inspect``.
+        inspect_view: the settings it really ran with (env, command, mounts, limits,
+            security), from ``docker inspect`` or the process's own argv and env.
         log_tail: the last lines of the daemon log.
         status: the daemon's ``GET /status`` JSON at the end of the run (``None`` when it has
             no status listener or did not answer).
@@ -48,6 +55,7 @@ class DaemonFacts(msgspec.Struct, frozen=True, kw_only=True):
     """
 
     container_id: str = ""
+    runtime: str = "docker"
     address: str = ""
     start_to_ready_ms: float | None = None
     state: dict[str, Any] = msgspec.field(default_factory=dict)

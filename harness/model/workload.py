@@ -31,6 +31,7 @@ from typing import Any
 
 __all__ = [
     "MIXED",
+    "POREP",
     "PRIORITY_NAMES",
     "PROOF_BYTES_PER_PARTITION",
     "Shape",
@@ -38,6 +39,7 @@ __all__ = [
     "Sector",
     "Workload",
     "WorkloadError",
+    "WINDOW_POST",
     "WorkloadJob",
     "is_slow_workload",
     "load_workload",
@@ -50,6 +52,7 @@ PROOF_BYTES_PER_PARTITION = 192
 #: Proof kinds this harness can submit and verify today.
 SUPPORTED_KINDS = ("WINDOW_POST_PARTITION", "POREP_SEAL_COMMIT")
 POREP = "POREP_SEAL_COMMIT"
+WINDOW_POST = "WINDOW_POST_PARTITION"
 #: The ``proof_kind`` of a workload whose jobs are of several kinds.
 MIXED = "MIXED"
 #: cuzk's ``Priority`` names a workload may give a job.
@@ -117,6 +120,23 @@ class WorkloadJob:
     comm_d: str = ""
     ticket: str = ""
     seed: str = ""
+
+    def partition_inputs(self) -> list[tuple[tuple[Sector, ...], tuple[bytes, ...]]]:
+        """A WindowPoSt job's sectors and vanilla proofs per partition, in partition order:
+        consecutive runs of ``ceil(sectors / partitions)`` (2 for 2 KiB: filecoin-proofs'
+        ``WINDOW_POST_SECTOR_COUNT``), as curio sends one request per partition.
+
+        Raises:
+            ValueError: not a WindowPoSt job, or fewer sectors than partitions.
+        """
+        if self.shape.proof_kind != WINDOW_POST:
+            raise ValueError(f"job {self.name!r} is {self.shape.proof_kind}, not WindowPoSt")
+        n, parts = len(self.sectors), max(1, self.shape.partitions)
+        if n < parts:
+            raise ValueError(f"job {self.name!r}: {n} sector(s) for {parts} partitions")
+        per = -(-n // parts)
+        return [(self.sectors[k * per:(k + 1) * per], self.vanilla_proofs[k * per:(k + 1) * per])
+                for k in range(parts)]
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from harness.model.profile import Profile
 from harness.model.runs import DaemonFacts, RunRecord
 from harness.model.status import Outcome
 from harness.model.workload import Workload
-from harness.target.containers import ContainerRunner
+from harness.target.runner import Runner
 from harness.target.daemon import Daemon
 
 __all__ = ["Evidence", "Recorder", "SuiteFn"]
@@ -52,8 +52,8 @@ class Evidence(Protocol):
         ...
 
     @property
-    def runner(self) -> ContainerRunner:
-        """The container runner."""
+    def runner(self) -> Runner:
+        """The one runner (containers and processes)."""
         ...
 
     @property

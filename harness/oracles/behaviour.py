@@ -95,7 +95,9 @@ def _priority(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
     cap = max(1, _peak([wl_flow] if wl_flow else [])[0])
     req = requested(p, ev.workload(workload).partitions)
     per_job = ev.workload(workload).partitions if req["pipeline"] else 1
-    n_low = math.ceil(cap / per_job) + max(1, p.concurrency)
+    # NORMAL work up to the profile's concurrency, and at least one job beyond what the
+    # daemon proves at once, so some is still queued when the HIGH job arrives
+    n_low = max(p.concurrency, math.ceil(cap / per_job) + 1)
     solo = ev.send(name, workload, [JobSpec(index=0, job=jobs[0].name, priority="HIGH")],
                    name="priority-solo", concurrency=1)
     specs = [JobSpec(index=i, job=jobs[i % len(jobs)].name, priority="NORMAL")
@@ -141,6 +143,14 @@ def _priority(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
             f"NORMAL job(s) still queued; {figs}", evidence=ev_)
 
 
+def _pointed_at(profile: Profile, word: str, key: str) -> list[str]:
+    """The items a reported setting that differs from ``key``'s value points at: the
+    profile's env vars whose name mentions ``word`` (an env value read another way overrides
+    the config), then the key itself (ignored or renamed)."""
+    env = [f"env.{k}" for k in profile.env if word in k.lower()]
+    return [*env, key]
+
+
 def _mode(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
     req = requested(ev.profiles[name], ev.workload(workload).partitions)
     wl_flow = ev.run(name, workload).workload_flow
@@ -159,11 +169,18 @@ def _mode(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
         rec("mode", name, Outcome.ERROR, f"{head}; nothing to judge: no GetStatus sample during "
             "the workload run", evidence=ev_)
         return
-    problems = []
+    if seen == 0 and running == 0 and rep_pipeline is None and rep_workers is None:
+        rec("mode", name, Outcome.ERROR, f"{head}; nothing to judge: in {n} samples the daemon "
+            "reported no work in progress (GetStatus queues, cuzk_running_jobs) and its /status "
+            "gives no mode or worker count", evidence=ev_)
+        return
+    problems, pointed = [], []
     if rep_pipeline is not None and bool(rep_pipeline) != req["pipeline"]:
         problems.append(f"the daemon reports pipeline_enabled={rep_pipeline}")
+        pointed += _pointed_at(ev.profiles[name], "pipeline", "config.pipeline.enabled")
     if rep_workers is not None and int(rep_workers) != req["workers"]:
         problems.append(f"the daemon reports {rep_workers} partition worker(s)")
+        pointed += _pointed_at(ev.profiles[name], "worker", "config.synthesis.partition_workers")
     if req["expected"] >= 2 and seen <= 1:
         problems.append(f"it was seen proving one work item at a time ({n} samples)")
     elif seen > req["expected"]:
@@ -173,7 +190,8 @@ def _mode(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
         rec("mode", name, Outcome.FAIL, f"{head}; but {'; '.join(problems)}\n  requested: "
             f"{req}\n  {seen_line}, daemon reports pipeline_enabled={rep_pipeline}, "
             f"partition_workers={rep_workers}; a key or env value the daemon reads differently "
-            "changed the proving path", evidence=ev_, names=MODE_KEYS)
+            "changed the proving path", evidence=ev_,
+            names=tuple(dict.fromkeys([*pointed, *MODE_KEYS])))
     else:
         rec("mode", name, Outcome.PASS, f"{head}; {seen_line}, as asked", evidence=ev_)
 
@@ -193,6 +211,10 @@ def _in_flight(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
     if n == 0:
         rec("in-flight", name, Outcome.ERROR, f"{head}: nothing to judge: no GetStatus sample",
             evidence=ev_)
+    elif seen == 0 and running == 0:
+        rec("in-flight", name, Outcome.ERROR, f"{head}: nothing to judge: no sample showed any "
+            "work in progress (GetStatus queues, cuzk_running_jobs) while jobs were out, so the "
+            "daemon does not report what it proves at once", evidence=ev_)
     elif not limit:
         rec("in-flight", name, Outcome.PASS, f"{head}: no limit configured or reported; at most "
             f"{seen} work item(s) in progress, cuzk_running_jobs at most {running}", evidence=ev_)

@@ -36,9 +36,10 @@ from harness.model.oracles import OracleRecord
 from harness.model.profile import Profile
 from harness.model.status import Outcome
 from harness.model.workload import WorkloadError
-from harness.target.containers import ContainerError, ContainerSpec
 from harness.target.daemon import Daemon, LaunchError
 from harness.target.param_digests import MANIFEST, DigestCache, read_manifest
+from harness.target.programs import PARAMGEN, program_identity
+from harness.target.spec import ContainerError, ContainerSpec
 from harness.target.status import (deprecated_keys_from_log, fetch_status,
                                    ignored_keys_from_log, param_cache_from_log)
 
@@ -69,10 +70,11 @@ PARAM_PATHS = ("config.srs.param_cache", "mounts.params", "env.FIL_PROOFS_PARAME
 
 
 def required_param_files(ev: Evidence, image: str, workload: str, profile: str,
-                         timeout_s: float) -> tuple[list[str], str]:
+                         timeout_s: float, *, target: str = "docker") -> tuple[list[str], str]:
     """The ``.params``/``.vk`` names ``workload`` needs, and where the list came from: the
     circuits of ``harness.build.WORKLOADS``, named by the cache ids the image's own ``paramgen
-    --print-cache-id`` prints; every file of the host cache when the image has no paramgen.
+    --print-cache-id`` prints (a process or attach target: the bin dir's paramgen); every file
+    of the host cache when there is no paramgen.
 
     Raises:
         RuntimeError: a circuit's files are not in the host param cache (with the fix).
@@ -84,11 +86,13 @@ def required_param_files(ev: Evidence, image: str, workload: str, profile: str,
     spec = WORKLOADS.get(workload)
     if spec is None:
         return every, f"every .params/.vk of {cache} (a workload the build does not know)"
+    in_image = target == "docker"
     try:
         res = ev.runner.run(ContainerSpec(
-            image=image, role="preflight", profile=profile, entrypoint=(PARAMGEN_TOOL,),
-            command=("--param-cache", "/nonexistent", "--print-cache-id", *spec.circuits)),
-            timeout_s=timeout_s)
+            image=image, role="preflight", profile=profile,
+            entrypoint=(PARAMGEN_TOOL if in_image else PARAMGEN,),
+            command=("--param-cache", "/nonexistent", "--print-cache-id", *spec.circuits),
+            runtime="docker" if in_image else "process"), timeout_s=timeout_s)
         code, out = res.exit_code, res.stdout
     except ContainerError:
         code, out = -1, ""
@@ -99,7 +103,7 @@ def required_param_files(ev: Evidence, image: str, workload: str, profile: str,
         except (ValueError, KeyError, TypeError):
             continue
     if code != 0 or len(ids) != len(spec.circuits):
-        return every, f"every .params/.vk of {cache} (the image has no {PARAMGEN_TOOL})"
+        return every, f"every .params/.vk of {cache} (no {PARAMGEN_TOOL if in_image else PARAMGEN})"
     files = []
     for circuit, cid in zip(spec.circuits, ids):
         mine = [f for f in every if cid in f]
@@ -108,16 +112,17 @@ def required_param_files(ev: Evidence, image: str, workload: str, profile: str,
                                f"{circuit} (cache id {cid}); build them with `proofdiff build "
                                f"--workload {workload}`")
         files += mine
-    return files, f"the image's paramgen --print-cache-id {' '.join(spec.circuits)}"
+    return files, (f"{'the image' if in_image else 'the bin dir'}'s paramgen --print-cache-id "
+                   f"{' '.join(spec.circuits)}")
 
 
 def _unreadable(daemon: Daemon, directory: str, files: Sequence[str]) -> list[str]:
     """Files not readable in ``directory`` inside the daemon container, as its user."""
     script = ('cd "$1" 2>/dev/null || { echo "__NODIR__"; exit 0; }; shift; '
               'for f; do [ -r "$f" ] || echo "$f"; done')
-    code, out = daemon.container.exec(["sh", "-c", script, "sh", directory, *files])
+    code, out = daemon.handle.exec(["sh", "-c", script, "sh", directory, *files])
     if code != 0:
-        raise RuntimeError(f"`docker exec {daemon.container.short_id} sh` exited {code}: "
+        raise RuntimeError(f"`sh` beside the daemon ({daemon.what}) exited {code}: "
                            f"{out.strip()[:300]}")
     lines = [x.strip() for x in out.splitlines() if x.strip()]
     return list(files) if "__NODIR__" in lines else [x for x in lines if x in files]
@@ -129,8 +134,8 @@ def _params(ev: Evidence, rec: Recorder, daemon: Daemon, status: dict[str, objec
     they are all readable there, for the integrity check."""
     p = daemon.profile
     try:
-        files, listed_by = required_param_files(ev, p.image_tag, rec.workload, p.name,
-                                                ev.deadlines(p.name).tool_s)
+        files, listed_by = required_param_files(ev, p.program, rec.workload, p.name,
+                                                ev.deadlines(p.name).tool_s, target=p.target)
     except RuntimeError as exc:
         rec("params", p.name, Outcome.FAIL, str(exc), names=PARAM_PATHS)
         return None
@@ -143,42 +148,44 @@ def _params(ev: Evidence, rec: Recorder, daemon: Daemon, status: dict[str, objec
     elif logged := param_cache_from_log(log):
         path, source = logged, "the daemon's start log (param_cache=)"
     else:
-        path, source = p.param_read_path(), "the merged config srs.param_cache"
-    configured, env_path = p.param_read_path(), p.env.get("FIL_PROOFS_PARAMETER_CACHE")
+        path, source = daemon.handle.see(p.param_read_path()), "the merged config srs.param_cache"
+    configured = daemon.handle.see(p.param_read_path())
+    env_path = daemon.handle.see(p.env.get("FIL_PROOFS_PARAMETER_CACHE") or "") or None
     note = (f"; env FIL_PROOFS_PARAMETER_CACHE={env_path!r} is ignored: the daemon sets it from "
             f"srs.param_cache={configured!r}" if env_path and env_path != configured else "")
     try:
         missing = _unreadable(daemon, path, files)
     except (RuntimeError, ContainerError) as exc:
-        rec("params", p.name, Outcome.ERROR, f"could not look inside container "
-            f"{daemon.container.short_id}: {exc}; is the daemon still running? see its log")
+        rec("params", p.name, Outcome.ERROR, f"could not look where the daemon "
+            f"reads ({daemon.what}): {exc}; is the daemon still running? see its log")
         return None
+    mounted = daemon.handle.see(p.param_mount_path())
     ev_ = {"read_path": path, "source": source, "configured": configured,
-           "mounted_at": p.param_mount_path(), "required": files, "listed_by": listed_by,
+           "mounted_at": mounted, "required": files, "listed_by": listed_by,
            "missing": missing}
     if not missing:
         rec("params", p.name, Outcome.PASS, f"{len(files)} file(s) readable at {path} "
             f"({source}){note}", evidence=ev_)
         return files, path
     detail = (f"{len(missing)} of {len(files)} param file(s) the workload needs are not readable "
-              f"in container {daemon.container.short_id} at {path!r}, where the daemon reads them "
+              f"for the daemon ({daemon.what}) at {path!r}, where it reads them "
               f"({source}); missing: {', '.join(missing)}")
     if path != configured:
         detail += (f". The daemon does NOT read the configured srs.param_cache={configured!r} "
-                   f"(params are mounted at {p.param_mount_path()!r})")
+                   f"(params are mounted at {mounted!r})")
     fix = (f"mount the params at {path!r} (mounts.params) or make the daemon read "
-           f"{p.param_mount_path()!r}" + (" (it ignores srs.param_cache: a daemon bug)"
-                                          if path != configured else ""))
+           f"{mounted!r}" + (" (it ignores srs.param_cache: a daemon bug)"
+                             if path != configured else ""))
     rec("params", p.name, Outcome.FAIL, f"{detail}{note}\n  fix: {fix}", evidence=ev_,
         names=PARAM_PATHS)
     return None
 
 
 def _in_container_digests(daemon: Daemon, directory: str, files: Sequence[str]) -> dict[str, str]:
-    code, out = daemon.container.exec(["sh", "-c", 'cd "$1" && shift && b2sum "$@"', "sh",
+    code, out = daemon.handle.exec(["sh", "-c", 'cd "$1" && shift && b2sum "$@"', "sh",
                                        directory, *files])
     if code != 0:
-        raise RuntimeError(f"b2sum in container {daemon.container.short_id} exited {code}: "
+        raise RuntimeError(f"b2sum beside the daemon ({daemon.what}) exited {code}: "
                            f"{out.strip()[:300]}")
     got = {}
     for line in out.splitlines():
@@ -222,7 +229,7 @@ def _integrity(ev: Evidence, rec: Recorder, daemon: Daemon, files: list[str],
         manifest = read_manifest(manifest_path)
         verifier = {n: d for n, d in zip(files, cache.digests(
             [ev.param_cache / n for n in files]).values())}
-        same_mount = read_path == p.param_mount_path()
+        same_mount = read_path == daemon.handle.see(p.param_mount_path())
         daemon_side = verifier if same_mount else _in_container_digests(daemon, read_path, files)
     except (OSError, ValueError, RuntimeError, ContainerError) as exc:
         rec("params-integrity", p.name, Outcome.ERROR, f"the params could not be hashed: {exc}")
@@ -284,16 +291,25 @@ def _config_keys(rec: Recorder, p: Profile, status: dict[str, object] | None, lo
         evidence={"ignored_keys": keys}, names=tuple(f"config.{k}" for k in keys))
 
 
+def _image(ev: Evidence, rec: Recorder, p: Profile) -> None:
+    """What runs the daemon, with its digest: the image (docker), the program file
+    (process: sha256 of the file), nothing proofdiff can see (attach: skipped)."""
+    if p.target == "attach":
+        rec("image", p.name, Outcome.SKIPPED, f"attached daemon at {p.address}: proofdiff did "
+            "not start it, so its image or program is not known here")
+        return
+    try:
+        ident = program_identity(ev.runner, p)
+    except ContainerError as exc:
+        rec("image", p.name, Outcome.FAIL, str(exc), names=("image", "binary"))
+        return
+    rec("image", p.name, Outcome.PASS, f"{ident.name} is {ident.digest} ({ident.detail})",
+        evidence={"id": ident.digest, "name": ident.name, "repo_digests": list(ident.repo_digests)})
+
+
 def _judge_profile(ev: Evidence, rec: Recorder, name: str) -> None:
     p = ev.profiles[name]
-    try:
-        img = ev.runner.image(p.image_tag)
-        digests = list(img.attrs.get("RepoDigests") or [])
-        rec("image", name, Outcome.PASS, f"{p.image_tag} is {img.id}" + (
-            f" ({digests[0]})" if digests else " (local build, no registry digest)"),
-            evidence={"id": img.id, "repo_digests": digests})
-    except ContainerError as exc:
-        rec("image", name, Outcome.FAIL, str(exc), names=("image",))
+    _image(ev, rec, p)
     try:
         workload = ev.workload(rec.workload)
         rec("workload", name, Outcome.PASS, f"workload {rec.workload} loads ({len(workload.jobs)} "

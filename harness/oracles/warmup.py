@@ -110,18 +110,24 @@ def liveness(rec: Recorder, run: RunRecord) -> None:
         rec("liveness", run.profile, Outcome.PASS, f"daemon {facts.container_id} of profile "
             f"{run.profile!r} is still running after the run", evidence=ev)
         return
+    if facts.runtime == "attach":
+        rec("liveness", run.profile, Outcome.FAIL, f"the attached daemon at {facts.address} of "
+            f"profile {run.profile!r} no longer answers GetStatus after the run "
+            f"({st.get('Error', 'no answer')}); proofdiff cannot see why: read its own log"
+            + (f"; jobs lost with it: {', '.join(lost)}" if lost else ""), evidence=ev)
+        return
     if not st:
-        rec("liveness", run.profile, Outcome.ERROR, f"daemon container {facts.container_id} of "
+        rec("liveness", run.profile, Outcome.ERROR, f"daemon {facts.container_id} of "
             f"profile {run.profile!r} could not be inspected after the run (removed while the "
             "run went on?)", evidence=ev)
         return
     code, oom = st.get("ExitCode"), bool(st.get("OOMKilled"))
-    why = (f"daemon container {facts.container_id} of profile {run.profile!r} is "
+    why = (f"daemon {facts.container_id} of profile {run.profile!r} is "
            f"{st.get('Status')} with exit code {code}" + (" and OOMKilled=true" if oom else "")
            + (f" ({st.get('Error')})" if st.get("Error") else ""))
     use = facts.resources
     seen = (f" (its memory reached {use.peak_mem_bytes / 2 ** 20:.0f} MiB of the "
-            f"{(use.mem_limit_bytes or 0) / 2 ** 20:.0f} MiB limit in the last docker stats sample "
+            f"{(use.mem_limit_bytes or 0) / 2 ** 20:.0f} MiB limit in the last sample "
             "before the kill)" if use and use.samples else "")
     fix = (f"the kernel killed it for memory{seen}: raise the profile's mem_limit, or find why "
            "the daemon needs more than its limit (behaviour/resources)" if oom else
@@ -138,6 +144,12 @@ def evaluate(ev: Evidence, workload: str) -> list[OracleRecord]:
     rec = Recorder(ev, "warmup", workload)
     for name, profile in ev.profiles.items():
         run = ev.run(name, workload)
-        first_proof(rec, run, profile.concurrency)
+        if profile.target == "attach":
+            rec("first-proof", name, Outcome.SKIPPED, f"profile {name!r} is attached to the "
+                f"daemon at {profile.address}: proofdiff did not start it, so its first proof "
+                "after start (the SRS load) is not this run's; use target 'process' or "
+                "'docker' to check warmup")
+        else:
+            first_proof(rec, run, profile.concurrency)
         liveness(rec, run)
     return rec.records

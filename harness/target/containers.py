@@ -1,5 +1,5 @@
-"""The one way proofdiff runs a container (docker SDK): daemons, the verifier, the bench tool,
-the preflight probes and the GPU probe all go through :class:`ContainerRunner`.
+"""The docker side of the one runner (:class:`harness.target.runner.Runner`): daemons, the
+verifier, the bench tool, the preflight probes and the GPU probe as containers (docker SDK).
 
 Every container gets:
 
@@ -20,11 +20,10 @@ Bind-mount sources are host paths: the Docker engine must run on this machine.
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +39,8 @@ from .spec import (BUILD_HINT, CONTAINER_USER, LABEL_IMAGE, LABEL_OWNER, LABEL_P
 
 __all__ = [
     "BUILD_HINT", "CONTAINER_USER", "LABEL_IMAGE", "LABEL_OWNER", "LABEL_PROFILE", "LABEL_ROLE",
-    "LABEL_RUN", "OUT_DIR", "Container", "ContainerError", "ContainerRunner", "ContainerSpec",
-    "Mount", "ToolResult", "Tracker", "docker_client", "reap",
+    "LABEL_RUN", "OUT_DIR", "Container", "ContainerError", "ContainerSpec", "DockerBackend",
+    "Mount", "ToolResult", "Tracker", "docker_client", "inspect_view", "reap",
 ]
 
 #: How often a waiting runner checks its stop condition, seconds.
@@ -64,6 +63,28 @@ def docker_client(timeout_s: float = 60.0) -> docker.DockerClient:
     return client
 
 
+def inspect_view(inspect: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a ``docker inspect`` result that a profile controls: ``{image, entrypoint,
+    cmd, user, env: {K: V}, mounts: {dest: "src (ro|rw)"}, limits, security, network_mode,
+    ports}``."""
+    cfg, host = inspect.get("Config") or {}, inspect.get("HostConfig") or {}
+    env = dict(kv.partition("=")[::2] for kv in cfg.get("Env") or [])
+    mounts = {m.get("Destination"): f"{m.get('Source')} ({'rw' if m.get('RW') else 'ro'})"
+              for m in inspect.get("Mounts") or []}
+    return {
+        "image": cfg.get("Image"), "entrypoint": cfg.get("Entrypoint"), "cmd": cfg.get("Cmd"),
+        "user": cfg.get("User"), "env": env, "mounts": mounts,
+        "limits": {"nano_cpus": host.get("NanoCpus"), "memory_bytes": host.get("Memory"),
+                   "pids_limit": host.get("PidsLimit"), "shm_size_bytes": host.get("ShmSize"),
+                   "device_requests": host.get("DeviceRequests")},
+        "security": {"privileged": host.get("Privileged"), "cap_drop": host.get("CapDrop"),
+                     "cap_add": host.get("CapAdd"), "security_opt": host.get("SecurityOpt"),
+                     "readonly_rootfs": host.get("ReadonlyRootfs")},
+        "network_mode": host.get("NetworkMode"),
+        "ports": sorted((host.get("PortBindings") or {}).keys()),
+    }
+
+
 def _text(raw: Any) -> str:
     return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
 
@@ -77,7 +98,9 @@ def _gpu_request(gpus: str | int | tuple[str, ...]) -> DeviceRequest:
 class Container:
     """A started container (long-lived: a daemon). Use :meth:`remove` when done."""
 
-    def __init__(self, runner: ContainerRunner, sdk: SdkContainer, spec: ContainerSpec,
+    runtime = "docker"
+
+    def __init__(self, runner: DockerBackend, sdk: SdkContainer, spec: ContainerSpec,
                  workdir: Path | None) -> None:
         self.runner, self.sdk, self.spec, self.workdir = runner, sdk, spec, workdir
 
@@ -97,6 +120,16 @@ class Container:
     def state(self) -> dict[str, Any]:
         """``State`` of a fresh snapshot: Status, ExitCode, OOMKilled, Error, ..."""
         return dict(self.inspect().get("State") or {})
+
+    def view(self) -> dict[str, Any]:
+        """The settings it really runs with (:func:`inspect_view` of a fresh inspect; ``{}``
+        when it is gone)."""
+        got = self.inspect()
+        return inspect_view(got) if got else {}
+
+    def see(self, path: str) -> str:
+        """``path``: a container sees its own paths."""
+        return path
 
     def logs(self, tail: int | None = None) -> str:
         """stdout + stderr, the last ``tail`` lines or all ('' when the container is gone)."""
@@ -149,7 +182,7 @@ class Container:
         self.workdir = None
 
 
-class ContainerRunner:
+class DockerBackend:
     """Runs containers for one run id on one engine.
 
     Args:
@@ -307,9 +340,6 @@ class ContainerRunner:
         if self.tracker is not None:
             self.tracker.untrack_dir(workdir)
 
-    def unique_name(self, *parts: str) -> str:
-        """``proofdiff-<run id>-<parts>-<6 hex>`` (docker names must be unique per engine)."""
-        return "-".join(p for p in ("proofdiff", self.run_id, *parts, secrets.token_hex(3)) if p)
 
 
 def _said(exc: BaseException) -> str:

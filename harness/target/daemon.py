@@ -1,9 +1,14 @@
-"""Start one profile's daemon container and wait until it answers (DESIGN.md section 2).
+"""Start one profile's daemon, or attach to it, and wait until it answers (DESIGN.md
+section 2).
+
+The profile's ``target`` says how: a container (``docker``), a process on this host
+(``process``: the same spec, rewritten by :mod:`harness.target.processes`) or the daemon
+already running at ``address`` (``attach``: never started or stopped here).
 
 Readiness = ``GetStatus`` answers, polled with a 20-50 ms backoff (a fixed 1 s poll would
 quantise start-to-ready time), within the profile's ``ready_timeout_s`` (default 60 s). A
 daemon that exits meanwhile, or never answers, raises :class:`LaunchError` with its exit code,
-OOMKilled and a log tail; the container is removed.
+OOMKilled and a log tail; what was started is removed.
 """
 
 from __future__ import annotations
@@ -17,21 +22,24 @@ from typing import Any
 
 import tomli_w
 
-from harness.model.profile import DEFAULT_CONFIG_PATH, Profile
+from harness.model.profile import DEFAULT_BINARY, DEFAULT_CONFIG_PATH, Profile
 from harness.model.runs import DaemonFacts
 
+from .attached import AttachedHandle
 from .client import ClientError, ProverClient
-from .containers import (CONTAINER_USER, Container, ContainerError, ContainerRunner,
-                         ContainerSpec, Mount)
 from .gpu import gpu_hint
-from .resources import ResourceSampler
+from .resources import ProcessSampler, ResourceSampler, sampler_for
+from .runner import Runner
+from .spec import CONTAINER_USER, ContainerError, ContainerSpec, Handle, Mount
 from .status import fetch_status
 
-__all__ = ["LOG_TAIL_LINES", "Daemon", "LaunchError", "daemon_spec", "inspect_view",
+__all__ = ["CONFIG_FLAGS", "LOG_TAIL_LINES", "Daemon", "LaunchError", "daemon_spec",
            "start_daemon"]
 
 #: Lines of the daemon log kept in a run record.
 LOG_TAIL_LINES = 200
+#: The config-file flags of cuzk-daemon and refprover (cuzk-daemon --help: ``-c, --config``).
+CONFIG_FLAGS = ("-c", "--config")
 
 
 class LaunchError(ContainerError):
@@ -39,58 +47,51 @@ class LaunchError(ContainerError):
     attributes); the message says what was seen and the fix."""
 
 
-def inspect_view(inspect: Mapping[str, Any]) -> dict[str, Any]:
-    """The parts of a ``docker inspect`` result that a profile controls: ``{image, entrypoint,
-    cmd, user, env: {K: V}, mounts: {dest: "src (ro|rw)"}, limits, security, network_mode,
-    ports}``."""
-    cfg, host = inspect.get("Config") or {}, inspect.get("HostConfig") or {}
-    env = dict(kv.partition("=")[::2] for kv in cfg.get("Env") or [])
-    mounts = {m.get("Destination"): f"{m.get('Source')} ({'rw' if m.get('RW') else 'ro'})"
-              for m in inspect.get("Mounts") or []}
-    return {
-        "image": cfg.get("Image"), "entrypoint": cfg.get("Entrypoint"), "cmd": cfg.get("Cmd"),
-        "user": cfg.get("User"), "env": env, "mounts": mounts,
-        "limits": {"nano_cpus": host.get("NanoCpus"), "memory_bytes": host.get("Memory"),
-                   "pids_limit": host.get("PidsLimit"), "shm_size_bytes": host.get("ShmSize"),
-                   "device_requests": host.get("DeviceRequests")},
-        "security": {"privileged": host.get("Privileged"), "cap_drop": host.get("CapDrop"),
-                     "cap_add": host.get("CapAdd"), "security_opt": host.get("SecurityOpt"),
-                     "readonly_rootfs": host.get("ReadonlyRootfs")},
-        "network_mode": host.get("NetworkMode"),
-        "ports": sorted((host.get("PortBindings") or {}).keys()),
-    }
-
-
 @dataclass
 class Daemon:
-    """A started, ready daemon.
+    """A ready daemon.
 
     Attributes:
-        profile: the profile it runs. container: its container.
-        address: gRPC ``127.0.0.1:PORT`` on this host.
-        start_to_ready_ms: from the start call to the first GetStatus answer, ms.
-        config_text: the daemon TOML as written.
+        profile: the profile it runs. handle: its container, process or attached address.
+        address: gRPC ``127.0.0.1:PORT`` on this host (an attached daemon's ``address``).
+        start_to_ready_ms: from the start call to the first GetStatus answer, ms (attach: to
+            the first answer).
+        config_text: the daemon TOML as written ('' when attached: it is not ours).
+        sampler: memory / CPU sampling under the profile's limits (``None`` without).
     """
 
     profile: Profile
-    container: Container
+    handle: Handle
     address: str = ""
     start_to_ready_ms: float | None = None
     config_text: str = ""
-    sampler: ResourceSampler | None = None
+    sampler: ResourceSampler | ProcessSampler | None = None
+
+    @property
+    def started_here(self) -> bool:
+        """proofdiff started this daemon (not an attached one), so it saw its first proof."""
+        return self.handle.runtime != "attach"
+
+    @property
+    def what(self) -> str:
+        """How it is named in messages: ``container 1a2b3c4d5e6f``, ``process pid-42
+        (refprover)``, ``attached 127.0.0.1:9820``."""
+        h = self.handle
+        return {"docker": f"container {h.short_id}", "process": f"process {h.short_id} "
+                f"({self.profile.program})"}.get(h.runtime, h.short_id)
 
     @property
     def status_port(self) -> int | None:
         """Host port of the daemon's ``GET /status`` listener (``None`` when not published)."""
-        return self.container.host_port("status")
+        return self.handle.host_port("status")
 
     def logs(self, tail: int | None = None) -> str:
-        """The daemon log, the last ``tail`` lines or all."""
-        return self.container.logs(tail)
+        """The daemon log, the last ``tail`` lines or all ('' for an attached daemon)."""
+        return self.handle.logs(tail)
 
     def state(self) -> dict[str, Any]:
-        """``State`` of a fresh ``docker inspect``."""
-        return self.container.state()
+        """Its state now (docker's ``State`` shape: Status, ExitCode, OOMKilled)."""
+        return self.handle.state()
 
     def facts(self, settle_s: float = 0.0) -> DaemonFacts:
         """What the daemon shows now: state, the settings it runs with, the log tail.
@@ -102,10 +103,9 @@ class Daemon:
         deadline = time.monotonic() + settle_s
         while time.monotonic() < deadline and self.state().get("Status") == "running":
             time.sleep(0.1)
-        inspect = self.container.inspect()
-        state = inspect.get("State") or {}
-        keep = {k: state.get(k) for k in ("Status", "ExitCode", "OOMKilled", "Error")
-                if k in state}
+        state = self.state()
+        keep: dict[str, Any] = {k: state.get(k) for k in ("Status", "ExitCode", "OOMKilled",
+                                                           "Error") if k in state}
         alive = keep.get("Status") == "running"
         srs: tuple[str, ...] = ()
         if alive and self.address:
@@ -114,22 +114,23 @@ class Daemon:
                     srs = tuple(s.circuit_id for s in client.get_status(timeout_s=5).srs)
             except ClientError:
                 srs = ()  # evidence only
-        return DaemonFacts(container_id=self.container.short_id, address=self.address,
-                           start_to_ready_ms=self.start_to_ready_ms, state=keep,
-                           inspect_view=inspect_view(inspect) if inspect else {},
+        return DaemonFacts(container_id=self.handle.short_id, runtime=self.handle.runtime,
+                           address=self.address, start_to_ready_ms=self.start_to_ready_ms,
+                           state=keep, inspect_view=self.handle.view(),
                            log_tail=self.logs(LOG_TAIL_LINES),
                            status=fetch_status(self.status_port) if alive else None,
                            resources=self.sampler.usage() if self.sampler else None,
                            srs_loaded=srs)
 
     def remove(self) -> None:
-        """Stop (SIGTERM, 5 s grace) and remove the container (idempotent)."""
+        """Stop (SIGTERM, 5 s grace) and remove it (idempotent; an attached daemon is left
+        alone)."""
         if self.sampler is not None:
             self.sampler.stop()
         try:
-            self.container.stop(grace_s=5)
+            self.handle.stop(grace_s=5)
         finally:
-            self.container.remove()
+            self.handle.remove()
 
 
 def _cache_problems(profile: Profile, param_cache: Path) -> list[str]:
@@ -139,7 +140,7 @@ def _cache_problems(profile: Profile, param_cache: Path) -> list[str]:
     if not any(param_cache.glob("*.vk")):
         return [f"param cache {str(param_cache)!r} holds no .vk files, so the daemon would find "
                 f"no params at {profile.param_read_path()!r}; regenerate with `proofdiff build`"]
-    if stat.S_IMODE(param_cache.stat().st_mode) & 0o005 != 0o005:
+    if profile.target == "docker" and stat.S_IMODE(param_cache.stat().st_mode) & 0o005 != 0o005:
         return [f"param cache {str(param_cache)!r} is not readable by the container user "
                 f"{CONTAINER_USER}; run `chmod -R a+rX {param_cache}`"]
     return []
@@ -147,62 +148,85 @@ def _cache_problems(profile: Profile, param_cache: Path) -> list[str]:
 
 def daemon_spec(profile: Profile, param_cache: Path, name: str = "") -> ContainerSpec:
     """The container of ``profile``'s daemon: its image, env, command, limits and GPUs, the
-    param cache mounted read-only at ``mounts.params`` and the merged config at
-    :data:`~harness.model.profile.DEFAULT_CONFIG_PATH`."""
-    config = tomli_w.dumps(profile.effective_config()).encode("utf-8")
+    param cache mounted read-only at ``mounts.params`` and its config
+    (:meth:`~harness.model.profile.Profile.written_config`) at
+    :data:`~harness.model.profile.DEFAULT_CONFIG_PATH`.
+
+    A process target runs ``binary`` instead of the image's entrypoint, and gets
+    ``-c <config>`` first when its command names no config file (a container finds the config
+    at the daemon's default path; a process on this host would not).
+    """
+    config = tomli_w.dumps(profile.written_config()).encode("utf-8")
+    process = profile.target == "process"
+    command = profile.command
+    if process and not any(a in CONFIG_FLAGS or a.startswith("--config=") for a in command):
+        command = ("-c", DEFAULT_CONFIG_PATH, *command)
     return ContainerSpec(
-        image=profile.image_tag, role="daemon", profile=profile.name, command=profile.command,
-        env=profile.env, mounts=(Mount(param_cache, profile.param_mount_path()),),
+        image=profile.binary or DEFAULT_BINARY if process else profile.image_tag, role="daemon",
+        profile=profile.name, command=command, env=profile.env,
+        entrypoint=(profile.binary or DEFAULT_BINARY,) if process else None,
+        mounts=(Mount(param_cache, profile.param_mount_path()),),
         files={DEFAULT_CONFIG_PATH: config}, network=profile.network, ports=profile.ports,
-        cpus=profile.cpus, mem_limit=profile.mem_limit, gpus=profile.gpus, name=name)
+        cpus=profile.cpus, mem_limit=profile.mem_limit, gpus=profile.gpus, name=name,
+        runtime="process" if process else "docker")
 
 
-def start_daemon(runner: ContainerRunner, profile: Profile, param_cache: Path, *,
+def start_daemon(runner: Runner, profile: Profile, param_cache: Path, *,
                  name: str = "") -> Daemon:
-    """Create, start and wait for one profile's daemon.
+    """Create, start and wait for one profile's daemon (attach: wait for the running one).
 
     Raises:
         LaunchError: a profile mismatch (params mounted where the daemon does not read, a port
-            that differs from ``daemon.listen``), an unusable param cache, the image missing,
-            docker refused the container (with the GPU fix when the engine has no NVIDIA
-            runtime), the daemon exited (exit code, OOMKilled, log tail) or never answered
-            in time. No container is left behind.
+            that differs from ``daemon.listen``, attach without ``address``), an unusable
+            param cache, the image or program missing, docker refused the container (with the
+            GPU fix when the engine has no NVIDIA runtime), the daemon exited (exit code,
+            OOMKilled, log tail) or never answered in time. Nothing started is left behind.
     """
-    problems = profile.launch_problems() + _cache_problems(profile, Path(param_cache))
+    problems = profile.launch_problems()
+    if profile.target != "attach":
+        problems += _cache_problems(profile, Path(param_cache))
     if problems:
         raise LaunchError("; ".join(problems), role="daemon", profile=profile.name)
-    spec = daemon_spec(profile, Path(param_cache), name)
     t0 = time.monotonic()
+    if profile.target == "attach":
+        daemon = Daemon(profile=profile, handle=AttachedHandle(
+            profile.address, profile.status_url, profile.name), address=profile.address)
+        _wait_ready(daemon, t0, profile.ready_timeout_s)
+        return daemon
+    spec = daemon_spec(profile, Path(param_cache), name)
     try:
-        container = runner.start(spec)
+        handle = runner.start(spec)
     except ContainerError as exc:
         hint = gpu_hint(str(exc)) if profile.gpus is not None else None
         extra = f"; profile {profile.name!r} requests gpus={profile.gpus!r}: {hint}" if hint else ""
         raise LaunchError(exc.headline + extra, role="daemon", profile=profile.name) from None
-    daemon = Daemon(profile=profile, container=container,
+    daemon = Daemon(profile=profile, handle=handle,
                     config_text=spec.files[DEFAULT_CONFIG_PATH].decode("utf-8"))
     try:
         _wait_ready(daemon, t0, profile.ready_timeout_s)
     except BaseException:  # KeyboardInterrupt too: never leave it running
-        container.remove()
+        handle.remove()
         raise
     if profile.mem_limit is not None or profile.cpus is not None:
-        daemon.sampler = ResourceSampler(container)
+        daemon.sampler = sampler_for(handle)
     return daemon
 
 
 def _exited(daemon: Daemon) -> LaunchError | None:
+    if not daemon.started_here:
+        return None  # an attached daemon is not ours to watch: only its answer counts
     st = daemon.state()
     if st.get("Status") not in ("exited", "dead"):
         return None
     code, oom = st.get("ExitCode"), bool(st.get("OOMKilled"))
     why = " (OOM-killed: raise mem_limit)" if oom else ""
     return LaunchError(
-        f"profile {daemon.profile.name!r}: daemon container {daemon.container.short_id} exited "
+        f"profile {daemon.profile.name!r}: daemon {daemon.what} exited "
         f"with code {code}{why} before answering GetStatus; read the log below, check the "
         f"config ({DEFAULT_CONFIG_PATH}) and command {list(daemon.profile.command)}",
-        role="daemon", profile=daemon.profile.name, container_id=daemon.container.short_id,
+        role="daemon", profile=daemon.profile.name, container_id=daemon.handle.short_id,
         exit_code=code, oom_killed=oom, log_tail=daemon.logs(40))
+
 
 
 def _wait_ready(daemon: Daemon, t0: float, timeout_s: float) -> None:
@@ -215,8 +239,9 @@ def _wait_ready(daemon: Daemon, t0: float, timeout_s: float) -> None:
             if err is not None:
                 raise err
             if client is None:
-                port = daemon.container.host_port("grpc")
-                if port:
+                if daemon.handle.runtime == "attach":
+                    client = ProverClient(daemon.address)
+                elif port := daemon.handle.host_port("grpc"):
                     daemon.address = f"127.0.0.1:{port}"
                     client = ProverClient(daemon.address)
             remaining = deadline - time.monotonic()
@@ -234,10 +259,12 @@ def _wait_ready(daemon: Daemon, t0: float, timeout_s: float) -> None:
     finally:
         if client is not None:
             client.close()
+    fix = ("is it running? start it, or fix `address`" if daemon.handle.runtime == "attach"
+           else "check daemon.listen and ports in the profile")
     raise LaunchError(
-        f"profile {daemon.profile.name!r}: daemon container {daemon.container.short_id} did not "
+        f"profile {daemon.profile.name!r}: daemon {daemon.what} did not "
         f"answer GetStatus on {daemon.address or '(no published port)'} within {timeout_s:.0f} s "
-        f"(status {daemon.state().get('Status')!r}, last error {last}); check daemon.listen and "
-        "ports in the profile, or raise ready_timeout_s",
-        role="daemon", profile=daemon.profile.name, container_id=daemon.container.short_id,
+        f"(status {daemon.state().get('Status')!r}, last error {last}); {fix}, or raise "
+        "ready_timeout_s",
+        role="daemon", profile=daemon.profile.name, container_id=daemon.handle.short_id,
         log_tail=daemon.logs(40))

@@ -8,7 +8,8 @@ that answer and turn it into an error that says what to do.
 
 from __future__ import annotations
 
-from .containers import ContainerError, ContainerRunner, ContainerSpec
+from .runner import Runner
+from .spec import ContainerError, ContainerSpec
 
 __all__ = ["NO_GPU_DRIVER", "gpu_hint", "probe_gpu_support"]
 
@@ -27,7 +28,7 @@ def gpu_hint(error_text: str) -> str | None:
     return _FIX if NO_GPU_DRIVER in error_text else None
 
 
-def probe_gpu_support(runner: ContainerRunner, image: str, *, timeout_s: float = 60.0) -> str | None:
+def probe_gpu_support(runner: Runner, image: str, *, timeout_s: float = 60.0) -> str | None:
     """Run ``true`` in ``image`` with every GPU requested (``DeviceRequest(count=-1)``).
 
     Args:

@@ -1,24 +1,35 @@
-"""Memory and CPU use of a container under its limits, sampled from ``docker stats``.
+"""Memory and CPU use of a daemon under its limits, sampled.
 
-A thread follows the engine's stats stream (one sample about every second) for as long as the
-container runs and keeps the peaks. Memory use is the cgroup's usage less its inactive file
-cache (what ``docker stats`` shows); CPU use is the share of the host's CPU time the container
-took between two samples, in cores.
+* a container (:class:`ResourceSampler`): a thread follows the engine's stats stream (one
+  sample about every second) for as long as it runs and keeps the peaks. Memory use is the
+  cgroup's usage less its inactive file cache (what ``docker stats`` shows); CPU use is the
+  share of the host's CPU time it took between two samples, in cores;
+* a process (:class:`ProcessSampler`, psutil): every second, the resident memory of the
+  process and its children, and their CPU time between two samples, in cores.
+
+:func:`sampler_for` picks the one for a handle.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import docker.errors
+import psutil
 import requests
 
 from harness.model.runs import ResourceUsage
 
 from .containers import Container
+from .processes import ProcessHandle
+from .spec import Handle
 
-__all__ = ["ResourceSampler", "cpu_cores", "memory_bytes"]
+__all__ = ["ProcessSampler", "ResourceSampler", "cpu_cores", "memory_bytes", "sampler_for"]
+
+#: Seconds between two samples of a process.
+PROCESS_SAMPLE_S = 1.0
 
 
 def memory_bytes(stats: dict[str, Any]) -> int:
@@ -71,4 +82,60 @@ class ResourceSampler:
         mem, nano = host.get("Memory") or 0, host.get("NanoCpus") or 0
         return ResourceUsage(mem_limit_bytes=int(mem) or None, cpus=nano / 1e9 if nano else None,
                              peak_mem_bytes=self.peak_mem, peak_cpu_cores=round(self.peak_cpu, 3),
-                             samples=self.samples)
+                             samples=self.samples, enforced_by="docker")
+
+
+class ProcessSampler:
+    """Samples a process target and its children every :data:`PROCESS_SAMPLE_S` until it
+    ends (or :meth:`stop`); :meth:`usage` gives the peaks with the limits it runs under."""
+
+    def __init__(self, handle: ProcessHandle) -> None:
+        self.handle = handle
+        self.peak_mem, self.peak_cpu, self.samples = 0, 0.0, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._follow, name="proofdiff-psutil", daemon=True)
+        self._thread.start()
+
+    def _follow(self) -> None:
+        try:
+            root = psutil.Process(self.handle.pid)
+            last: tuple[float, float] | None = None
+            while not self._stop.is_set() and self.handle.proc.poll() is None:
+                procs = [root, *root.children(recursive=True)]
+                rss = cpu = 0.0
+                for p in procs:
+                    try:
+                        rss += p.memory_info().rss
+                        t = p.cpu_times()
+                        cpu += t.user + t.system + t.children_user + t.children_system
+                    except (psutil.NoSuchProcess, psutil.AccessDenied):
+                        continue
+                now = time.monotonic()
+                if last is not None and now > last[0]:
+                    self.peak_cpu = max(self.peak_cpu, (cpu - last[1]) / (now - last[0]))
+                last = (now, cpu)
+                self.peak_mem = max(self.peak_mem, int(rss))
+                self.samples += 1
+                self._stop.wait(PROCESS_SAMPLE_S)
+        except psutil.Error:
+            return  # it ended: the peaks so far stand
+
+    def stop(self) -> None:
+        """Stop sampling."""
+        self._stop.set()
+
+    def usage(self) -> ResourceUsage:
+        """The peaks so far and the limits (with how they were enforced)."""
+        lim = self.handle.limits
+        return ResourceUsage(mem_limit_bytes=lim.mem_limit_bytes, cpus=lim.cpus,
+                             peak_mem_bytes=self.peak_mem, peak_cpu_cores=round(self.peak_cpu, 3),
+                             samples=self.samples, enforced_by=lim.enforced_by, note=lim.note)
+
+
+def sampler_for(handle: Handle) -> ResourceSampler | ProcessSampler | None:
+    """The sampler of a container or a process; ``None`` for an attached daemon."""
+    if isinstance(handle, Container):
+        return ResourceSampler(handle)
+    if isinstance(handle, ProcessHandle):
+        return ProcessSampler(handle)
+    return None

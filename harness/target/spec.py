@@ -7,17 +7,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 __all__ = ["BUILD_HINT", "CONTAINER_USER", "LABEL_IMAGE", "LABEL_OWNER", "LABEL_PROFILE",
-           "LABEL_ROLE", "LABEL_RUN", "OUT_DIR", "ContainerError", "ContainerSpec", "Mount",
-           "ToolResult", "Tracker"]
+           "LABEL_ROLE", "LABEL_RUN", "OUT_DIR", "RUNTIMES", "ContainerError", "ContainerSpec",
+           "Handle", "Mount", "ToolResult", "Tracker"]
 
 LABEL_RUN, LABEL_OWNER, LABEL_ROLE = "proofdiff.run", "proofdiff.owner", "proofdiff.role"
 LABEL_PROFILE, LABEL_IMAGE = "proofdiff.profile", "proofdiff.image"
 CONTAINER_USER = "65534:65534"
 #: The writable output directory of a short-lived container that asks for one.
 OUT_DIR = "/out"
+#: How a spec is run: a docker container, or a plain process on this host.
+RUNTIMES = ("docker", "process")
 BUILD_HINT = "build it with `make image` or `proofdiff build` (no registry is used; nothing is pulled)"
 
 
@@ -54,6 +56,70 @@ class Tracker(Protocol):
         """``path`` was removed by its owner."""
         ...
 
+    def track_pgid(self, pgid: int) -> None:
+        """Kill process group ``pgid`` if the owner dies."""
+        ...
+
+    def untrack_pgid(self, pgid: int) -> None:
+        """Process group ``pgid`` ended."""
+        ...
+
+
+class Handle(Protocol):
+    """A started daemon, whatever runs it: a container
+    (:class:`harness.target.containers.Container`), a process
+    (:class:`harness.target.processes.ProcessHandle`) or a daemon proofdiff attached to
+    (:class:`harness.target.attached.AttachedHandle`)."""
+
+    runtime: str
+
+    @property
+    def short_id(self) -> str:
+        """How it is named in messages (container id, ``pid-N``, the address)."""
+        ...
+
+    def state(self) -> dict[str, Any]:
+        """Docker's ``State`` shape: Status, ExitCode, OOMKilled."""
+        ...
+
+    def logs(self, tail: int | None = None) -> str:
+        """Its log, the last ``tail`` lines or all ('' when there is none)."""
+        ...
+
+    def host_port(self, name: str) -> int | None:
+        """The 127.0.0.1 port of ``ports[name]`` (``None`` when not published)."""
+        ...
+
+    def ip(self) -> str:
+        """The address another client on its network reaches it at ('' when none)."""
+        ...
+
+    def exec(self, argv: list[str]) -> tuple[int, str]:
+        """Run ``argv`` where it sees its files; (exit code, output).
+
+        Raises:
+            ContainerError: nothing can be run there (an attached remote daemon).
+        """
+        ...
+
+    def view(self) -> dict[str, Any]:
+        """The settings it really runs with (the shape of
+        :func:`harness.target.containers.inspect_view`)."""
+        ...
+
+    def see(self, path: str) -> str:
+        """A path of the profile (a container path) as the daemon sees it: the same in a
+        container or an attached daemon, the host path for a process."""
+        ...
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """Ask it to stop, then kill it after ``grace_s`` seconds."""
+        ...
+
+    def remove(self) -> None:
+        """Remove it and what it used (idempotent)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Mount:
@@ -80,6 +146,9 @@ class ContainerSpec:
         cpus, mem_limit: limits (cores; docker syntax). gpus: ``None``, ``'all'``, a count or
             device ids (one ``DeviceRequest``; never a count and ids at once).
         name: container name ('' = docker's).
+        runtime: ``docker`` (a container) or ``process`` (a plain process on this host:
+            ``entrypoint[0]`` is then the program, container paths and ports are rewritten,
+            :mod:`harness.target.processes`).
     """
 
     image: str
@@ -97,6 +166,7 @@ class ContainerSpec:
     mem_limit: str | None = None
     gpus: str | int | tuple[str, ...] | None = None
     name: str = ""
+    runtime: str = "docker"
 
 
 @dataclass(frozen=True)

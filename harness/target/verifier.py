@@ -1,9 +1,10 @@
-"""Independent verification: the verifier image's ``verify`` tool in a short-lived container.
+"""Independent verification: refprover's ``verify`` tool, in a short-lived container of the
+verifier image, or as a process on this host (process and attach targets).
 
 The verifier sees only public inputs, the proof and the ``.vk`` files (params mounted read-only
 at ``/params``, no network), never the daemon's state. Input and output formats: refprover
 README, 'Verifier input and output'. Verifiers are pluggable behind :class:`Verifier`;
-:class:`DockerVerifier` is the default.
+:class:`ToolVerifier` is the default.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import msgspec
 from harness.model.jobs import FlowRecord, JobRecord, ProofVerdict
 from harness.model.workload import POREP, Workload, WorkloadJob
 
-from .containers import ContainerError, ContainerRunner, ContainerSpec, Mount
+from .runner import Runner
+from .spec import ContainerError, ContainerSpec, Mount
 
-__all__ = ["VERIFY_BIN", "DockerVerifier", "VerifyError", "Verifier", "attach_verdicts",
+__all__ = ["VERIFY_BIN", "ToolVerifier", "VerifyError", "Verifier", "attach_verdicts",
            "verify_item"]
 
 VERIFY_BIN = "/usr/local/bin/verify"
@@ -68,29 +70,33 @@ class _Output(msgspec.Struct):
     results: list[_Result]
 
 
-class DockerVerifier:
-    """Runs ``verify --param-cache /params --input /in/batch.json`` in ``image``.
+class ToolVerifier:
+    """Runs ``verify --param-cache /params --input /in/batch.json``.
 
     Args:
-        runner: the run's container runner. image: a tag with the ``verify`` tool.
+        runner: the run's runner. program: a docker image with the tool at
+            :data:`VERIFY_BIN` (``runtime="docker"``), or the tool's path or bin-dir name
+            (``runtime="process"``).
         param_cache: host dir with the ``.vk`` files. profile: whose proofs are checked (label).
-        timeout_s: deadline of one verifier container, seconds (default 300).
+        timeout_s: deadline of one verifier run, seconds (default 300).
     """
 
-    def __init__(self, runner: ContainerRunner, image: str, param_cache: Path, *,
-                 profile: str = "", timeout_s: float = 300.0) -> None:
-        self.runner, self.image, self.param_cache = runner, image, Path(param_cache)
-        self.profile, self.timeout_s = profile, timeout_s
+    def __init__(self, runner: Runner, program: str, param_cache: Path, *,
+                 profile: str = "", timeout_s: float = 300.0, runtime: str = "docker") -> None:
+        self.runner, self.program, self.param_cache = runner, program, Path(param_cache)
+        self.profile, self.timeout_s, self.runtime = profile, timeout_s, runtime
 
     def verify(self, items: Sequence[dict[str, Any]]) -> dict[str, ProofVerdict]:
         """See :class:`Verifier`. No items: no container, ``{}``."""
         if not items:
             return {}
         spec = ContainerSpec(
-            image=self.image, role="verifier", profile=self.profile, entrypoint=(VERIFY_BIN,),
+            image=self.program, role="verifier", profile=self.profile,
+            entrypoint=(VERIFY_BIN if self.runtime == "docker" else self.program,),
             command=("--param-cache", "/params", "--input", "/in/batch.json"),
             mounts=(Mount(self.param_cache, "/params"),),
-            files={"/in/batch.json": json.dumps({"items": list(items)}).encode("utf-8")})
+            files={"/in/batch.json": json.dumps({"items": list(items)}).encode("utf-8")},
+            runtime=self.runtime)
         try:
             res = self.runner.run(spec, timeout_s=self.timeout_s)
         except ContainerError as exc:

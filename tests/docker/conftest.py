@@ -9,15 +9,16 @@ from typing import Any
 import pytest
 
 from harness.core.plan import new_run_id
-from harness.target.containers import ContainerRunner, reap
+from harness.target.containers import reap
+from harness.target.runner import Runner
 from harness.target.watchdog import Watchdog
 
 
 @pytest.fixture
-def runner(artifacts: Any) -> Iterator[ContainerRunner]:
+def runner(artifacts: Any) -> Iterator[Runner]:
     """A runner with its own run id and watchdog; everything of its run is gone afterwards."""
     dog = Watchdog().start()
-    r = ContainerRunner(f"t-{new_run_id()}", tracker=dog)
+    r = Runner(f"t-{new_run_id()}", tracker=dog)
     yield r
     dog.close()
     left = reap(run_id=r.run_id)

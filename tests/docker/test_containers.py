@@ -13,7 +13,8 @@ import pytest
 from harness.model.profile_file import load_profiles
 from msgspec.structs import replace
 
-from harness.target.containers import ContainerError, ContainerRunner, ContainerSpec, Mount
+from harness.target.runner import Runner
+from harness.target.spec import ContainerError, ContainerSpec, Mount
 from harness.target.daemon import LaunchError, start_daemon
 
 
@@ -22,7 +23,7 @@ def _leftover_dirs(role: str) -> list[str]:
 
 
 def test_a_tool_container_is_labelled_hardened_and_removed(artifacts: Any,
-                                                           runner: ContainerRunner,
+                                                           runner: Runner,
                                                            tmp_path: Path) -> None:
     before = _leftover_dirs("preflight")
     (tmp_path / "ro.txt").write_text("params")
@@ -44,7 +45,7 @@ def test_a_tool_container_is_labelled_hardened_and_removed(artifacts: Any,
 
 
 def test_labels_carry_run_owner_role_profile_and_image(artifacts: Any,
-                                                       runner: ContainerRunner) -> None:
+                                                       runner: Runner) -> None:
     spec = ContainerSpec(image=artifacts.image_tag, role="bench", profile="prod",
                          entrypoint=("sleep",), command=("30",))
     c = runner.start(spec)
@@ -63,7 +64,7 @@ def test_labels_carry_run_owner_role_profile_and_image(artifacts: Any,
 
 
 def test_deadline_and_stop_condition_kill_the_container(artifacts: Any,
-                                                        runner: ContainerRunner) -> None:
+                                                        runner: Runner) -> None:
     spec = ContainerSpec(image=artifacts.image_tag, role="bench", entrypoint=("sleep",),
                          command=("60",))
     late = runner.run(spec, timeout_s=1.0)
@@ -73,7 +74,7 @@ def test_deadline_and_stop_condition_kill_the_container(artifacts: Any,
     assert stopped.stopped and not stopped.timed_out
 
 
-def test_a_missing_image_is_said_once_with_the_fix(runner: ContainerRunner) -> None:
+def test_a_missing_image_is_said_once_with_the_fix(runner: Runner) -> None:
     with pytest.raises(ContainerError) as ei:
         runner.run(ContainerSpec(image="proofdiff/refprover:does-not-exist", role="verifier"),
                    timeout_s=10)
@@ -83,7 +84,7 @@ def test_a_missing_image_is_said_once_with_the_fix(runner: ContainerRunner) -> N
 
 
 def test_a_daemon_that_exits_at_start_says_why_with_its_log(artifacts: Any,
-                                                            runner: ContainerRunner) -> None:
+                                                            runner: Runner) -> None:
     bench = replace(load_profiles("refprover", ['bench.command=["--no-such-flag"]'])["bench"],
                     image=artifacts.image_tag)
     with pytest.raises(LaunchError) as ei:

@@ -16,11 +16,11 @@ from harness.drivers.deadlines import Deadlines
 from harness.model.profile_file import load_profiles
 from harness.model.workload import load_workload
 from harness.oracles.preflight import required_param_files
-from harness.target.containers import ContainerRunner
+from harness.target.runner import Runner
 from harness.target.gpu import gpu_hint, probe_gpu_support
 
 
-def _bench(artifacts: Any, runner: ContainerRunner, args: list[str],
+def _bench(artifacts: Any, runner: Runner, args: list[str],
            tool: str = "bench") -> BenchCliDriver:
     p = load_profiles("refprover", ['bench.driver="bench-cli"'])["bench"]
     return BenchCliDriver(runner, replace(p, image=artifacts.image_tag, bench_args=tuple(args),
@@ -28,12 +28,12 @@ def _bench(artifacts: Any, runner: ContainerRunner, args: list[str],
 
 
 def test_the_dry_parse_rejects_n_with_the_tools_usage_line(artifacts: Any,
-                                                           runner: ContainerRunner) -> None:
+                                                           runner: Runner) -> None:
     wl = load_workload(artifacts.workloads["wpost-2k"])
     problem = _bench(artifacts, runner, ["-n", "3"]).check_command_line(wl, Deadlines())
     assert problem is not None
     assert "error: unexpected argument '-n' found" in problem
-    assert "Usage: bench batch [OPTIONS] --type <TYP> --c1 <C1>" in problem
+    assert "Usage: bench batch [OPTIONS] --type <PROOF_TYPE>" in problem
     assert "fix bench_args" in problem
     assert _bench(artifacts, runner, []).check_command_line(wl, Deadlines()) is None
     # a flag the driver already passes, given twice, is rejected too (clap), with its name
@@ -41,15 +41,15 @@ def test_the_dry_parse_rejects_n_with_the_tools_usage_line(artifacts: Any,
     assert twice is not None and "'--concurrency <CONCURRENCY>'" in twice
 
 
-def test_a_missing_bench_tool_says_which(artifacts: Any, runner: ContainerRunner) -> None:
+def test_a_missing_bench_tool_says_which(artifacts: Any, runner: Runner) -> None:
     wl = load_workload(artifacts.workloads["wpost-2k"])
     problem = _bench(artifacts, runner, [], tool="nope").check_command_line(wl, Deadlines())
-    assert problem is not None and "the bench container ('nope' in" in problem
+    assert problem is not None and "the bench tool ('nope' on" in problem
     assert "set bench_tool" in problem
 
 
 def test_required_param_files_are_named_by_the_image(artifacts: Any,
-                                                     runner: ContainerRunner) -> None:
+                                                     runner: Runner) -> None:
     ev = SimpleNamespace(runner=runner, param_cache=Path(artifacts.param_cache))
     files, source = required_param_files(ev, artifacts.image_tag, "wpost-2k", "bench",  # type: ignore[arg-type]
                                          timeout_s=60)
@@ -59,7 +59,7 @@ def test_required_param_files_are_named_by_the_image(artifacts: Any,
 
 
 def test_this_engine_gives_gpus_or_says_exactly_why_not(artifacts: Any,
-                                                         runner: ContainerRunner) -> None:
+                                                         runner: Runner) -> None:
     reason = probe_gpu_support(runner, artifacts.image_tag)
     if reason is None:
         pytest.skip("this engine gives containers GPUs; the refusal path cannot be seen here")

@@ -17,10 +17,11 @@ import docker
 OWNER = """
 import json, sys, time
 from pathlib import Path
-from harness.target.containers import ContainerRunner, ContainerSpec
+from harness.target.runner import Runner
+from harness.target.spec import ContainerSpec
 from harness.target.watchdog import Watchdog
 dog = Watchdog().start()
-runner = ContainerRunner(sys.argv[1], tracker=dog)
+runner = Runner(sys.argv[1], tracker=dog)
 c = runner.start(ContainerSpec(image=sys.argv[2], role="daemon", profile="bench",
                                entrypoint=("sleep",), command=("600",), files={"/in/x": b"x"}))
 print(json.dumps({"owner": dog.owner, "id": c.sdk.id, "dir": str(c.workdir)}), flush=True)

@@ -1,68 +1,70 @@
 """What the daemon really does, and the params it reads, end to end on the real image: each
-behaviour oracle passes on the clean image and fails on a fault switch that breaks its property
-on prod only (bench stays clean); the params integrity check fails, naming the file, on a
-flipped byte and on a truncated file, before any proof."""
+behaviour oracle fails on a fault switch that breaks its property where it is planted (bench
+stays clean; the clean image passing every suite is tests/e2e/test_fault_catalog.py); the
+params integrity check fails, naming the file, on a flipped byte and on a truncated file,
+before any proof."""
 
 from __future__ import annotations
 
 import shutil
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
+import tomli_w
 
-from harness.cli.catch_matrix import HOST_MEMORY_SETS, cells_of
+from harness.cli.catch_matrix import cells_of
+from harness.model.profile import deep_merge
+from harness.model.profile_file import profile_file
 from harness.model.status import Outcome, Verdict
 
 pytestmark = pytest.mark.e2e
 
 BEHAVIOUR = ("--suite", "behaviour")
-LIMITED = tuple(x for s in HOST_MEMORY_SETS for x in ("--set", s.format(p="prod")))
 
 
-def test_clean_image_behaves_as_each_profile_asks(cli_run: Any) -> None:
-    r = cli_run(*BEHAVIOUR, *LIMITED, run_id="e2e-behaviour-clean")
-    assert r.rc == 0, (r.result.verdict_line, r.output[-3000:])
-    for profile in ("bench", "prod"):
-        for oracle in ("priority", "mode", "in-flight"):
-            rec = r.record("behaviour", oracle, profile)
-            assert rec.outcome is Outcome.PASS, rec.message
-    prio = r.record("behaviour", "priority", "prod").evidence
-    assert prio["queued_at_arrival"] >= 1 and prio["ratio"] <= prio["bound"], prio
-    mode = r.record("behaviour", "mode", "prod").evidence
-    assert mode["observed_max_in_progress"] >= 2 and mode["reported_pipeline"] is True, mode
-    use = r.record("behaviour", "resources", "prod").evidence
-    assert 0 < use["peak_mem_bytes"] < 0.9 * use["mem_limit_bytes"], use
-    run = r.result.run("prod", "wpost-2k")
-    assert run and run.daemon and run.daemon.resources and run.daemon.resources.samples > 0
-
-
-#: fault -> (extra args, oracle that must fail on prod, evidence text, a suspect it must name)
+#: fault -> (extra profile keys, oracle that must fail, evidence text, a suspect it must name)
 CASES = {
-    "ignore-priority": ((), "priority", "schedules FIFO, not by priority", "env.REFPROVER_FAULTS"),
-    "exceed-inflight": ((), "in-flight", "but pipeline.max_parallel_synthesis = 3",
+    "ignore-priority": ({}, "priority", "schedules FIFO, not by priority", "env.REFPROVER_FAULTS"),
+    "exceed-inflight": ({}, "in-flight", "but pipeline.max_parallel_synthesis = 3",
                         "config.pipeline.max_parallel_synthesis"),
-    "env-bool": ((), "mode", "the daemon reports pipeline_enabled=False",
+    "env-bool": ({}, "mode", "the daemon reports pipeline_enabled=False",
                  "env.REFPROVER_DISABLE_PIPELINE"),
-    "ignore-deprecated": ((), "mode", "the daemon reports 1 partition worker(s)",
+    "ignore-deprecated": ({}, "mode", "the daemon reports 1 partition worker(s)",
                           "config.synthesis.partition_workers"),
-    "host-memory": (LIMITED, "resources", "OOM-killed; peak memory", "mem_limit"),
+    "host-memory": ({"mem_limit": "1200m", "config": {"memory": {
+        "partition_working_set": "400MiB"}}}, "resources", "OOM-killed; peak memory", "mem_limit"),
 }
 
 
-@pytest.mark.parametrize("fault", list(CASES))
-def test_each_behaviour_fault_is_caught_on_prod_only(cli_run: Any, fault: str) -> None:
-    extra, oracle, evidence, suspect = CASES[fault]
-    r = cli_run(*BEHAVIOUR, *extra, "--set", f"prod.env.REFPROVER_FAULTS={fault}",
-                run_id=f"e2e-{fault}")
+def _fault_profiles(tmp_path: Path) -> Path:
+    """The shipped refprover set plus one copy of prod per fault (``prod-<fault>``): one run
+    with bench as the baseline checks every fault against it, so bench runs once."""
+    shipped = tomllib.loads(profile_file("refprover").read_text(encoding="utf-8"))
+    prod = shipped["profiles"].pop("prod")
+    for fault, (extra, *_rest) in CASES.items():
+        copy = deep_merge(prod, extra)
+        copy["env"] = {**prod.get("env", {}), "REFPROVER_FAULTS": fault}
+        shipped["profiles"][f"prod-{fault}"] = copy
+    path = tmp_path / "faults.toml"
+    path.write_text(tomli_w.dumps(shipped), encoding="utf-8")
+    return path
+
+
+def test_each_behaviour_fault_is_caught_where_it_is_planted(cli_run: Any, tmp_path: Path) -> None:
+    r = cli_run(*BEHAVIOUR, "--profiles", str(_fault_profiles(tmp_path)), run_id="e2e-faults",
+                timeout_s=1500)
     res = r.result
     assert r.rc == 1 and res.verdict is Verdict.DIVERGED, (r.rc, res.verdict_line, r.output[-3000:])
     cells = cells_of(res)
-    assert {"oracle": oracle, "profile": "prod"} in cells.get("behaviour", []), cells
     assert not [c for cs in cells.values() for c in cs if c["profile"] == "bench"], cells
-    assert evidence in r.record("behaviour", oracle, "prod").message
-    (div,) = [d for d in res.divergences if d.oracle == oracle]
-    assert suspect in [s.path for s in div.suspects[:5]], div.suspects
+    for fault, (_extra, oracle, evidence, suspect) in CASES.items():
+        profile = f"prod-{fault}"
+        assert {"oracle": oracle, "profile": profile} in cells.get("behaviour", []), (fault, cells)
+        assert evidence in r.record("behaviour", oracle, profile).message, fault
+        (div,) = [d for d in res.divergences if d.oracle == oracle and d.profile == profile]
+        assert suspect in [s.path for s in div.suspects[:5]], (fault, div.suspects)
 
 
 def _corrupt_copy(artifacts: Any, tmp_path: Path, how: str) -> tuple[Path, str]:

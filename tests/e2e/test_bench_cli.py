@@ -51,7 +51,8 @@ def test_a_flag_the_bench_tool_rejects_is_an_error_with_its_usage_line(cli_run: 
     assert r.rc == 3, r.output
     text = r.record("validity", "proofs", "bench").message
     assert "error: unexpected argument '-n' found" in text, text
-    assert "Usage: bench batch [OPTIONS] --type <TYP> --c1 <C1>" in text, text
+    # a cuzk WindowPoSt job goes one partition per request: `single --partition K`
+    assert "Usage: bench single [OPTIONS] --type <PROOF_TYPE>" in text, text
     assert "fix bench_args" in text and "cuzk.toml" in text, text
 
 

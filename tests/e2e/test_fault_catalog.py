@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from harness.cli.catch_matrix import cells_of
+from harness.cli.catch_matrix import HOST_MEMORY_SETS, cells_of
 from harness.model.status import Outcome, Verdict
 
 from .conftest import REPO, unique
@@ -30,12 +30,15 @@ pytestmark = pytest.mark.e2e
 
 
 def test_clean_image_passes_every_suite(cli_run: Any) -> None:
-    r = cli_run("--suite", "all", run_id="e2e-clean-all")
+    # prod under a memory limit with 400 MiB work items: a daemon that sizes itself from the
+    # cgroup, as the clean one does, stays under it (behaviour/resources)
+    limited = [x for s in HOST_MEMORY_SETS for x in ("--set", s.format(p="prod"))]
+    r = cli_run("--suite", "all", *limited, run_id="e2e-clean-all")
     res = r.result
     assert r.rc == 0, r.output
     assert res.verdict is Verdict.SAME and cells_of(res) == {}, (res.verdict_line, cells_of(res))
     assert {x.suite for x in res.records} == {"preflight", "validity", "warmup", "isolation",
-                                              "timing"}
+                                              "behaviour", "timing"}
     assert not [x for x in res.records if x.outcome in (Outcome.FAIL, Outcome.ERROR,
                                                         Outcome.SKIPPED)]
     for profile in ("bench", "prod"):
@@ -51,6 +54,17 @@ def test_clean_image_passes_every_suite(cli_run: Any) -> None:
                          timeout=60)
     assert cmp.returncode == 0 and "per-proof-cost[prod]" in cmp.stdout, cmp.stdout + cmp.stderr
     assert "<h2>Oracles</h2>" in (r.report_dir / "index.html").read_text()
+    for profile in ("bench", "prod"):  # what the daemon really does is what each profile asks
+        assert {x.oracle for x in res.records_of("behaviour", profile)} >= {
+            "priority", "mode", "in-flight"}
+    prio = r.record("behaviour", "priority", "prod").evidence
+    assert prio["queued_at_arrival"] >= 1 and prio["ratio"] <= prio["bound"], prio
+    mode = r.record("behaviour", "mode", "prod").evidence
+    assert mode["observed_max_in_progress"] >= 2 and mode["reported_pipeline"] is True, mode
+    use = r.record("behaviour", "resources", "prod").evidence
+    assert 0 < use["peak_mem_bytes"] < 0.9 * use["mem_limit_bytes"], use
+    run = res.run("prod", "wpost-2k")
+    assert run and run.daemon and run.daemon.resources and run.daemon.resources.samples > 0
 
 
 #: fault -> (extra --set, suites to run, suite and oracle that must fail on prod, evidence
@@ -59,7 +73,7 @@ CASES = {
     "param-path-default": ((), ("preflight",), "preflight", "params",
                            "does NOT read the configured srs.param_cache", "config.srs.param_cache"),
     "serialize-pipeline": ((), ("timing",), "timing", "concurrency", "serializes jobs",
-                           "env.REFPROVER_FAULTS"),
+                           "config.pipeline.enabled"),
     "queue-deadlock": (("prod.timeout_s=40",), ("isolation",), "isolation", "hang",
                        "stuck job ids: iso-", "env.REFPROVER_FAULTS"),
     "shared-witness": ((), ("isolation",), "isolation", "distinct-inputs",
@@ -84,7 +98,9 @@ def test_fault_on_prod_is_caught_by_the_suite_meant_for_it(cli_run: Any, fault: 
     assert evidence in r.record(suite, oracle, "prod").message
     (div,) = [d for d in res.divergences if d.suite == suite and d.oracle == oracle]
     assert div.suspects[0].path == top, div.suspects
-    assert "env.REFPROVER_FAULTS" in [x.path for x in div.suspects[:3]], div.suspects
+    # only what the evidence names may rank above the fault switch
+    above = div.suspects[:[x.path for x in div.suspects].index("env.REFPROVER_FAULTS")]
+    assert all(x.why == "named in the evidence" for x in above), div.suspects
     assert f"{suite}/{oracle} diverged" in r.output
 
 
@@ -98,10 +114,12 @@ def test_catch_matrix_every_fault_through_every_suite(artifacts: Any, tmp_path: 
     rows = {r["fault"]: r for r in doc["extra"]["catch_matrix"]["cases"]}
     assert set(rows) == {"clean", "partition-race", "shared-assembler", "no-self-check",
                          "param-path-default", "serialize-pipeline", "queue-deadlock",
-                         "shared-witness"}, rows.keys()
+                         "shared-witness", "ignore-priority", "exceed-inflight", "env-bool",
+                         "ignore-deprecated", "host-memory"}, rows.keys()
     bad = {k: r["verdict"] for k, r in rows.items() if not r["ok"]}
     assert not bad and proc.returncode == 0, (bad, proc.stdout[-4000:])
     assert rows["partition-race"]["verdict"] == "caught by validity/proofs"
     assert rows["queue-deadlock"]["verdict"] == "caught by isolation/hang"
+    assert rows["env-bool"]["verdict"] == "caught by behaviour/mode"
     assert "catch matrix" in proc.stdout
     assert "Catch matrix" in (tmp_path / rid / "index.html").read_text()

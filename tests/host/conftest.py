@@ -1,18 +1,22 @@
-"""The host tier: refprover binaries built by harness.build, run on this host on free 127.0.0.1
-ports (no container): real proofs, real transport, real deadlines."""
+"""The host tier: refprover binaries built by harness.build, run on this host as proofdiff's
+process target (no container, free 127.0.0.1 ports): real proofs, real transport, real
+deadlines."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from harness.core.plan import new_run_id
+from harness.model.profile import Profile
 from harness.model.workload import Workload, load_workload
-
-from .hostdaemon import host_daemon
+from harness.target.daemon import Daemon, start_daemon
+from harness.target.runner import Runner
+from harness.target.watchdog import Watchdog
 
 #: The two profiles' daemon configs (harness/profiles/refprover.toml).
 BENCH_CONFIG: dict[str, Any] = {"pipeline": {"enabled": False},
@@ -34,11 +38,44 @@ def workload(artifacts: Any) -> Workload:
 
 
 @pytest.fixture
-def daemon(binary: Path, artifacts: Any, tmp_path: Path
-           ) -> Iterator[Callable[..., AbstractContextManager[str]]]:
-    """``daemon(config=PROD_CONFIG, faults="")``: a host daemon context yielding its address."""
-    def start(config: dict[str, Any] | None = None,
-              faults: str = "") -> AbstractContextManager[str]:
-        return host_daemon(binary, artifacts.param_cache, tmp_path, config or PROD_CONFIG, faults)
+def runner(binary: Path) -> Iterator[Runner]:
+    """A runner for process targets (the build's bin dir), watched; nothing of it is left."""
+    dog = Watchdog().start()
+    r = Runner(f"t-{new_run_id()}", tracker=dog, tool_dirs=[binary.parent])
+    yield r
+    r.close()
+    dog.close()
 
-    yield start
+
+def process_profile(config: dict[str, Any] | None = None, faults: str = "",
+                    **keys: Any) -> Profile:
+    """A process-target profile of the build's refprover with ``config`` (default prod's)."""
+    return Profile(name="host", workload="wpost-2k", target="process",
+                   config=config if config is not None else PROD_CONFIG,
+                   env={"REFPROVER_FAULTS": faults} if faults else {},
+                   **keys)
+
+
+@pytest.fixture
+def started(runner: Runner, artifacts: Any) -> Callable[..., AbstractContextManager[Daemon]]:
+    """``started(profile)``: the profile's daemon, started by proofdiff's process target."""
+    @contextmanager
+    def start(profile: Profile) -> Iterator[Daemon]:
+        d = start_daemon(runner, profile, artifacts.param_cache)
+        try:
+            yield d
+        finally:
+            d.remove()
+    return start
+
+
+@pytest.fixture
+def daemon(started: Callable[..., AbstractContextManager[Daemon]]
+           ) -> Callable[..., AbstractContextManager[str]]:
+    """``daemon(config=PROD_CONFIG, faults="")``: a host daemon context yielding its address."""
+    @contextmanager
+    def start(config: dict[str, Any] | None = None, faults: str = "") -> Iterator[str]:
+        with started(process_profile(config, faults)) as d:
+            yield d.address
+
+    return start

@@ -55,6 +55,9 @@ def test_mode_fails_when_the_daemon_reports_another_path(workload_file: Path) ->
     (bad,) = _one(ev, behaviour._mode, "prod")
     assert bad.outcome is Outcome.FAIL
     assert "reports pipeline_enabled=False" in bad.message and "1 partition worker" in bad.message
+    # what was observed points first at the env var that mentions the path, then the key
+    assert bad.names[:3] == ("env.REFPROVER_DISABLE_PIPELINE", "config.pipeline.enabled",
+                             "config.synthesis.partition_workers"), bad.names
 
 
 def test_mode_and_in_flight_without_samples_are_errors(workload_file: Path) -> None:
@@ -142,3 +145,14 @@ def test_resources_oom_warning_and_no_samples(workload_file: Path) -> None:
     none = _with_use(_ev(workload_file), ResourceUsage(mem_limit_bytes=512 * mib, samples=0),
                      {"Status": "running"})
     assert _one(none, behaviour._resources, "prod")[0].outcome is Outcome.ERROR
+
+
+def test_a_daemon_that_never_reports_work_in_progress_is_not_a_pass(workload_file: Path) -> None:
+    ev = _ev(workload_file)
+    r = ev.runs["prod"]
+    quiet = tuple(StatusSample(250.0 * i, 0, 0, 0) for i in range(5))
+    ev.runs["prod"] = replace(r, flows=(replace(r.flows[0], samples=quiet),))
+    (mode,) = _one(ev, behaviour._mode, "prod")
+    (inflight,) = _one(ev, behaviour._in_flight, "prod")
+    assert mode.outcome is Outcome.ERROR and "reported no work in progress" in mode.message
+    assert inflight.outcome is Outcome.ERROR and "no sample showed any work" in inflight.message

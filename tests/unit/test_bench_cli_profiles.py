@@ -10,7 +10,7 @@ from msgspec.structs import replace
 
 from harness.core.delta import profile_delta
 from harness.core.differential import assemble
-from harness.drivers.bench_cli import starts
+from harness.drivers.bench_inputs import starts
 from harness.model.profile import PROFILE_KEYS
 from harness.model.profile_file import ProfileError, load_profiles
 from harness.model.status import JobStatus, Outcome, Verdict

@@ -1,5 +1,6 @@
-"""The cuzk-bench output parser, on text in the format of DESIGN.md section 3 (and the exact
-text refprover's ``bench`` and clap print, copied from real runs)."""
+"""The cuzk-bench output parser, on cuzk-bench's own formats (its ``batch`` arm and
+``print_result``, curio e0294b0f ``extern/cuzk/cuzk-bench/src/main.rs``; refprover's ``bench``
+prints the same, plus an error after a FAILED batch line) and what clap prints."""
 
 from __future__ import annotations
 
@@ -8,26 +9,44 @@ import re
 import pytest
 
 from harness.drivers.bench_output import (BenchOutputError, parse_bench_output, parse_line,
-                                  usage_error)
+                                           parse_single_output, usage_error)
 
 BATCH = """\
 === Batch Benchmark ===
-  type: porep  count: 3  concurrency: 1  addr: http://172.17.0.3:9820
+proof type:  porep
+count:       3
+concurrency: 1
+
   [1/3] COMPLETED — 63.2s (prove=62990 ms, queue=0 ms)
   [2/3] FAILED — 0.1s (prove=0 ms, queue=3 ms): C1 parse failed: missing field `SectorNum`
   [3/3] COMPLETED — 61.9s (prove=61700 ms, queue=12 ms)
+
 === Batch Summary ===
-  completed:  2
-  failed:     1
-  wall avg:   62.5s  min: 61.9s  max: 63.2s
-  throughput: 0.96 proofs/min
+total time:    125.2s
+completed:     2
+failed:        1
+wall time:     avg=62.5s min=61.9s max=63.2s
+prove time:    avg=62.3s min=61.7s max=63.0s
+throughput:    0.958 proofs/min (62.6s/proof)
+"""
+
+PROOF = "ab" * 192
+SINGLE = f"""\
+2026-12-01T12:11:44.108660Z  INFO cuzk_bench: connecting addr=http://127.0.0.1:9820
+
+=== Proof Result ===
+status:    COMPLETED
+job_id:    5077d193-ffe3-4671-9973-ad2680f93f15
+timings:   total=812 ms (queue=3 ms, srs=0 ms, synth=0 ms, gpu=809 ms)
+wall time: 840 ms
+proof:     192 bytes (hex: {PROOF})
 """
 
 # clap's answer to a flag cuzk-bench does not have (refprover's bench, `-n 2`), exit code 2
 REJECTED_STDERR = """\
 error: unexpected argument '-n' found
 
-Usage: bench batch [OPTIONS] --type <TYP> --c1 <C1>
+Usage: bench batch [OPTIONS] --type <PROOF_TYPE>
 
 For more information, try '--help'.
 """
@@ -45,8 +64,23 @@ def test_batch_lines_and_summary() -> None:
     s = out.summary
     assert s is not None
     assert (s.completed, s.failed, s.wall_avg_s, s.wall_min_s, s.wall_max_s,
-            s.throughput_per_min) == (2, 1, 62.5, 61.9, 63.2, 0.96)
-    assert out.other == ("  type: porep  count: 3  concurrency: 1  addr: http://172.17.0.3:9820",)
+            s.throughput_per_min) == (2, 1, 62.5, 61.9, 63.2, 0.958)
+    assert out.other == ("proof type:  porep", "count:       3", "concurrency: 1")
+
+
+def test_single_result_block_with_the_whole_partition_proof() -> None:
+    r = parse_single_output(SINGLE)
+    assert r.completed and r.job_id.startswith("5077d193") and r.proof == bytes.fromhex(PROOF)
+    assert (r.total_ms, r.queue_ms, r.gpu_ms, r.wall_ms, r.proof_len) == (812, 3, 809, 840.0, 192)
+    cut = SINGLE.replace(f"192 bytes (hex: {PROOF})", f"1920 bytes (hex: {'cd' * 128}...)")
+    assert parse_single_output(cut).proof is None  # PoRep: printed cut short, not verifiable
+    failed = parse_single_output("\n=== Proof Result ===\nstatus:    FAILED\njob_id:    x\n"
+                                 "error:     generate_single_window_post_with_vanilla failed\n")
+    assert not failed.completed and failed.error.startswith("generate_single_window_post")
+    with pytest.raises(BenchOutputError, match="no '=== Proof Result ===' block"):
+        parse_single_output("Error: --vanilla required for PoSt/SnapDeals proof types")
+    with pytest.raises(BenchOutputError, match="says 192 bytes but its hex has 2"):
+        parse_single_output(SINGLE.replace(PROOF, "abcd"))
 
 
 def test_failed_line_with_a_self_check_error_keeps_the_whole_message() -> None:
@@ -96,7 +130,7 @@ def test_a_rejected_flag_is_a_usage_error_with_the_tools_own_usage_line() -> Non
     err = usage_error(2, "", REJECTED_STDERR)
     assert err is not None and err.exit_code == 2
     assert err.message == "error: unexpected argument '-n' found"
-    assert err.usage == "Usage: bench batch [OPTIONS] --type <TYP> --c1 <C1>"
+    assert err.usage == "Usage: bench batch [OPTIONS] --type <PROOF_TYPE>"
     assert "rejected its command line (exit 2)" in str(err) and err.usage in str(err)
 
 
@@ -105,3 +139,10 @@ def test_a_batch_with_failures_is_not_a_usage_error() -> None:
     assert usage_error(0, BATCH, "") is None
     assert usage_error(2, "", "error: cannot read --c1 /in/x.c1: No such file") is not None
     assert usage_error(1, "", "") is None          # nothing to quote: not a usage error
+
+
+def test_a_tool_that_cannot_connect_has_accepted_its_command_line() -> None:
+    # cuzk-bench's answer to the dry run's unused address (exit 1), and its own input check
+    assert usage_error(1, "", "Error: failed to connect to daemon at http://127.0.0.1:1") is None
+    bad = usage_error(1, "", "Error: --vanilla required for PoSt/SnapDeals proof types")
+    assert bad is not None and "--vanilla required" in bad.message

@@ -22,7 +22,7 @@ from harness.model.oracles import OracleRecord
 from harness.model.profile import Profile
 from harness.model.profile_file import load_profiles
 from harness.model.status import Outcome
-from harness.target.containers import ContainerRunner
+from harness.target.containers import DockerBackend
 from harness.target.daemon import daemon_spec
 
 CUZK = "cuzk"
@@ -48,13 +48,14 @@ def test_config_delta_ranks_the_incident_switches_first() -> None:
     ps = load_profiles(CUZK)
     delta = profile_delta(ps["bench"], ps["prod"])
     paths = [i.path for i in delta.items]
+    # cuzk has no [synthesis] default, so the whole table is prod's alone
     for expected in ("config.pipeline.enabled", "concurrency", "job_ids", "driver",
-                     "config.synthesis.partition_workers", "config.gpus"):
+                     "config.synthesis"):  # gpu_workers_per_device 2 is cuzk's default
         assert expected in paths, paths
     failed = OracleRecord(suite="validity", oracle="proofs", profile="prod", workload="porep-2k",
                           outcome=Outcome.FAIL)
     top = [s.path for s in rank(delta, failed)[:3]]
-    assert top == ["config.pipeline.enabled", "config.synthesis.partition_workers", "concurrency"]
+    assert top == ["config.pipeline.enabled", "config.synthesis", "concurrency"]
 
 
 def test_preflight_catches_params_mounted_where_cuzk_does_not_read() -> None:
@@ -65,7 +66,7 @@ def test_preflight_catches_params_mounted_where_cuzk_does_not_read() -> None:
 
 
 def test_gpu_request_is_one_device_request_for_all_gpus(tmp_path: Path) -> None:
-    runner = ContainerRunner("unit", client=object())  # type: ignore[arg-type]
+    runner = DockerBackend("unit", client=object())  # type: ignore[arg-type]
 
     def kwargs(profile: Profile) -> dict[str, Any]:
         workdir, kw = runner._kwargs(daemon_spec(replace(profile, image="cuzk:t"), tmp_path))

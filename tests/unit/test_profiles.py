@@ -116,8 +116,24 @@ def test_preflight_catches_port_mismatch() -> None:
 def test_shipped_profile_sets_are_named_by_their_stem() -> None:
     from harness.model.profile_file import profile_file, shipped_profile_sets
 
-    assert set(shipped_profile_sets()) == {"refprover", "cuzk"}
+    assert set(shipped_profile_sets()) == {"refprover", "cuzk", "cuzk-host"}
     assert profile_file(None).name == "refprover.toml"
     assert profile_file("cuzk").name == "cuzk.toml"
-    with pytest.raises(ProfileError, match="shipped profile set .cuzk, refprover."):
+    with pytest.raises(ProfileError, match="shipped profile set .cuzk, cuzk-host, refprover."):
         profile_file("nightly")
+
+
+def test_written_config_is_the_profiles_own_keys_and_the_effective_one_the_daemons_defaults(
+        ) -> None:
+    cuzk = load_profiles("cuzk-host")["bench"]
+    written = cuzk.written_config()
+    # only what the profile set, plus the listen address and the param path made explicit
+    assert written["daemon"] == {"listen": "0.0.0.0:9820"}
+    assert written["srs"] == {"param_cache": "/data/zk/params"}
+    assert "synthesis" not in written and "self_check" not in written["pipeline"]
+    # an unset key means cuzk's default there, not refprover's
+    assert cuzk.effective_config()["pipeline"]["max_parallel_synthesis"] == 18
+    ref = load_profiles("refprover")["bench"]
+    assert ref.effective_config()["pipeline"]["self_check"] is False
+    with pytest.raises(ProfileError, match="key 'daemon' must be one of"):
+        load_profiles("refprover", ["bench.daemon=lotus"])

@@ -15,7 +15,7 @@ from harness.proto import cuzk_pb2
 from harness.model.workload import (WorkloadError, is_slow_workload, load_workload, sector_ids)
 from harness.drivers.grpc import build_request
 from harness.target.verifier import verify_item
-from harness.drivers.bench_cli import bench_input
+from harness.drivers.bench_inputs import bench_input
 
 
 def porep_doc(partitions: int = 2, sectors: int = 2) -> dict[str, Any]:
@@ -72,14 +72,16 @@ def test_curio_ids_are_porep_miner_sector(porep_file: Path) -> None:
     assert ids == ["porep-1000-1", "porep-1000-2"]
 
 
-def test_bench_input_is_the_c1_envelope_or_the_wpost_job(porep_file: Path,
-                                                          workload_file: Path) -> None:
+def test_bench_input_is_the_c1_envelope_or_cuzk_benchs_vanilla_array(porep_file: Path,
+                                                                     workload_file: Path) -> None:
     wl = load_workload(porep_file)
     assert bench_input(wl.jobs[0]) == wl.jobs[0].c1
     wp = load_workload(workload_file)
-    doc = json.loads(bench_input(wp.jobs[1]))
-    assert doc["randomness"] == wp.jobs[1].randomness.hex() and doc["miner_id"] == 1000
-    assert [base64.b64decode(v) for v in doc["vanilla_proofs"]] == list(wp.jobs[1].vanilla_proofs)
+    doc = json.loads(bench_input(wp.jobs[1]))  # cuzk-bench --vanilla: a JSON array of base64
+    assert [base64.b64decode(v) for v in doc] == list(wp.jobs[1].vanilla_proofs)
+    one = json.loads(bench_input(wp.jobs[1], partition=1))  # the second partition's sectors
+    per = len(wp.jobs[1].sectors) // wp.jobs[1].shape.partitions
+    assert [base64.b64decode(v) for v in one] == list(wp.jobs[1].vanilla_proofs[per:2 * per])
 
 
 def test_slow_tier_is_porep() -> None:

@@ -430,7 +430,14 @@ impl Engine {
                 return Ok(hit.clone());
             }
         }
+        let started = Instant::now();
         let bytes = inputs.prove(k, Some(groth))?;
+        // FAULT slow-prove=<factor>: real work (hashing), not a sleep, until the item has taken
+        // factor x its proving time, so the slower candidate also competes for the cores.
+        let factor = self.faults.slow_factor();
+        if factor > 1.0 {
+            burn_until(started + started.elapsed().mul_f64(factor));
+        }
         if witness {
             self.witness_cache.lock().expect("witness lock").insert(key, bytes.clone());
         }
@@ -555,12 +562,24 @@ impl Engine {
     }
 }
 
+/// Hashes (SHA-256 over a 64 KiB block, chained) until `deadline`: CPU work the optimiser
+/// cannot drop, for FAULT slow-prove.
+fn burn_until(deadline: Instant) {
+    use sha2::{Digest, Sha256};
+    let mut block = vec![0u8; 64 << 10];
+    while Instant::now() < deadline {
+        let digest = Sha256::digest(&block);
+        block[..32].copy_from_slice(&digest);
+    }
+    std::hint::black_box(&block);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn inputs() -> Arc<Inputs> {
-        Arc::new(Inputs::Wpost { randomness: [0; 32], prover_id: [0; 32], miner_id: 0, sectors: Vec::new(), parts: Vec::new() })
+        Arc::new(Inputs::Wpost { randomness: [0; 32], prover_id: [0; 32], miner_id: 0, sectors: Vec::new(), parts: Vec::new(), first_partition: 0 })
     }
 
     /// Queues a job of `partitions` items (0 = one monolithic item) and returns its seq.
@@ -710,6 +729,13 @@ mod tests {
         assert!(q.take(&p).is_none(), "one working set fits the budget");
         q.release(a.job.kind, &a.job.id);
         assert!(q.take(&p).is_some());
+    }
+
+    #[test]
+    fn burn_until_works_until_its_deadline() {
+        let t = Instant::now();
+        super::burn_until(t + std::time::Duration::from_millis(30));
+        assert!(t.elapsed() >= std::time::Duration::from_millis(30));
     }
 
     #[test]

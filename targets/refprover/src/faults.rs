@@ -1,7 +1,9 @@
 //! Fault switches read from `REFPROVER_FAULTS` (comma list), for proofdiff's self-tests.
-//! Each is latent in a bench-style config and triggered by a prod-style one (DESIGN.md §4).
+//! Each is latent in a bench-style config and triggered by a prod-style one (DESIGN.md §4),
+//! except `slow-prove=<factor>`, which slows every config alike (a slower candidate image for
+//! the gate's timing verdict).
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 /// The fault names this build knows.
 pub const KNOWN_FAULTS: &[&str] = &[
@@ -17,30 +19,58 @@ pub const KNOWN_FAULTS: &[&str] = &[
     "host-memory",
     "env-bool",
     "ignore-deprecated",
+    "slow-prove",
 ];
+
+/// Faults that take a value (`name=value`); the others take none.
+const VALUED: &[&str] = &["slow-prove"];
 
 /// The set of enabled faults.
 #[derive(Debug, Clone, Default)]
 pub struct Faults {
-    enabled: BTreeSet<String>,
+    enabled: BTreeMap<String, Option<String>>,
 }
 
 impl Faults {
-    /// Parses a comma list such as `"partition-race,no-self-check"`.
+    /// Parses a comma list such as `"partition-race,no-self-check"` or `"slow-prove=1.25"`.
     ///
-    /// Errors: an unknown name, with the list of known names.
+    /// Errors: an unknown name, with the list of known names; a value on a fault that takes
+    /// none; `slow-prove` without a factor >= 1.
     pub fn parse(list: &str) -> anyhow::Result<Self> {
-        let mut enabled = BTreeSet::new();
-        for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let mut enabled = BTreeMap::new();
+        for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (name, value) = match item.split_once('=') {
+                Some((n, v)) => (n.trim(), Some(v.trim().to_string())),
+                None => (item, None),
+            };
             if !KNOWN_FAULTS.contains(&name) {
                 anyhow::bail!(
                     "unknown fault {name:?} in REFPROVER_FAULTS; known faults: {}",
                     KNOWN_FAULTS.join(", ")
                 );
             }
-            enabled.insert(name.to_string());
+            if value.is_some() != VALUED.contains(&name) {
+                anyhow::bail!(
+                    "fault {name:?} in REFPROVER_FAULTS {}",
+                    if value.is_some() { "takes no value" } else { "needs a value, e.g. slow-prove=1.25" }
+                );
+            }
+            enabled.insert(name.to_string(), value);
         }
-        Ok(Self { enabled })
+        let f = Self { enabled };
+        if f.on("slow-prove") && f.slow_factor() < 1.0 {
+            anyhow::bail!("slow-prove needs a factor >= 1 (proving takes factor x as long), e.g. slow-prove=1.25");
+        }
+        Ok(f)
+    }
+
+    /// The `slow-prove` factor: 1.0 when off, NaN-free (an unparsable value reads as 0, which
+    /// `parse` rejects).
+    pub fn slow_factor(&self) -> f64 {
+        match self.enabled.get("slow-prove") {
+            Some(Some(v)) => v.parse::<f64>().ok().filter(|x| x.is_finite()).unwrap_or(0.0),
+            _ => 1.0,
+        }
     }
 
     /// Reads `REFPROVER_FAULTS` from the environment (unset = no faults).
@@ -50,12 +80,15 @@ impl Faults {
 
     /// True when the named fault is on.
     pub fn on(&self, name: &str) -> bool {
-        self.enabled.contains(name)
+        self.enabled.contains_key(name)
     }
 
-    /// The enabled fault names, sorted.
+    /// The enabled faults as given (`name` or `name=value`), sorted by name.
     pub fn names(&self) -> Vec<String> {
-        self.enabled.iter().cloned().collect()
+        self.enabled
+            .iter()
+            .map(|(n, v)| v.as_ref().map_or_else(|| n.clone(), |v| format!("{n}={v}")))
+            .collect()
     }
 }
 
@@ -71,5 +104,16 @@ mod tests {
         assert!(err.contains("partition-rase") && err.contains("shared-assembler"));
         let f = Faults::parse("ignore-priority,exceed-inflight,host-memory,env-bool,ignore-deprecated").unwrap();
         assert_eq!(f.names().len(), 5);
+    }
+
+    #[test]
+    fn slow_prove_takes_a_factor() {
+        assert_eq!(Faults::default().slow_factor(), 1.0);
+        let f = Faults::parse("slow-prove=1.25,partition-race").unwrap();
+        assert_eq!(f.slow_factor(), 1.25);
+        assert_eq!(f.names(), vec!["partition-race".to_string(), "slow-prove=1.25".to_string()]);
+        for bad in ["slow-prove", "slow-prove=0.5", "slow-prove=fast", "partition-race=2"] {
+            assert!(Faults::parse(bad).is_err(), "{bad}");
+        }
     }
 }

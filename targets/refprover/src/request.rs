@@ -21,6 +21,10 @@ pub enum Inputs {
         /// Bincode sector proofs split by partition (validated at decode; decoded again to prove,
         /// as `FallbackPoStSectorProof` is not `Clone`).
         parts: Vec<Vec<Vec<u8>>>,
+        /// The request's `partition_index`: the WindowPoSt partition its first part is. cuzk
+        /// proves one partition per request (curio sends each partition's sectors with its
+        /// index); refprover also proves a whole job's partitions in one request (index 0).
+        first_partition: usize,
     },
     Porep {
         c1: porep::C1,
@@ -47,6 +51,7 @@ impl Inputs {
                     miner_id: req.miner_id,
                     sectors,
                     parts: req.vanilla_proofs.chunks(wpost::sectors_per_partition()).map(<[Vec<u8>]>::to_vec).collect(),
+                    first_partition: req.partition_index as usize,
                 })
             }
             ProofKind::PorepSealCommit => {
@@ -104,9 +109,18 @@ impl Inputs {
     /// PoRep (WindowPoSt proving loads its params through filecoin-proofs' own cache).
     pub fn prove(&self, k: Option<usize>, groth: Option<&Bls12GrothParams>) -> Result<Vec<u8>> {
         match self {
-            Inputs::Wpost { randomness, prover_id, parts, .. } => match k {
-                None => wpost::prove_all(randomness, *prover_id, wpost::decode_vanilla(&parts.concat())?),
-                Some(k) => wpost::prove_partition(randomness, *prover_id, wpost::decode_vanilla(&parts[k])?, k),
+            Inputs::Wpost { randomness, prover_id, parts, first_partition, .. } => match k {
+                None if *first_partition == 0 => {
+                    wpost::prove_all(randomness, *prover_id, wpost::decode_vanilla(&parts.concat())?)
+                }
+                None => {
+                    let mut out = Vec::new();
+                    for (i, part) in parts.iter().enumerate() {
+                        out.extend(wpost::prove_partition(randomness, *prover_id, wpost::decode_vanilla(part)?, first_partition + i)?);
+                    }
+                    Ok(out)
+                }
+                Some(k) => wpost::prove_partition(randomness, *prover_id, wpost::decode_vanilla(&parts[k])?, first_partition + k),
             },
             Inputs::Porep { c1, .. } => {
                 let groth = groth.ok_or_else(|| anyhow::anyhow!("PoRep params not loaded"))?;
@@ -115,9 +129,13 @@ impl Inputs {
         }
     }
 
-    /// Verifies a whole proof; returns the indices of partitions that do not verify.
+    /// Verifies a whole proof; returns the indices of partitions that do not verify. A WindowPoSt
+    /// request for a later partition alone is not checked here (its public inputs are those of
+    /// the whole job's sector list, which the request does not carry); the independent verifier
+    /// checks the assembled job.
     pub fn invalid_partitions(&self, vk: &PreparedVerifyingKey<Bls12>, proof: &[u8]) -> Result<Vec<usize>> {
         let verdicts = match self {
+            Inputs::Wpost { first_partition, .. } if *first_partition > 0 => return Ok(Vec::new()),
             Inputs::Wpost { randomness, prover_id, sectors, .. } => {
                 wpost::verify_partitions(vk, randomness, *prover_id, sectors, proof)?
             }
