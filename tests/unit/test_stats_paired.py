@@ -1,0 +1,216 @@
+"""The paired, sequential timing gate (harness.stats.paired) and its simulation model
+(harness.stats.power).
+
+Seeded samples throughout. The deterministic cases build the log-ratios the verdict should
+read; the statistical cases run the real sequential gate on harness.stats.power's noise model
+(lognormal noise, drift, warmup) and check the false-alarm rate and the power that the gate
+promises, plus the boundaries themselves on 200 000 null paths.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from scipy import special, stats
+
+from harness.stats.compare import compare
+from harness.stats.paired import (DIFFERENT, INCONCLUSIVE, SAME, alpha_at_look, alpha_spent,
+                                  paired_compare, sequential_compare)
+from harness.stats.power import main, simulate
+
+SCHEDULE = [5, 7, 9, 10]  # tested pairs at the default looks: 6, 8, 10, 11 pairs less 1 warmup
+FRACTIONS = [n / 10 for n in SCHEDULE]
+
+
+def _pairs(rng: np.random.Generator, n: int, ratio: float, sigma: float,
+           drift: np.ndarray | None = None) -> tuple[list[float], list[float]]:
+    """``n`` interleaved pairs around 3700 ms; ``drift`` (n,) multiplies both sides of a pair."""
+    level = 3700.0 * (np.ones(n) if drift is None else drift)
+    b = level * np.exp(rng.normal(0.0, sigma, n))
+    c = level * ratio * np.exp(rng.normal(0.0, sigma, n))
+    return list(b), list(c)
+
+
+def _drawer(b: np.ndarray | list[float], c: np.ndarray | list[float],
+            calls: list[int] | None = None) -> Callable[[int], tuple[list[float], list[float]]]:
+    pos = 0
+
+    def draw(n: int) -> tuple[list[float], list[float]]:
+        nonlocal pos
+        if calls is not None:
+            calls.append(n)
+        out = list(b[pos:pos + n]), list(c[pos:pos + n])
+        pos += n
+        return out
+    return draw
+
+
+def test_aa_samples_are_not_different() -> None:
+    rng = np.random.default_rng(1)
+    v = paired_compare(*_pairs(rng, 11, 1.0, 0.01), arm="A/A")
+    assert v.verdict != DIFFERENT and v.direction == "", v.render()
+    assert v.verdict == SAME and 0.98 < v.ratio < 1.02, v.render()
+
+
+def test_a_clear_slowdown_is_different_and_carries_its_evidence() -> None:
+    rng = np.random.default_rng(2)
+    b, c = _pairs(rng, 11, 1.10, 0.01)
+    v = paired_compare(b, c, arm="latency bench vs candidate")
+    assert v.verdict == DIFFERENT and v.direction == "slower", v.render()
+    assert v.ratio == pytest.approx(1.10, rel=0.02) and v.ratio_ci[0] > 1.0
+    assert (v.n_pairs, v.warmup_pairs, v.look, v.max_looks) == (10, 1, 1, 1)
+    assert v.alpha_look == v.alpha_spent == v.alpha == 0.01 and v.floor_rel == 0.05
+    assert v.baseline_ms == tuple(b) and v.candidate_ms == tuple(c)  # the warmup pair too
+    assert v.baseline_median_ms == pytest.approx(float(np.median(b[1:])))
+    assert v.candidate_median_ms == pytest.approx(float(np.median(c[1:])))
+    ev = v.evidence()
+    for key in ("verdict", "direction", "n_pairs", "warmup_pairs", "baseline_median_ms",
+                "candidate_median_ms", "ratio", "ratio_ci", "equivalence_ci", "statistic",
+                "p_value", "alpha_look", "alpha_spent", "look", "max_looks", "floor_rel",
+                "reason", "baseline_ms", "candidate_ms"):
+        assert key in ev, key
+    json.dumps(ev, allow_nan=False)
+    assert "slower" in v.render() and "t=" in v.render() and "p=" in v.reason
+
+
+def test_the_statistic_and_interval_are_scipys_paired_t_test() -> None:
+    rng = np.random.default_rng(3)
+    b, c = _pairs(rng, 9, 1.03, 0.03)
+    v = paired_compare(b, c, look=2, max_looks=3)
+    d = np.log(np.asarray(c[1:]) / np.asarray(b[1:]))
+    res = stats.ttest_1samp(d, 0.0)
+    assert v.statistic == pytest.approx(res.statistic) and v.p_value == pytest.approx(res.pvalue)
+    lo, hi = res.confidence_interval(1 - v.alpha_look)
+    assert v.ratio_ci == pytest.approx((math.exp(lo), math.exp(hi)))
+    assert v.df == 7 and v.alpha_look <= v.alpha_spent < v.alpha
+
+
+def test_a_clear_speedup_is_different_faster() -> None:
+    rng = np.random.default_rng(4)
+    v = paired_compare(*_pairs(rng, 11, 0.90, 0.01))
+    assert v.verdict == DIFFERENT and v.direction == "faster" and v.ratio < 0.95, v.render()
+
+
+def test_a_tight_ratio_near_one_over_many_pairs_is_same() -> None:
+    rng = np.random.default_rng(5)
+    v = paired_compare(*_pairs(rng, 41, 1.0, 0.01))
+    assert v.verdict == SAME and v.direction == "", v.render()
+    assert 1 / 1.05 < v.equivalence_ci[0] < 1.0 < v.equivalence_ci[1] < 1.05
+    # significant but tiny: 1 % measured with 0.1 % noise is inside the floor, not DIFFERENT
+    v = paired_compare(*_pairs(rng, 21, 1.01, 0.001))
+    assert v.p_value < 1e-6 and v.verdict == SAME, v.render()
+
+
+def test_too_few_pairs_after_warmup_are_inconclusive() -> None:
+    v = paired_compare([3700.0, 3710.0, 3690.0], [4500.0, 4510.0, 4490.0])
+    assert v.verdict == INCONCLUSIVE and v.n_pairs == 2 and v.warmup_pairs == 1
+    assert "too few pairs" in v.reason and math.isnan(v.ratio)
+    assert json.loads(json.dumps(v.evidence(), allow_nan=False))["ratio"] is None
+    empty = paired_compare([], [])
+    assert empty.verdict == INCONCLUSIVE and empty.n_pairs == 0
+
+
+def test_drift_shared_by_a_pair_cancels() -> None:
+    """Both sides ramp 1.0 -> 1.5 over the run (a machine heating up): unpaired, the ramp is
+    noise that hides a 6 % slowdown and cannot show sameness; paired, it cancels."""
+    rng = np.random.default_rng(6)
+    ramp = np.linspace(1.0, 1.5, 11)
+    b, c = _pairs(rng, 11, 1.0, 0.005, drift=ramp)
+    v = paired_compare(b, c)
+    assert v.verdict == SAME, v.render()
+    assert compare(b[1:], c[1:], floor_rel=0.05, alpha=0.01).verdict == INCONCLUSIVE
+    b, c = _pairs(rng, 11, 1.06, 0.005, drift=ramp)
+    v = paired_compare(b, c)
+    assert v.verdict == DIFFERENT and v.direction == "slower", v.render()
+    assert compare(b[1:], c[1:], floor_rel=0.05, alpha=0.01).verdict == INCONCLUSIVE
+
+
+def test_bad_input_is_refused() -> None:
+    with pytest.raises(ValueError, match="pair up: 4 vs 3"):
+        paired_compare([1.0] * 4, [1.0] * 3)
+    with pytest.raises(ValueError, match="> 0 ms"):
+        paired_compare([1.0, 0.0, 1.0, 1.0], [1.0] * 4)
+    with pytest.raises(ValueError, match="> 0 ms"):
+        paired_compare([1.0] * 4, [1.0, -2.0, math.nan, 1.0])
+    with pytest.raises(ValueError, match="floor_rel"):
+        paired_compare([1.0] * 4, [1.0] * 4, floor_rel=0)
+    with pytest.raises(ValueError, match="look"):
+        paired_compare([1.0] * 4, [1.0] * 4, look=3, max_looks=2)
+    with pytest.raises(ValueError, match="initial"):
+        sequential_compare(_drawer([], []), initial=1, warmup=1)
+
+
+def test_alpha_is_spent_monotonically_and_not_by_bonferroni() -> None:
+    nominal, spent = zip(*(alpha_at_look(k + 1, FRACTIONS, n, 0.01)
+                           for k, n in enumerate(SCHEDULE)))
+    assert all(0 < a <= s <= 0.01 for a, s in zip(nominal, spent))
+    assert list(spent) == sorted(spent) and spent[-1] == pytest.approx(0.01)
+    assert list(nominal) == sorted(nominal)  # O'Brien-Fleming-like: strict early, loose late
+    assert nominal[0] < 0.001 and nominal[-1] > 0.01 / 4 and nominal[-1] > 0.01 - spent[-2]
+    assert alpha_spent(0.0) == 0.0 and alpha_spent(1.0, 0.05) == pytest.approx(0.05)
+    assert alpha_at_look(1, [1.0], 10) == pytest.approx((0.01, 0.01))  # one look: alpha itself
+    assert alpha_at_look(1, [0.2], 2)[0] == 0.0  # nothing to test with 2 pairs
+
+
+def test_the_boundaries_keep_the_family_wise_rate_at_alpha() -> None:
+    """200 000 null runs of the four looks' t-tests against the nominal levels."""
+    nominal = [alpha_at_look(k + 1, FRACTIONS, n)[0] for k, n in enumerate(SCHEDULE)]
+    d = np.random.default_rng(7).standard_normal((200_000, 10))
+    alive = np.ones(len(d), dtype=bool)
+    for n, a in zip(SCHEDULE, nominal):
+        x = d[:, :n]
+        t = x.mean(axis=1) / (x.std(axis=1, ddof=1) / math.sqrt(n))
+        alive &= 2.0 * special.stdtr(n - 1, -np.abs(t)) >= a
+    assert 0.008 <= 1.0 - alive.mean() <= 0.0105
+
+
+def test_sequential_compare_stops_early_on_a_clear_verdict() -> None:
+    rng = np.random.default_rng(8)
+    calls: list[int] = []
+    v = sequential_compare(_drawer(*_pairs(rng, 11, 1.20, 0.01), calls), arm="big slowdown")
+    assert v.verdict == DIFFERENT and v.direction == "slower" and calls == [6], v.render()
+    assert (v.look, v.max_looks, v.n_pairs) == (1, 4, 5)
+    assert (v.alpha_look, v.alpha_spent) == alpha_at_look(1, [0.5], 5) and v.alpha_spent < 0.01
+
+
+def test_sequential_compare_spends_all_alpha_by_the_budget() -> None:
+    rng = np.random.default_rng(9)
+    calls: list[int] = []
+    v = sequential_compare(_drawer(*_pairs(rng, 11, 1.0, 0.08), calls))
+    assert v.verdict == INCONCLUSIVE and calls == [6, 2, 2, 1], v.render()
+    assert (v.look, v.max_looks, v.n_pairs, v.warmup_pairs) == (4, 4, 10, 1)
+    assert v.alpha_spent == pytest.approx(0.01) and v.alpha_look == alpha_at_look(4, FRACTIONS,
+                                                                                   10)[0]
+    short = sequential_compare(_drawer(*_pairs(rng, 7, 1.0, 0.08)))  # the draws run out
+    assert short.verdict == INCONCLUSIVE and "no more pairs" in short.reason
+    assert short.n_pairs == 6 and short.look == 2 and short.alpha_spent < 0.01
+
+
+def test_aa_false_alarm_rate_of_the_sequential_gate() -> None:
+    """1000 A/A runs on the benchmark's noise model at CV 5 % (where the floor stops nothing
+    and alpha is all that holds false alarms back): DIFFERENT at most 1.5 % of the time."""
+    b, c = simulate(np.random.default_rng(10), 1000, 11, 0.05, 0.0)
+    alarms = sum(sequential_compare(_drawer(bi, ci)).verdict == DIFFERENT for bi, ci in zip(b, c))
+    assert alarms / 1000 <= 0.015, alarms
+
+
+def test_power_at_a_five_percent_slowdown_within_ten_pairs() -> None:
+    """1000 runs, true ratio 1.05, CV 2 %, with the model's drift and warmup: DIFFERENT slower
+    in at least 90 %, never more than 1 warmup + 10 tested pairs."""
+    b, c = simulate(np.random.default_rng(11), 1000, 11, 0.02, 0.0)
+    found = 0
+    for bi, ci in zip(b, c * 1.05):
+        v = sequential_compare(_drawer(bi, ci))
+        assert v.n_pairs <= 10 and len(v.baseline_ms) <= 11
+        found += v.verdict == DIFFERENT and v.direction == "slower"
+    assert found / 1000 >= 0.90, found
+
+
+def test_the_power_benchmark_prints_both_tables(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--trials", "40", "--cv", "0.02", "--spikes", "0", "--ratios", "1", "1.05"]) == 0
+    out = capsys.readouterr().out
+    assert "Paired gate" in out and "Unpaired contrast" in out and "false alarm" in out, out
