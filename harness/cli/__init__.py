@@ -5,6 +5,8 @@
     proofdiff build [--workload NAME]... [--crate DIR]
     proofdiff reap [--run-id ID]
     proofdiff catch-matrix [--fault NAME]... [--repeat-clean N] [--targeted] [--clean-only]
+    proofdiff gate --candidate IMAGE --baseline IMAGE [--profile NAME]... [--budget-s S]
+                   [--allowlist FILE]   (exit codes: harness/cli/gate.py EXIT_HELP)
 
 Exit codes of ``run`` (the verdict's): 0 SAME; 1 DIVERGED; 2 FAILED or INCOMPLETE (failures or
 skipped checks without a divergence); 3 ERROR (could not run: profile file, build, Docker, a
@@ -20,7 +22,7 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
-from . import catch_matrix, maintenance, run
+from . import catch_matrix, gate, maintenance, run
 
 __all__ = ["main"]
 
@@ -38,6 +40,10 @@ def _parser() -> argparse.ArgumentParser:
     maintenance.add_reap(sub.add_parser("reap", help="remove containers left by crashed runs"))
     catch_matrix.add_arguments(sub.add_parser("catch-matrix", help="the fault catalog self-test: "
                                               "clean + every fault x every suite"))
+    gate.add_arguments(sub.add_parser("gate", help="candidate vs baseline image: block a push "
+                                      "when the candidate is broken or slower",
+                                      epilog=gate.EXIT_HELP,
+                                      formatter_class=argparse.RawDescriptionHelpFormatter))
     return p
 
 
@@ -46,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     console = Console(width=max(100, Console().width), highlight=False)
     handler = {"run": run.run, "build": maintenance.build, "reap": maintenance.reap,
-               "catch-matrix": catch_matrix.run_matrix}[args.cmd]
+               "catch-matrix": catch_matrix.run_matrix, "gate": gate.gate}[args.cmd]
     return handler(args, console)
 
 

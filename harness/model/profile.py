@@ -25,7 +25,7 @@ __all__ = [
     "CUZK_DEFAULTS",
     "DAEMON_DEFAULTS",
     "REFPROVER_DEFAULTS",
-    "TARGETS",
+    "TARGETS", "TIMING_METRICS",
     "Profile",
     "deep_merge",
 ]
@@ -65,6 +65,8 @@ DAEMON_DEFAULTS: dict[str, dict[str, Any]] = {"refprover": REFPROVER_DEFAULTS,
 DRIVERS = ("grpc", "bench-cli")
 #: How the daemon is run: a container, a process on this host, or one already running.
 TARGETS = ("docker", "process", "attach")
+#: The gate's timing metrics (harness.gate.timing).
+TIMING_METRICS = ("latency", "throughput", "in-progress")
 #: Program names of the refprover build, found in the bin dir (``--bin-dir``) of a process
 #: target when the profile names no path.
 DEFAULT_BINARY, DEFAULT_VERIFIER = "refprover", "verify"
@@ -87,6 +89,8 @@ PROFILE_KEYS: dict[str, str] = {
     "address": "attach target: HOST:PORT of the running daemon's gRPC, e.g. '127.0.0.1:9820'",
     "status_url": "attach target: the running daemon's GET /status URL, e.g. "
                   "'http://127.0.0.1:9821/status' (default none)",
+    "timing_floor": "the gate's timing floor: a fraction such as 0.05 (5 %, the default) or a "
+                    "table by metric, e.g. {latency = 0.05, throughput = 0.10}",
     "workload": "workload name, e.g. 'wpost-2k'",
     "driver": f"client driver, one of {DRIVERS}",
     "concurrency": "jobs in flight at once (int >= 1)",
@@ -160,6 +164,8 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
         binary, verifier_binary: the daemon and verifier programs of a process target
             (``None``: the build's, by name in the bin dir).
         address, status_url: where an attached daemon answers (attach target).
+        timing_floor: the gate's effect-size floor by metric (:data:`TIMING_METRICS`; unset =
+            5 %): a change smaller than this is the same.
         source: the file the profile came from. overrides: the ``--set`` overrides applied.
     """
 
@@ -190,6 +196,7 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
     verifier_binary: str | None = None
     address: str = ""
     status_url: str = ""
+    timing_floor: dict[str, float] = msgspec.field(default_factory=dict)
     source: str = ""
     overrides: tuple[str, ...] = ()
 

@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 
 from .profile import (DAEMON_DEFAULTS, DRIVERS, JOB_ID_SCHEMES, MOUNT_NAMES, NETWORKS,
-                      PROFILE_KEYS, TARGETS, Profile, deep_merge)
+                      PROFILE_KEYS, TARGETS, TIMING_METRICS, Profile, deep_merge)
 
 __all__ = ["ALL_PROFILES", "DEFAULT_PROFILE_SET", "Override", "ProfileError", "load_profiles",
            "parse_override", "profile_file", "select_profiles", "shipped_profile_sets"]
@@ -201,13 +201,20 @@ def _build(name: str, raw: Mapping[str, Any], source: str, overrides: tuple[str,
     bench_args = raw.get("bench_args", [])
     _expect(isinstance(bench_args, list) and all(isinstance(a, str) for a in bench_args),
             where, "bench_args", "a list of strings, e.g. ['--timeout', '1800']", bench_args)
+    floor = raw.get("timing_floor", {})
+    floor = {m: floor for m in TIMING_METRICS} if isinstance(floor, (int, float)) else floor
+    _expect(isinstance(floor, Mapping) and set(floor) <= set(TIMING_METRICS) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1
+        for v in floor.values()), where, "timing_floor", "a fraction in (0, 1) such as 0.05, "
+            f"or a table of them by metric {TIMING_METRICS}", raw.get("timing_floor"))
     for key, default in (("timeout_s", 600.0), ("ready_timeout_s", 60.0)):
         val = raw.get(key, default)
         _expect(isinstance(val, (int, float)) and not isinstance(val, bool) and val > 0,
                 where, key, "a positive number of seconds", val)
     return Profile(
         name=name, target=target, daemon=daemon, image=image, binary=raw.get("binary"),
-        verifier_binary=raw.get("verifier_binary"), address=address, status_url=status_url, workload=str(workload), driver=driver, concurrency=conc,
+        verifier_binary=raw.get("verifier_binary"), address=address, status_url=status_url,
+        workload=str(workload), driver=driver, concurrency=conc,
         job_ids=job_ids, miner_id=miner, env=_env(raw.get("env", {}), where),
         config=copy.deepcopy(dict(config)), command=tuple(command), mounts=dict(mounts),
         ports={str(k): int(v) for k, v in ports.items()}, gpus=_gpus(raw.get("gpus"), where),
@@ -215,7 +222,8 @@ def _build(name: str, raw: Mapping[str, Any], source: str, overrides: tuple[str,
         mem_limit=str(mem) if mem is not None else None, jobs=jobs,
         timeout_s=float(raw.get("timeout_s", 600.0)),
         ready_timeout_s=float(raw.get("ready_timeout_s", 60.0)), bench_tool=bench_tool,
-        bench_args=tuple(bench_args), source=source, overrides=overrides)
+        bench_args=tuple(bench_args), timing_floor={str(k): float(v) for k, v in floor.items()},
+        source=source, overrides=overrides)
 
 
 def _set_path(table: dict[str, Any], path: tuple[str, ...], value: Any, where: str) -> None:

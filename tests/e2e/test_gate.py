@@ -1,0 +1,156 @@
+"""``proofdiff gate`` on the real image: an A/A gate, a candidate that is really slower
+(``slow-prove=1.25``, baked into a derived image), a candidate whose proofs are invalid on prod
+(``partition-race``) with an allowlist that accepts that divergence and an entry that has
+expired, and a candidate that is not there. Candidates are images derived locally from the
+reference image (``FROM`` it, one ``ENV`` line): their own digest, nothing pulled."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import docker
+import jsonschema
+import pytest
+
+from harness.gate.model import Decision, GateResult
+from harness.model import serde
+
+from .conftest import REPO, unique
+
+pytestmark = pytest.mark.e2e
+
+
+@dataclass(frozen=True)
+class GateRun:
+    """One ``proofdiff gate``: exit code, output, the result it wrote, its report dir."""
+
+    rc: int
+    output: str
+    result: GateResult
+    report_dir: Path
+
+
+@pytest.fixture(scope="module")
+def derived(artifacts: Any) -> Iterator[Callable[[str], str]]:
+    """``derived(faults)``: the reference image with ``ENV REFPROVER_FAULTS=faults``, removed
+    after the module."""
+    client = docker.from_env()
+    made: list[str] = []
+
+    def make(faults: str) -> str:
+        slug = "".join(c if c.isalnum() else "-" for c in faults)
+        tag = f"proofdiff/refprover:gate-{slug}-{artifacts.image_tag.rsplit('-', 1)[-1]}"
+        dockerfile = f"FROM {artifacts.image_tag}\nENV REFPROVER_FAULTS={faults}\n"
+        client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True,
+                            pull=False, labels={"proofdiff.test": "gate"})
+        made.append(tag)
+        return tag
+
+    yield make
+    for tag in made:
+        client.images.remove(tag, force=True)
+
+
+@pytest.fixture
+def gate_run(artifacts: Any, tmp_path: Path) -> Callable[..., GateRun]:
+    """``gate_run(*args, run_id=...)``: ``proofdiff gate ARGS`` in a subprocess (15 min)."""
+    def run(*args: str, run_id: str) -> GateRun:
+        rid = unique(run_id)
+        cmd = [sys.executable, "-m", "harness.cli", "gate", "--report-dir", str(tmp_path),
+               "--run-id", rid, *args]
+        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
+        out = proc.stdout + proc.stderr
+        summary = tmp_path / rid / "summary.json"
+        assert summary.is_file(), f"no report written by {cmd}:\n{out}"
+        return GateRun(proc.returncode, out, serde.read(summary, GateResult), tmp_path / rid)
+    return run
+
+
+def test_a_gate_of_the_image_against_itself_raises_no_alarm(gate_run: Any, artifacts: Any) -> None:
+    tag = artifacts.image_tag
+    r = gate_run("--candidate", tag, "--baseline", tag, "--profile", "bench", run_id="gate-aa")
+    res = r.result
+    # A/A: never a failure; PASS when the timing is decided (SAME), else INCONCLUSIVE (exit 2)
+    assert r.rc in (0, 2) and res.decision in (Decision.PASS, Decision.INCONCLUSIVE), r.output
+    assert res.aa and res.candidate.digest == res.baseline.digest == artifacts.image_id
+    assert "A/A" in res.decision_line and not res.findings, res.findings
+    (t,) = res.timing
+    assert {m.metric: m.verdict for m in t.metrics}.keys() == {"latency", "throughput"}
+    assert all(m.verdict in ("SAME", "INCONCLUSIVE") for m in t.metrics), t.metrics
+    assert r.rc == 0 or all(m.verdict == "INCONCLUSIVE" for m in t.metrics if m.verdict != "SAME")
+    assert res.verifier is not None and res.verifier.digest == artifacts.image_id
+    doc = json.loads((r.report_dir / "summary.json").read_text())
+    jsonschema.validate(doc, json.loads((r.report_dir / "gate.schema.json").read_text()))
+    st = json.loads((r.report_dir / "statement.intoto.json").read_text())
+    assert st["subject"][0]["digest"]["sha256"] == artifacts.image_id.removeprefix("sha256:")
+    assert (r.report_dir / "differential" / "summary.json").is_file()
+    assert "<svg" in (r.report_dir / "index.html").read_text()
+
+
+def test_a_really_slower_candidate_fails_on_timing_naming_the_profile(
+        gate_run: Any, artifacts: Any, derived: Any) -> None:
+    slow = derived("slow-prove=1.25")
+    r = gate_run("--candidate", slow, "--baseline", artifacts.image_tag, "--profile", "bench",
+                 run_id="gate-slow")
+    res = r.result
+    assert r.rc == 1 and res.decision is Decision.FAIL, r.output
+    assert not res.aa and res.candidate.digest != res.baseline.digest
+    blocking = [(f.check, f.profile) for f in res.blocking()]
+    assert ("timing/latency", "bench") in blocking, res.findings
+    (lat,) = [m for t in res.timing for m in t.metrics if m.metric == "latency"]
+    assert lat.verdict == "DIFFERENT" and lat.direction == "slower" and lat.regression
+    assert lat.ratio is not None and 1.12 < lat.ratio < 1.4, lat.text
+    assert "timing/latency on bench" in res.decision_line
+    assert not [f for f in res.findings if f.kind != "timing"], res.findings  # proofs still valid
+
+
+def test_invalid_proofs_on_prod_fail_unless_allowed_and_an_expired_entry_fails(
+        gate_run: Any, artifacts: Any, derived: Any, tmp_path: Path) -> None:
+    race = derived("partition-race")
+    allow = tmp_path / "allow.toml"
+    allow.write_text("""
+[[accept]]
+check = "validity/proofs"
+profile = "prod"
+match = "invalid"
+reason = "known partition race in this candidate"
+link = "https://example.org/issues/7"
+expires = 2099-12-31
+
+[[accept]]
+check = "isolation/hang"
+profile = "*"
+match = "stuck"
+reason = "an old deadlock"
+link = "https://example.org/issues/3"
+expires = 2020-01-01
+""", encoding="utf-8")
+    r = gate_run("--candidate", race, "--baseline", artifacts.image_tag, "--budget-s", "1",
+                 "--allowlist", str(allow), run_id="gate-race")
+    res = r.result
+    assert r.rc == 1 and res.decision is Decision.FAIL, r.output
+    (proofs,) = [f for f in res.findings if f.check == "validity/proofs"]
+    assert proofs.profile == "prod" and proofs.accepted and proofs.accepted_by.endswith("#1")
+    assert proofs.reason == "known partition race in this candidate"
+    assert not [f for f in res.findings if f.profile == "bench"], res.findings
+    (old,) = [e for e in res.stale if e.status == "expired"]
+    assert old.entry.endswith("#2") and old.entry in res.decision_line
+    assert [t.stopped for t in res.timing if t.profile == "prod"] == [
+        "not timed: the candidate fails its checks on this profile"]
+
+
+def test_a_missing_candidate_is_an_error_naming_it_with_a_report(gate_run: Any,
+                                                                   artifacts: Any) -> None:
+    r = gate_run("--candidate", "proofdiff/refprover:not-built", "--baseline",
+                 artifacts.image_tag, run_id="gate-missing")
+    assert r.rc == 3 and r.result.decision is Decision.ERROR, r.output
+    assert "candidate image" in r.result.decision_line
+    assert "proofdiff/refprover:not-built" in r.result.decision_line
+    assert "is not present locally" in r.result.decision_line

@@ -1,0 +1,206 @@
+"""The gate without Docker: the allowlist (loading, matching, expiry, stale entries), the
+decision and its exit codes, the timing arm's interleaving and verdicts on seeded batches, and
+the evidence files (JSON Schema in sync with the model and valid on a result, the in-toto
+Statement)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+
+from harness.gate.allowlist import AllowlistError, apply_allowlist, load_allowlist
+from harness.gate.model import Decision, Finding, GateResult, ProfileTiming, Side
+from harness.gate.report import SCHEMA_FILE, intoto_statement, schema, write_gate_report
+from harness.gate.run import decide
+from harness.gate.timing import measure_profile
+from harness.model.jobs import FlowRecord, JobRecord, JobSpec
+from harness.model.status import JobStatus
+
+pytestmark = pytest.mark.unit
+
+ENTRY = """
+[[accept]]
+check = "validity/proofs"
+profile = "prod"
+match = "partition [0-9]+ invalid"
+reason = "known race, fixed in 0.4"
+link = "https://example.org/issues/1"
+expires = {expires}
+"""
+
+
+def _finding(check: str = "validity/proofs", profile: str = "prod",
+             message: str = "wpost-0: partition 1 invalid") -> Finding:
+    return Finding(check=check, profile=profile, workload="wpost-2k", message=message,
+                   kind="check")
+
+
+def _allow(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "allow.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_an_unexpired_entry_accepts_what_it_matches_and_nothing_else(tmp_path: Path) -> None:
+    entries = load_allowlist(_allow(tmp_path, ENTRY.format(expires="2027-01-31")))
+    found, listed = apply_allowlist([_finding(), _finding(profile="bench"),
+                                     _finding(message="wpost-0: 3 jobs lost")], entries,
+                                    today=dt.date(2026, 12, 1))
+    assert [f.accepted for f in found] == [True, False, False]
+    assert found[0].accepted_by.endswith("allow.toml#1")
+    assert found[0].reason == "known race, fixed in 0.4" and found[0].link.endswith("/1")
+    assert listed == []
+
+
+def test_an_expired_entry_is_listed_as_expired_and_accepts_nothing(tmp_path: Path) -> None:
+    entries = load_allowlist(_allow(tmp_path, ENTRY.format(expires="2026-11-30")))
+    found, listed = apply_allowlist([_finding()], entries, today=dt.date(2026, 12, 1))
+    assert not found[0].accepted
+    (e,) = listed
+    assert e.status == "expired" and "expired on 2026-11-30" in e.message
+    decision, line = decide(found, listed, [], aa=False)
+    assert decision is Decision.FAIL and decision.exit_code == 1
+
+
+def test_an_entry_that_matches_nothing_is_stale(tmp_path: Path) -> None:
+    entries = load_allowlist(_allow(tmp_path, ENTRY.format(expires="2027-01-31")))
+    _found, listed = apply_allowlist([], entries, today=dt.date(2026, 12, 1))
+    assert [(e.status, e.check) for e in listed] == [("stale", "validity/proofs")]
+    assert "matched nothing" in listed[0].message
+    decision, _ = decide([], listed, [], aa=False)
+    assert decision is Decision.PASS  # a stale entry is reported, it does not block
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("[[accept]]\ncheck = 'x'\n", "missing profile, match, reason, link, expires"),
+    (ENTRY.format(expires="'2027-01-31'"), "is not a TOML date"),
+    (ENTRY.format(expires="2027-01-31").replace("[0-9]+", "[0-9"), "not a regular expression"),
+    (ENTRY.format(expires="2027-01-31") + "owner = 'me'\n", "unknown key(s) owner"),
+    ("[accept]\ncheck = 1\n", "only [[accept]] entries"),
+    ("check = = 1", "not TOML"),
+])
+def test_a_malformed_allowlist_names_the_entry_and_the_fix(tmp_path: Path, text: str,
+                                                           says: str) -> None:
+    with pytest.raises(AllowlistError, match="allow.toml") as err:
+        load_allowlist(_allow(tmp_path, text))
+    assert says in str(err.value)
+
+
+def test_a_missing_allowlist_says_it_cannot_be_read(tmp_path: Path) -> None:
+    with pytest.raises(AllowlistError, match="cannot be read"):
+        load_allowlist(tmp_path / "nope.toml")
+
+
+def _flow(walls: list[float], label: str, status: JobStatus = JobStatus.COMPLETED) -> FlowRecord:
+    t0 = time.time()
+    jobs = tuple(JobRecord(index=i, job=f"wpost-{i}", request_id=f"{label}-{i}", status=status,
+                           wall_ms=w, total_ms=int(w), queue_wait_ms=0, started_unix_s=t0)
+                 for i, w in enumerate(walls))
+    return FlowRecord(name="gate", label=label, jobs=jobs, concurrency=len(jobs),
+                      wall_ms=max(walls))
+
+
+class _Daemons:
+    """Two fake sides whose batches take seeded lognormal times, the candidate ``ratio`` x."""
+
+    def __init__(self, ratio: float, cv: float = 0.02, broken_after: int | None = None) -> None:
+        self.rng = np.random.default_rng(7)
+        self.ratio, self.cv, self.broken_after = ratio, cv, broken_after
+        self.calls: list[str] = []
+
+    def send(self, side: str, specs: list[JobSpec], label: str) -> FlowRecord:
+        self.calls.append(label)
+        scale = self.ratio if side.endswith("candidate") else 1.0
+        if self.broken_after is not None and len(self.calls) > self.broken_after:
+            return _flow([1.0] * len(specs), label, JobStatus.FAILED)
+        walls = [3500.0 * scale * float(self.rng.lognormal(0, self.cv)) for _ in specs]
+        return _flow(walls, label)
+
+
+def _measure(d: _Daemons, concurrency: int = 1, deadline_s: float = 60.0) -> ProfileTiming:
+    return measure_profile(d.send, profile="bench", workload="wpost-2k", jobs=["a", "b"],
+                           sides=("bench-baseline", "bench-candidate"), concurrency=concurrency,
+                           deadline=time.monotonic() + deadline_s, floors={})
+
+
+def test_a_slower_candidate_is_a_regression_and_the_sides_alternate() -> None:
+    d = _Daemons(ratio=1.25)
+    t = _measure(d)
+    assert d.calls[:4] == ["baseline#0", "candidate#0", "candidate#1", "baseline#1"]
+    lat = {m.metric: m for m in t.metrics}["latency"]
+    assert lat.verdict == "DIFFERENT" and lat.direction == "slower" and lat.regression
+    assert 1.2 < lat.ratio < 1.3 and lat.n_pairs >= 5  # type: ignore[operator]
+    assert {m.metric for m in t.metrics} == {"latency", "throughput"}  # concurrency 1
+
+
+def test_the_same_image_twice_is_same_within_the_budget() -> None:
+    t = _measure(_Daemons(ratio=1.0, cv=0.01))
+    assert [m.verdict for m in t.metrics] == ["SAME", "SAME"] and t.rounds <= 11
+    assert not any(m.regression for m in t.metrics)
+    decision, line = decide([], [], [t], aa=True)
+    assert decision is Decision.PASS and "A/A" in line
+
+
+def test_a_faster_candidate_is_different_but_not_a_regression() -> None:
+    t = _measure(_Daemons(ratio=0.8))
+    lat = {m.metric: m for m in t.metrics}["latency"]
+    assert lat.verdict == "DIFFERENT" and lat.direction == "faster" and not lat.regression
+
+
+def test_in_progress_is_compared_only_when_jobs_can_overlap() -> None:
+    t = _measure(_Daemons(ratio=1.0, cv=0.01), concurrency=2)
+    assert {m.metric for m in t.metrics} == {"latency", "throughput", "in-progress"}
+    (inp,) = [m for m in t.metrics if m.metric == "in-progress"]
+    assert inp.unit == "jobs" and inp.worse == "lower"
+
+
+def test_a_batch_that_fails_stops_the_sampling_and_says_where() -> None:
+    t = _measure(_Daemons(ratio=1.0, broken_after=5))
+    assert "round 2 on the" in t.stopped and "FAILED" in t.stopped
+    assert all(m.verdict == "INCONCLUSIVE" for m in t.metrics)
+    decision, line = decide([], [], [t], aa=False)
+    assert decision is Decision.INCONCLUSIVE and decision.exit_code == 2 and "bench/" in line
+
+
+def test_an_exhausted_budget_is_inconclusive_with_the_reason() -> None:
+    t = _measure(_Daemons(ratio=1.0), deadline_s=-1)
+    assert t.rounds == 0 and "--budget-s" in t.stopped
+
+
+def _result(tmp_path: Path) -> GateResult:
+    t = _measure(_Daemons(ratio=1.25))
+    findings = [_finding()]
+    decision, line = decide(findings, [], [t], aa=False)
+    return GateResult(run_id="g1", created_unix_s=0.0, decision=decision, decision_line=line,
+                      exit_code=decision.exit_code,
+                      candidate=Side(role="candidate", image="img:cand", digest="sha256:" + "c" * 64),
+                      baseline=Side(role="baseline", image="img:base", digest="sha256:" + "b" * 64),
+                      findings=tuple(findings), timing=(t,))
+
+
+def test_the_shipped_schema_is_the_models_and_validates_a_written_summary(tmp_path: Path) -> None:
+    shipped = json.loads((Path(__file__).parents[2] / "harness" / "gate" / SCHEMA_FILE).read_text())
+    assert shipped == json.loads(json.dumps(schema())), "regenerate harness/gate/gate.schema.json"
+    write_gate_report(_result(tmp_path), tmp_path)
+    doc = json.loads((tmp_path / "summary.json").read_text())
+    jsonschema.validate(doc, json.loads((tmp_path / SCHEMA_FILE).read_text()))
+    assert doc["schema_version"] == 1 and doc["decision"] == "fail" and doc["exit_code"] == 1
+    html = (tmp_path / "index.html").read_text()
+    assert html.index("FAIL (exit 1)") < html.index("<h2>Timing") and html.count("<svg") == 2
+    assert "validity/proofs[prod/wpost-2k]" in (tmp_path / "junit.xml").read_text()
+
+
+def test_the_intoto_statement_names_the_candidate_by_digest(tmp_path: Path) -> None:
+    st = intoto_statement(_result(tmp_path))
+    assert st["_type"] == "https://in-toto.io/Statement/v1"
+    assert st["subject"] == [{"name": "img:cand", "digest": {"sha256": "c" * 64}}]
+    assert st["predicate"]["decision"] == "fail"
+    assert st["predicate"]["baseline"]["digest"] == "sha256:" + "b" * 64
+    assert {(x["metric"], x["regression"]) for x in st["predicate"]["timing"]} == {
+        ("latency", True), ("throughput", True)}
