@@ -63,8 +63,10 @@ CATALOG: tuple[Case, ...] = (
     Case("clean", why="nothing may fail on the clean image"),
     Case("partition-race", "partition-race", meant=("validity", ("proofs",)),
          targeted=("validity",), why="shared scratch buffer: partition proofs invalid"),
-    Case("shared-assembler", "shared-assembler", meant=("validity", ("proofs", "jobs")),
-         targeted=("validity",), why="one assembler per request id: colliding ids mix partitions"),
+    Case("shared-assembler", "shared-assembler", sets=('{p}.job_ids="fixed"',),
+         meant=("validity", ("proofs", "jobs")), targeted=("validity",),
+         why="one assembler per request id: colliding ids (one id for every job, as retried "
+         "sectors share curio's porep-<miner>-<sector>) mix partitions"),
     Case("no-self-check", "partition-race,no-self-check",
          sets=("{p}.config.pipeline.self_check=true",), meant=("validity", ("proofs",)),
          targeted=("validity",), why="with self_check on, bad proofs must come back FAILED; "

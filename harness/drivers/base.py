@@ -74,5 +74,5 @@ def plan_workload(profile: Profile, workload: Workload) -> list[JobSpec]:
     return [JobSpec(index=i, job=job.name, request_id=make_job_id(
         profile.job_ids, proof_kind=workload.proof_kind,
         miner_id=profile.miner_id if profile.miner_id is not None else job.miner_id,
-        sector_ids=sector_ids(job)))
+        sector_ids=sector_ids(job), randomness=job.randomness))
         for i, job in enumerate(select_jobs(workload, profile.jobs))]

@@ -36,6 +36,7 @@ from harness.target.client import ClientError, ProverClient
 from .base import Log, Mode
 from .deadlines import SLICE_S, SUBMIT_S, Deadlines
 from .guard import Guard
+from .job_ids import partition_request_id
 
 __all__ = ["GrpcDriver", "build_request", "merge_partitions", "record_of", "requests_for"]
 
@@ -70,12 +71,13 @@ def build_request(job: WorkloadJob, request_id: str,
 def requests_for(job: WorkloadJob, request_id: str, priority: str = "", *,
                  per_partition: bool = False) -> list[tuple[str, cuzk_pb2.SubmitProofRequest]]:
     """The requests of one job, with their ids: the job's one request, or (``per_partition``,
-    a WindowPoSt job of several partitions) one per partition, ``<request_id>-p<k>``."""
+    a WindowPoSt job of several partitions) one per partition
+    (:func:`~harness.drivers.job_ids.partition_request_id`)."""
     if not per_partition or job.shape.proof_kind == POREP or job.shape.partitions <= 1:
         return [(request_id, build_request(job, request_id, priority))]
     out = []
     for k, (sectors, vanilla) in enumerate(job.partition_inputs()):
-        rid = f"{request_id}-p{k}"
+        rid = partition_request_id(request_id, k)
         req = build_request(job, rid, priority)
         del req.vanilla_proofs[:]
         req.vanilla_proofs.extend(vanilla)

@@ -1,24 +1,29 @@
 """Request id schemes (the profile key ``job_ids``).
 
 - ``uuid``: a fresh UUID v4 per job (what a benchmark does), made by the driver as it sends.
-- ``curio``: deterministic ids as Curio builds them: ``wpost-<miner>-<first sector id>`` for
-  WindowPoSt, ``porep-<miner>-<sector>`` for PoRep. Jobs over the same sectors (retries,
-  several deadlines' jobs) get the SAME id, as in production; cuzk does not deduplicate ids.
+- ``curio``: deterministic ids as Curio builds them (curio e0294b0f ``lib/ffi/cuzk_funcs.go``):
+  ``porep-<miner>-<sector>`` for PoRep (``fmt.Sprintf("porep-%d-%d", ...)``), so a retried
+  sector reuses its id, as in production, and cuzk does not deduplicate ids; and
+  ``wdpost-<miner>-<partition>-<randomness[:8]>`` for WindowPoSt
+  (``fmt.Sprintf("wdpost-%d-%d-%d", minerID, partitionIdx, randomness[:8])``: Go's ``%d`` of
+  a byte slice, ``[219 155 147 89 151 100 219 25]``), so only the same partition with the same
+  randomness collides.
 - ``fixed``: ``proofdiff-fixed`` for every job (worst case of collisions).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from harness.model.profile import JOB_ID_SCHEMES
 
-__all__ = ["FIXED_ID", "JobIdError", "make_job_id"]
+__all__ = ["FIXED_ID", "JobIdError", "make_job_id", "partition_request_id"]
 
 FIXED_ID = "proofdiff-fixed"
 
 _CURIO_PREFIX = {
-    "WINDOW_POST_PARTITION": "wpost",
+    "WINDOW_POST_PARTITION": "wdpost",
     "WINNING_POST": "winning",
     "POREP_SEAL_COMMIT": "porep",
     "SNAP_DEALS_UPDATE": "snap",
@@ -29,15 +34,22 @@ class JobIdError(ValueError):
     """Unknown scheme, or a curio id asked for without the sector ids it needs."""
 
 
-def make_job_id(scheme: str, *, proof_kind: str, miner_id: int,
-                sector_ids: Sequence[int]) -> str | None:
+def _go_bytes(data: bytes) -> str:
+    """Go's ``fmt.Sprintf("%d", []byte)``: ``[1 2 3]``."""
+    return "[" + " ".join(str(b) for b in data) + "]"
+
+
+def make_job_id(scheme: str, *, proof_kind: str, miner_id: int, sector_ids: Sequence[int],
+                randomness: bytes = b"", partition: int = 0) -> str | None:
     """Make the request id for one job.
 
     Args:
         scheme: ``uuid`` | ``curio`` | ``fixed``.
         proof_kind: ``ProofKind`` name, e.g. ``WINDOW_POST_PARTITION``.
         miner_id: the miner id (curio only).
-        sector_ids: the job's sector numbers (curio uses the first).
+        sector_ids: the job's sector numbers (curio's PoRep id uses the first).
+        randomness, partition: a WindowPoSt job's randomness (curio's id uses its first 8
+            bytes) and partition index (the first partition of a job sent as one request).
 
     Returns:
         The id, or ``None`` for ``uuid`` (the driver makes one as it sends).
@@ -58,5 +70,20 @@ def make_job_id(scheme: str, *, proof_kind: str, miner_id: int,
         if not sector_ids:
             raise JobIdError(f"curio job ids need at least one sector id (proof kind "
                              f"{proof_kind}, miner {miner_id}); the workload job has none")
+        if proof_kind == "WINDOW_POST_PARTITION":
+            return f"{prefix}-{miner_id}-{partition}-{_go_bytes(randomness[:8])}"
         return f"{prefix}-{miner_id}-{sector_ids[0]}"
     raise JobIdError(f"unknown job id scheme {scheme!r}; valid: {', '.join(JOB_ID_SCHEMES)}")
+
+
+_WDPOST = re.compile(r"wdpost-(\d+)-\d+-(\[[\d ]*\])")
+
+
+def partition_request_id(request_id: str, partition: int) -> str:
+    """The id of one partition's request of a job sent one partition per request (as curio
+    sends WindowPoSt to cuzk): a curio ``wdpost-`` id with that partition index, else
+    ``<request_id>-p<k>``."""
+    m = _WDPOST.fullmatch(request_id)
+    if m:
+        return f"wdpost-{m.group(1)}-{partition}-{m.group(2)}"
+    return f"{request_id}-p{partition}"

@@ -61,15 +61,15 @@ def test_partition_race_on_prod_is_reported_with_the_config_delta(cli_run: Any) 
 
 
 def test_shared_assembler_with_colliding_job_ids_is_reported(cli_run: Any) -> None:
-    # prod's curio-style ids are derived from (miner, first sector): the workload's 4 jobs
-    # prove the same sectors with different randomness, so all 4 share one id, as retries do.
+    # one id for every job, as deterministic ids give retried sectors (curio's porep-<miner>-
+    # <sector>; its WindowPoSt ids carry the randomness, so they do not collide here)
     r = cli_run(*VALIDITY, "--set", "prod.env.REFPROVER_FAULTS=shared-assembler",
-                run_id="e2e-asm")
+                "--set", 'prod.job_ids="fixed"', run_id="e2e-asm")
     assert r.rc == 1, r.output
     failed = [r.record("validity", o, "prod") for o in ("proofs", "jobs")]
     assert any(x.outcome is Outcome.FAIL for x in failed), failed
     bad = [b for x in failed for b in x.evidence.get("bad", [])]
-    assert {b["request_id"] for b in bad} == {"wpost-1000-1"}, bad
+    assert {b["request_id"] for b in bad} == {"proofdiff-fixed"}, bad
     reasons = " ".join(b["reason"] for b in bad)
     assert "already inserted" in reasons or "do not verify" in reasons, reasons
     assert r.record("validity", "proofs", "bench").outcome is Outcome.PASS

@@ -57,13 +57,13 @@ def test_unreachable_address_is_a_clear_transport_error() -> None:
     assert "is the daemon running" in str(ei.value) or "did not answer" in str(ei.value)
 
 
-def test_prod_runs_four_jobs_at_once_with_colliding_curio_ids(daemon: Daemon,
-                                                              workload: Workload) -> None:
-    prod = load_profiles("refprover")["prod"]
+def test_prod_runs_four_jobs_at_once_with_colliding_ids(daemon: Daemon,
+                                                       workload: Workload) -> None:
+    prod = load_profiles("refprover", ['prod.job_ids="fixed"'])["prod"]
     with daemon() as addr:
         flow = _flow(addr, workload, plan_workload(prod, workload), prod.concurrency)
     assert [j.job for j in flow.jobs] == ["wpost-0", "wpost-1", "wpost-2", "wpost-3"]
-    assert {j.request_id for j in flow.jobs} == {"wpost-1000-1"}  # same sectors: ids collide
+    assert {j.request_id for j in flow.jobs} == {"proofdiff-fixed"}  # one id for all four
     assert all(j.status is JobStatus.COMPLETED and len(j.proof) == 384 for j in flow.jobs)
     assert len({j.proof for j in flow.jobs}) == 4  # each job got its own proof back
     assert _overlap(flow)  # concurrency 4 really overlapped

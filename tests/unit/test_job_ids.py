@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from harness.drivers.base import plan_workload
-from harness.drivers.job_ids import JobIdError, make_job_id
+from harness.drivers.job_ids import JobIdError, make_job_id, partition_request_id
 from harness.model.profile_file import load_profiles
 from harness.model.workload import load_workload
 
@@ -14,13 +14,27 @@ def test_uuid_scheme_leaves_the_id_to_the_driver() -> None:
                        sector_ids=[1]) is None
 
 
-def test_curio_scheme_is_deterministic_and_collides_on_same_sectors() -> None:
-    wp = make_job_id("curio", proof_kind="WINDOW_POST_PARTITION", miner_id=1000, sector_ids=[1, 2])
-    assert wp == "wpost-1000-1"
+def test_curio_scheme_is_curios_own_format() -> None:
+    # curio e0294b0f lib/ffi/cuzk_funcs.go: fmt.Sprintf("wdpost-%d-%d-%d", minerID,
+    # partitionIdx, randomness[:8]) and fmt.Sprintf("porep-%d-%d", miner, sector)
+    rand = bytes(range(200, 232))
+    wp = make_job_id("curio", proof_kind="WINDOW_POST_PARTITION", miner_id=1000,
+                     sector_ids=[1, 2], randomness=rand)
+    assert wp == "wdpost-1000-0-[200 201 202 203 204 205 206 207]"
+    # the same partition and randomness collide (a retry); other randomness does not
     assert wp == make_job_id("curio", proof_kind="WINDOW_POST_PARTITION", miner_id=1000,
-                             sector_ids=[1, 3])
+                             sector_ids=[3], randomness=rand)
+    assert wp != make_job_id("curio", proof_kind="WINDOW_POST_PARTITION", miner_id=1000,
+                             sector_ids=[1, 2], randomness=bytes(32))
     assert make_job_id("curio", proof_kind="POREP_SEAL_COMMIT", miner_id=1000,
-                       sector_ids=[7]) == "porep-1000-7"
+                       sector_ids=[7]) == "porep-1000-7"  # a retried sector reuses its id
+
+
+def test_one_request_per_partition_gets_that_partitions_id() -> None:
+    assert partition_request_id("wdpost-1000-0-[1 2 3 4 5 6 7 8]", 1) == \
+        "wdpost-1000-1-[1 2 3 4 5 6 7 8]"
+    assert partition_request_id("6f1c-uuid", 1) == "6f1c-uuid-p1"
+    assert partition_request_id("proofdiff-fixed", 0) == "proofdiff-fixed-p0"
 
 
 def test_fixed_scheme() -> None:
@@ -39,9 +53,10 @@ def test_the_workload_plan_uses_the_profiles_miner_for_curio_ids(workload_file) 
     wl = load_workload(workload_file)
     ps = load_profiles("refprover", ["prod.miner_id=42"])
     specs = plan_workload(ps["prod"], wl)
-    assert [(s.index, s.job, s.request_id) for s in specs] == [
-        (0, "wpost-0", "wpost-42-1"), (1, "wpost-1", "wpost-42-1"), (2, "wpost-2", "wpost-42-1"),
-        (3, "wpost-3", "wpost-42-1")]
+    assert [(s.index, s.job) for s in specs] == [
+        (0, "wpost-0"), (1, "wpost-1"), (2, "wpost-2"), (3, "wpost-3")]
+    ids = [s.request_id or "" for s in specs]
+    assert all(i.startswith("wdpost-42-0-[") for i in ids) and len(set(ids)) == 4, ids
     assert {s.request_id for s in plan_workload(load_profiles("refprover", ["bench.jobs=6"])["bench"], wl)} == {None}
     assert [s.job for s in plan_workload(load_profiles("refprover", ["bench.jobs=6"])["bench"], wl)] == [
         "wpost-0", "wpost-1", "wpost-2", "wpost-3", "wpost-0", "wpost-1"]
