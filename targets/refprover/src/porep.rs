@@ -97,7 +97,16 @@ impl C1 {
     }
 }
 
-/// Parses the C1 envelope. Errors read like cuzk's: `C1 parse failed: ...`.
+/// `registered_proof` of the C1 outputs refprover writes: filecoin-proofs-api's name of
+/// [`REGISTERED_PROOF`].
+pub const REGISTERED_PROOF_NAME: &str = "StackedDrg2KiBV1_1";
+/// The `VanillaSealProof` variant of a 2 KiB sector in filecoin-proofs-api.
+const VANILLA_VARIANT: &str = "StackedDrg2KiBV1";
+
+/// Parses the C1 envelope. `Phase1Out` is filecoin-proofs-api's `SealCommitPhase1Output` JSON,
+/// as filecoin-ffi's SealCommitPhase1 writes it and cuzk reads it (filecoin-proofs-api 19.0.0
+/// `seal.rs`: `registered_proof`, `vanilla_proofs` = `{"StackedDrg2KiBV1": [[...]]}`, `comm_r`,
+/// `comm_d`, `replica_id`, `seed`, `ticket`). Errors read like cuzk's: `C1 parse failed: ...`.
 pub fn parse_c1(bytes: &[u8]) -> Result<C1> {
     let env: Envelope = serde_json::from_slice(bytes)
         .map_err(|e| anyhow::anyhow!("C1 parse failed: envelope is not JSON {{SectorNum, Phase1Out, SectorSize}}: {e}"))?;
@@ -107,8 +116,22 @@ pub fn parse_c1(bytes: &[u8]) -> Result<C1> {
     let raw = base64::engine::general_purpose::STANDARD
         .decode(env.phase1_out.trim())
         .map_err(|e| anyhow::anyhow!("C1 parse failed: Phase1Out is not base64: {e}"))?;
-    let out: SealCommitPhase1Output<Tree> = serde_json::from_slice(&raw)
-        .map_err(|e| anyhow::anyhow!("C1 parse failed: Phase1Out is not a SealCommitPhase1Output for 2 KiB: {e}"))?;
+    let mut doc: serde_json::Value = serde_json::from_slice(&raw)
+        .map_err(|e| anyhow::anyhow!("C1 parse failed: Phase1Out is not JSON: {e}"))?;
+    let registered = doc.get("registered_proof").and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    if !registered.starts_with("StackedDrg2KiB") {
+        bail!(
+            "C1 parse failed: failed to deserialize SealCommitPhase1Output from JSON: registered_proof {registered:?} is not a 2 KiB seal proof (filecoin-proofs-api's form, e.g. {REGISTERED_PROOF_NAME:?}; regenerate the workload with `seal`)"
+        );
+    }
+    let vanilla = doc
+        .get_mut("vanilla_proofs")
+        .and_then(|v| v.as_object_mut())
+        .and_then(|m| m.remove(VANILLA_VARIANT))
+        .with_context(|| format!("C1 parse failed: failed to deserialize SealCommitPhase1Output from JSON: vanilla_proofs is not {{\"{VANILLA_VARIANT}\": [...]}}"))?;
+    doc["vanilla_proofs"] = vanilla;
+    let out: SealCommitPhase1Output<Tree> = serde_json::from_value(doc)
+        .map_err(|e| anyhow::anyhow!("C1 parse failed: failed to deserialize SealCommitPhase1Output from JSON: {e}"))?;
     let c1 = C1 { sector_num: env.sector_num, out };
     if !SUPPORTED_PARTITIONS.contains(&c1.partitions()) {
         bail!("C1 parse failed: {} partitions (supported: {SUPPORTED_PARTITIONS:?})", c1.partitions());
@@ -116,9 +139,14 @@ pub fn parse_c1(bytes: &[u8]) -> Result<C1> {
     Ok(c1)
 }
 
-/// Writes the cuzk C1 envelope for a C1 output.
+/// Writes the cuzk C1 envelope for a C1 output, `Phase1Out` in filecoin-proofs-api's form
+/// (see [`parse_c1`]).
 pub fn envelope(sector_num: u64, out: &SealCommitPhase1Output<Tree>) -> Result<Vec<u8>> {
-    let phase1 = base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(out)?);
+    let mut doc = serde_json::to_value(out)?;
+    let vanilla = doc["vanilla_proofs"].take();
+    doc["vanilla_proofs"] = serde_json::json!({ VANILLA_VARIANT: vanilla });
+    doc["registered_proof"] = serde_json::Value::from(REGISTERED_PROOF_NAME);
+    let phase1 = base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(&doc)?);
     Ok(serde_json::to_vec(&serde_json::json!({"SectorNum": sector_num, "Phase1Out": phase1, "SectorSize": SECTOR_SIZE}))?)
 }
 
@@ -243,6 +271,19 @@ mod tests {
             assert_eq!(partitions_of(&circuit_id(*p)), Some(*p));
         }
         assert!(config(3).is_err());
+    }
+
+    #[test]
+    fn phase1_out_is_filecoin_proofs_api_form() {
+        let b64 = |v: serde_json::Value| base64::engine::general_purpose::STANDARD.encode(v.to_string());
+        let env = |inner: serde_json::Value| serde_json::json!({"SectorNum": 1, "Phase1Out": b64(inner), "SectorSize": 2048}).to_string();
+        // filecoin-proofs' own (internal) form, without registered_proof: what cuzk rejects
+        let internal = env(serde_json::json!({"vanilla_proofs": [[]], "comm_r": vec![0u8; 32]}));
+        let err = parse_c1(internal.as_bytes()).err().expect("must fail").to_string();
+        assert!(err.contains("failed to deserialize SealCommitPhase1Output") && err.contains("registered_proof"), "{err}");
+        let unwrapped = env(serde_json::json!({"registered_proof": REGISTERED_PROOF_NAME, "vanilla_proofs": [[]]}));
+        let err = parse_c1(unwrapped.as_bytes()).err().expect("must fail").to_string();
+        assert!(err.contains("StackedDrg2KiBV1"), "{err}");
     }
 
     #[test]
