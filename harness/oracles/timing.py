@@ -231,6 +231,10 @@ def evaluate(ev: Evidence, workload: str) -> list[OracleRecord]:
                 f"{s.stopped}; a daemon that cannot finish a batch cannot be timed",
                 evidence=evidence)
             continue
+        if stopped and min(v.a.n, v.b.n) == 0:  # another profile's batch stopped the rounds
+            rec(oracle, profile, Outcome.SKIPPED, f"timing sampling stopped on {stopped!r} "
+                f"before this arm had samples on both sides: {s.stopped}", evidence=evidence)
+            continue
         outcome, message = judge(arm, v, ev.profiles[profile].concurrency,
                                  allowed=_allowed(ev, profile, workload), seen=_seen(ev, profile))
         rec(oracle, profile, outcome, message, evidence=evidence,

@@ -12,19 +12,22 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from harness.core.differential import assemble
 from harness.model.jobs import FlowRecord
-from harness.model.status import Outcome
+from harness.model.status import JobStatus, Outcome
+from harness.oracles import timing
 from harness.oracles.timing import judge
 from harness.report.benchmarks import write_benchmarks
 from harness.stats.compare import (DIFFERENT, INCONCLUSIVE, SAME, adaptive_compare, compare,
                                    summarize)
 from harness.stats.concurrency import in_progress
 from tests.conftest import job, run
+from tests.unit.fakes import FakeEvidence, refprover_profiles
 
 
 def _lognormal(rng: np.random.Generator, median_ms: float, n: int, sigma: float = 0.05) -> list[float]:
@@ -172,3 +175,23 @@ def test_benchmark_json_is_read_by_pytest_benchmark_compare(tmp_path: Path) -> N
                          capture_output=True, text=True, timeout=60, check=True).stdout
     assert "wpost-2k/latency[bench]" in out and "wpost-2k/per-proof-cost[prod]" in out, out
     assert "3.7000" in out, out
+
+
+def test_a_batch_stuck_on_prod_fails_prod_and_skips_the_baselines_aa(workload_file: Path) -> None:
+    class Ev(FakeEvidence):
+        def send(self, profile: str, workload: str, specs: Any, *, name: str, label: str = "",
+                 concurrency: int, **_kw: Any) -> FlowRecord:
+            if profile == "prod":  # the hang guard's verdict on a deadlocked daemon
+                return FlowRecord(name=name, label=label, concurrency=concurrency,
+                                  jobs=tuple(job(i, JobStatus.STUCK) for i in range(len(specs))),
+                                  stall="nothing pending or in progress for 15 s")
+            return FlowRecord(name=name, label=label, concurrency=1, wall_ms=2000.0,
+                              jobs=(job(0, wall_ms=2000.0),))
+
+    ev = Ev(profiles=refprover_profiles(), workload_file=workload_file,
+            runs={p: run(p, [job(i) for i in range(4)]) for p in ("bench", "prod")})
+    recs = {(r.oracle, r.profile): r for r in timing.evaluate(ev, "wpost-2k")}  # type: ignore[arg-type]
+    assert recs[("throughput", "prod")].outcome is Outcome.FAIL
+    assert "stopped on 'prod'" in recs[("throughput", "prod")].message
+    aa = recs[("aa", "bench")]  # bench had its A1 sample only: nothing to compare, not its fault
+    assert aa.outcome is Outcome.SKIPPED and "stopped on 'prod'" in aa.message, aa.message
