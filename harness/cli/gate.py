@@ -11,7 +11,7 @@ from rich.text import Text
 
 from harness.model.profile_file import DEFAULT_PROFILE_SET
 
-from .run import _sigterm, positive_seconds
+from .run import positive_seconds, raise_interrupt
 
 __all__ = ["EXIT_HELP", "add_arguments", "gate"]
 
@@ -53,7 +53,7 @@ def gate(args: argparse.Namespace, console: Console) -> int:
     """Run the gate, print its decision, return its exit code (:data:`EXIT_HELP`)."""
     from harness.gate import run_gate
 
-    signal.signal(signal.SIGTERM, _sigterm)
+    signal.signal(signal.SIGTERM, raise_interrupt)
     result = run_gate(args.candidate, args.baseline, profiles=args.profiles,
                       overrides=args.overrides, select=args.profile, workloads=args.workload,
                       budget_s=args.budget_s, allowlist=args.allowlist,

@@ -15,8 +15,8 @@ from harness.model.profile_file import DEFAULT_PROFILE_SET
 from harness.oracles.registry import DEFAULT_SUITES, SUITES
 from harness.report.console import print_result
 
-__all__ = ["EXIT_HELP", "add_arguments", "add_run_options", "positive_seconds", "run",
-           "workload_file"]
+__all__ = ["EXIT_HELP", "add_arguments", "add_run_options", "positive_seconds", "raise_interrupt",
+           "run", "workload_file"]
 
 EXIT_HELP = """exit codes:
   0    SAME: every selected check passed on every profile
@@ -94,15 +94,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "image). Default: each profile's image (the reference image when unset)")
 
 
-def _sigterm(_signum: int, _frame: FrameType | None) -> None:
-    raise KeyboardInterrupt  # the same cleanup as Ctrl-C
+def raise_interrupt(_signum: int, _frame: FrameType | None) -> None:
+    """SIGTERM handler: raise KeyboardInterrupt, so a terminated run cleans up as Ctrl-C does
+    (containers removed, the report written, exit 130)."""
+    raise KeyboardInterrupt
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
     """Run, print the table and the verdict, return the verdict's exit code."""
     from harness.build import WORKLOADS
 
-    signal.signal(signal.SIGTERM, _sigterm)
+    signal.signal(signal.SIGTERM, raise_interrupt)
     workloads = list(WORKLOADS) if args.full else args.workload
     result = run_differential(
         args.profiles, overrides=args.overrides, select=args.profile, workloads=workloads,
