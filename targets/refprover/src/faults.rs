@@ -20,6 +20,7 @@ pub const KNOWN_FAULTS: &[&str] = &[
     "env-bool",
     "ignore-deprecated",
     "slow-prove",
+    "lenient-verify",
 ];
 
 /// Faults that take a value (`name=value`); the others take none.
