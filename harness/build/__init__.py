@@ -6,7 +6,8 @@
 
 Steps (each cached under the cache root, ``$PROOFDIFF_CACHE`` or ``~/.cache/proofdiff``, keyed by
 content, see keys.py): ``binaries`` (cargo build of targets/refprover), ``rootfs`` (debootstrap +
-docker import -> proofdiff/base), ``image`` (proofdiff/refprover:<version>-<key12> and :latest),
+docker import -> proofdiff/base), ``image`` (proofdiff/refprover:<version>-<key12>; no shared tag
+such as ``:latest`` is ever re-pointed), ``verifier`` (the pinned verifier image, verifier.py),
 ``params`` (paramgen), ``workloads`` (seal). Cold: minutes (a cold cargo build ~25 min on 2
 cores); warm: seconds. Safe to call from several processes at once (file locks).
 """
@@ -28,6 +29,7 @@ from harness.build.errors import BuildError, StepReport
 from harness.build.image import ensure_refprover_image as _ensure_image
 from harness.build.params import ensure_params as _ensure_params
 from harness.build.rootfs import ensure_base_image as _ensure_base
+from harness.build.verifier import ensure_pinned_verifier as _ensure_verifier
 from harness.build.workloads import WORKLOADS
 from harness.build.workloads import ensure_workload as _ensure_workload
 from harness.build.workloads import resolve as _resolve
@@ -48,7 +50,7 @@ class Artifacts:
     """What a run needs, all present on this host.
 
     Attributes:
-        image_tag: ``proofdiff/refprover:<version>-<key12>`` (``:latest`` points at it too).
+        image_tag: ``proofdiff/refprover:<version>-<key12>``.
         param_cache: host directory with the ``.params``/``.vk``/``.meta`` files of every
             requested workload's circuits; mount it read-only.
         workloads: workload name -> workload JSON file on the host.
@@ -57,6 +59,9 @@ class Artifacts:
         steps: what each step did and how long it took (seconds).
         bin_dir: the dir of refprover's host binaries (``refprover``, ``verify``, ``bench``,
             ``paramgen``, ``seal``): what a process or attach target runs.
+        verifier_tag, verifier_id, verifier_tree: the pinned verifier's image tag, image id
+            and the git tree it was built from (harness/build/verifier.py); what judges every
+            proof of a docker target.
     """
 
     image_tag: str
@@ -66,6 +71,9 @@ class Artifacts:
     cache_root: Path | None = None
     steps: tuple[StepReport, ...] = field(default=())
     bin_dir: Path | None = None
+    verifier_tag: str = ""
+    verifier_id: str = ""
+    verifier_tree: str = ""
 
 
 def _given_binaries(bin_dir: Path) -> tuple[dict[str, Path], StepReport]:
@@ -110,7 +118,9 @@ def _write_manifest(root: Path, art: Artifacts) -> None:
         "image_tag": art.image_tag or old.get("image_tag", ""),
         "image_id": art.image_id or old.get("image_id", ""), "param_cache": str(art.param_cache),
         "workloads": {n: str(p) for n, p in art.workloads.items()},
-        "bin_dir": str(art.bin_dir or old.get("bin_dir", ""))})
+        "bin_dir": str(art.bin_dir or old.get("bin_dir", "")),
+        **{k: getattr(art, k) or old.get(k, "")
+           for k in ("verifier_tag", "verifier_id", "verifier_tree")}})
 
 
 def resolve_artifacts(workloads: Sequence[str] = ("wpost-2k",), log: Callable[[str], None] = print,
@@ -144,7 +154,9 @@ def resolve_artifacts(workloads: Sequence[str] = ("wpost-2k",), log: Callable[[s
     bin_dir = Path(doc["bin_dir"]) if doc.get("bin_dir") else None
     return Artifacts(image_tag=doc["image_tag"], image_id=doc["image_id"],
                      param_cache=Path(doc["param_cache"]), workloads=files, cache_root=root,
-                     bin_dir=bin_dir)
+                     bin_dir=bin_dir, verifier_tag=doc.get("verifier_tag", ""),
+                     verifier_id=doc.get("verifier_id", ""),
+                     verifier_tree=doc.get("verifier_tree", ""))
 
 
 def ensure_artifacts(
@@ -190,7 +202,7 @@ def ensure_artifacts(
     else:
         bins, report = _build_binaries(crate, root, log=log)
     done(report)
-    tag, image_id = "", ""
+    tag, image_id, pinned = "", "", None
     if docker:
         client = _connect()
         try:
@@ -198,6 +210,10 @@ def ensure_artifacts(
             done(report)
             tag, image, report = _ensure_image(client, root, base, bins, log=log, crate_dir=crate)
             image_id = str(image.id)
+            done(report)
+            # binaries given from elsewhere are not known to come from the pinned tree
+            main_verify = bins["verify"] if bin_dir is None else root / "absent"
+            pinned, report = _ensure_verifier(client, root, base, crate, main_verify, log=log)
             done(report)
         finally:
             client.close()
@@ -225,6 +241,9 @@ def ensure_artifacts(
         cache_root=root,
         steps=tuple(steps),
         bin_dir=bins["refprover"].parent,
+        verifier_tag=pinned.tag if pinned else "",
+        verifier_id=pinned.image_id if pinned else "",
+        verifier_tree=pinned.tree if pinned else "",
     )
     _write_manifest(root, art)
     return art

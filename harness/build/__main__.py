@@ -35,6 +35,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="cache root. Default: $PROOFDIFF_CACHE, else ~/.cache/proofdiff.",
     )
+    p.add_argument(
+        "--pin-verifier",
+        action="store_true",
+        help="pin the verifier to the committed tree HEAD:targets/refprover (writes "
+        "verifier.lock; commit it) and exit. Do this on purpose only: the pinned verifier "
+        "judges every proof, whatever image is tested.",
+    )
     return p
 
 
@@ -44,7 +51,9 @@ def _summary(art: Artifacts, total_s: float) -> str:
     lines += [
         f"{'total':<18} {total_s:8.1f}",
         "",
-        f"image        {art.image_tag} ({art.image_id[:19]}), also proofdiff/refprover:latest",
+        f"image        {art.image_tag} ({art.image_id[:19]})",
+        f"verifier     {art.verifier_tag} ({art.verifier_id[:19]}), pinned tree "
+        f"{art.verifier_tree[:12]}",
         f"param cache  {art.param_cache}",
     ]
     lines += [f"workload     {name}: {path}" for name, path in art.workloads.items()]
@@ -54,6 +63,16 @@ def _summary(art: Artifacts, total_s: float) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the build; return the exit status (0 ok, 1 BuildError)."""
     args = _parser().parse_args(argv)
+    if args.pin_verifier:
+        from harness.build.verifier import repo_root, write_pin
+
+        try:
+            pin = write_pin(repo_root(Path.cwd()))
+        except BuildError as exc:
+            print(f"error: {exc.cause}\nfix: {exc.fix}", file=sys.stderr)
+            return 1
+        print(f"pinned {pin.source} tree {pin.tree} (commit {pin.commit[:12]}) in {pin.path}")
+        return 0
     start = time.monotonic()
     try:
         art = ensure_artifacts(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from harness.build import _proc
@@ -27,13 +28,17 @@ def build_binaries(
     *,
     log: _proc.Log,
     timeout_s: float = CARGO_TIMEOUT_S,
+    target_dir: Path | None = None,
+    only: Sequence[str] = (),
+    step: str = "binaries",
 ) -> tuple[dict[str, Path], StepReport]:
     """Build the refprover crate and return ``{binary name: path}`` and the step report.
 
     Runs ``cargo build --release --locked`` (without ``--locked`` when there is no Cargo.lock)
-    with ``CARGO_TARGET_DIR=<root>/cargo-target``; cargo is incremental, so an unchanged crate
-    takes about a second. Installs protoc (Debian protobuf-compiler, needed by build.rs) as root
-    when missing. The full output goes to ``<root>/logs/cargo-build.log``.
+    with ``CARGO_TARGET_DIR=<root>/cargo-target`` (or ``target_dir``); cargo is incremental, so
+    an unchanged crate takes about a second. ``only``: build just these binaries (``--bin``);
+    default every one of BINARIES. Installs protoc (Debian protobuf-compiler, needed by
+    build.rs) as root when missing. The full output goes to ``<root>/logs/cargo-<step>.log``.
 
     Raises:
         BuildError: cargo is missing, the build failed or ran past ``timeout_s`` seconds
@@ -51,31 +56,35 @@ def build_binaries(
     if not (crate_dir / "Cargo.toml").is_file():
         raise BuildError("binaries", f"no Cargo.toml in {crate_dir}", "run from a proofdiff clone")
     logs = root / "logs"
-    target = root / "cargo-target"
-    bins = {name: target / "release" / name for name in BINARIES}
+    target = target_dir or root / "cargo-target"
+    names = tuple(only) or BINARIES
+    bins = {name: target / "release" / name for name in names}
     argv = [cargo, "build", "--release"]
     if (crate_dir / "Cargo.lock").is_file():
         argv.append("--locked")
+    for name in only:
+        argv += ["--bin", name]
+    log_name = "cargo-build.log" if step == "binaries" else f"cargo-{step}.log"
     env = {**os.environ, "CARGO_TARGET_DIR": str(target)}
     env["PATH"] = f"{Path(cargo).parent}{os.pathsep}{env.get('PATH', '')}"
     fix = (
-        f"read {logs / 'cargo-build.log'}; reproduce with "
+        f"read {logs / log_name}; reproduce with "
         f"`cd {crate_dir} && CARGO_TARGET_DIR={target} cargo build --release`"
     )
     if _proc.which("cc") is None:
         fix += "; no C compiler found: `sudo apt-get install -y build-essential`"
     before = _mtimes(bins)
-    with locked(root, "cargo", "binaries", timeout_s):
+    with locked(root, "cargo", step, timeout_s):
         if (crate_dir / "build.rs").is_file():  # tonic-build runs protoc
-            _proc.ensure_apt_tool("binaries", "protoc", "protobuf-compiler", log=log, log_dir=logs)
-        log(f"  binaries: {' '.join(argv[1:])} (CARGO_TARGET_DIR={target})")
+            _proc.ensure_apt_tool(step, "protoc", "protobuf-compiler", log=log, log_dir=logs)
+        log(f"  {step}: {' '.join(argv[1:])} (CARGO_TARGET_DIR={target})")
         _proc.run(
-            "binaries",
+            step,
             argv,
             timeout_s=timeout_s,
             log=log,
             fix=fix,
-            log_path=logs / "cargo-build.log",
+            log_path=logs / log_name,
             cwd=crate_dir,
             env=env,
             heartbeat_s=120.0,
@@ -83,14 +92,14 @@ def build_binaries(
     missing = [name for name, path in bins.items() if not path.is_file()]
     if missing:
         raise BuildError(
-            "binaries",
+            step,
             f"cargo build succeeded but did not produce {missing} in {target / 'release'}",
             f"add the binaries {list(BINARIES)} to {crate_dir} (src/bin/<name>.rs or [[bin]])",
         )
     changed = _mtimes(bins) != before
     total = sum(p.stat().st_size for p in bins.values())
     return bins, StepReport(
-        "binaries",
+        step,
         "built" if changed else "reused",
         time.monotonic() - start,
         f"{len(bins)} binaries, {total / 1e6:.1f} MB in {target / 'release'}",

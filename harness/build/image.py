@@ -2,8 +2,9 @@
 
 Built with the engine's classic builder through the API (the docker SDK's ``images.build`` does
 not ask for BuildKit), from a generated Dockerfile whose ``FROM`` is the local base image, so
-nothing is pulled. No ``# syntax=`` line, no ``RUN``: only COPY and metadata. The newest build is
-also tagged ``:latest``.
+nothing is pulled. No ``# syntax=`` line, no ``RUN``: only COPY and metadata. Only the content tag
+is set: a build never re-points a shared tag such as ``:latest``, so a build of a candidate
+tree cannot change what another run means by a name.
 """
 
 from __future__ import annotations
@@ -78,8 +79,7 @@ def ensure_refprover_image(
     """Return ``(tag, image, report)`` for the image holding ``binaries`` on top of ``base``.
 
     The tag is ``<repo>:<crate version>-<key12>``; the key covers the base image id, the
-    Dockerfile and the binaries' bytes (keys.image_key). An existing tag is reused; either way
-    ``<repo>:latest`` is pointed at the result.
+    Dockerfile and the binaries' bytes (keys.image_key). An existing tag is reused.
 
     Raises:
         BuildError: the engine's build failed, or ran past BUILD_TIMEOUT_S seconds.
@@ -105,15 +105,12 @@ def ensure_refprover_image(
                 label_line = "LABEL " + " ".join(f'{k}="{v}"' for k, v in labels.items())
                 image = _build(client, root, body + label_line + "\n", binaries, tag, log)
                 action = "built"
-    latest = find_image(client, f"{repo}:latest")
-    if latest is None or latest.id != image.id:
-        image.tag(repo, "latest")
     size = image.attrs.get("Size", 0)
     return (
         tag,
         image,
         StepReport(
-            "image", action, time.monotonic() - start, f"{tag} ({size / 1e6:.0f} MB), also :latest"
+            "image", action, time.monotonic() - start, f"{tag} ({size / 1e6:.0f} MB)"
         ),
     )
 

@@ -21,7 +21,7 @@ EXIT_HELP = """exit codes:
        (timing DIFFERENT), or an allowlist entry has expired
   2    inconclusive: timing undecided within --budget-s (the verdicts so far are reported)
   3    the gate could not run (the reason is named: a missing image, a bad allowlist or
-       profile, no Docker)
+       profile, no Docker, or the baseline's own verifier disagrees with the pinned one)
   130  interrupted (containers removed, the report kept)"""
 
 

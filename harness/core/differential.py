@@ -49,11 +49,22 @@ def _images(plans: Sequence[Plan], runs: Sequence[RunRecord]) -> tuple[ImageInfo
     return tuple(ImageInfo(tag=t, digest=d) for t, d in seen.items() if t)
 
 
+def _verifier(sessions: Sequence[Session]) -> ImageInfo | None:
+    tag = sessions[0].plan.verifier_image if sessions else ""
+    if not tag:
+        return None
+    try:
+        return ImageInfo(tag=tag, digest=str(sessions[0].runner.image(tag).id))
+    except ContainerError as exc:
+        return ImageInfo(tag=tag, digest=f"unknown: {exc}")
+
+
 def assemble(*, run_id: str, profiles: Mapping[str, Profile], records: Sequence[OracleRecord],
              runs: Sequence[RunRecord], plans: Sequence[Plan] = (), errors: Sequence[str] = (),
              interrupted: bool = False, extra: Mapping[str, Any] | None = None,
              created_unix_s: float | None = None, wall_s: float = 0.0,
-             machine: Mapping[str, Any] | None = None) -> DifferentialResult:
+             machine: Mapping[str, Any] | None = None,
+             verifier: ImageInfo | None = None) -> DifferentialResult:
     """The result of a run from what its sessions computed: divergences from the baseline (the
     first profile), suspects, the verdict and the exit code, computed here and only here."""
     names = list(profiles)
@@ -72,7 +83,8 @@ def assemble(*, run_id: str, profiles: Mapping[str, Profile], records: Sequence[
                   for n, p in profiles.items()},
         workloads=workloads, suites=suites, runs=tuple(runs), records=tuple(records),
         divergences=tuple(divs), deltas=tuple(deltas.values()), errors=tuple(errors),
-        extra=dict(extra or {}), wall_s=round(wall_s, 3), machine=dict(machine or {}))
+        extra=dict(extra or {}), wall_s=round(wall_s, 3), machine=dict(machine or {}),
+        verifier=verifier)
 
 
 def run_differential(profiles: Mapping[str, Profile] | str | Path | None = None, *,
@@ -146,7 +158,8 @@ def run_differential(profiles: Mapping[str, Profile] | str | Path | None = None,
     result = assemble(run_id=rid, profiles=resolved, plans=plans, errors=errors,
                       records=[r for s in sessions for r in s.records()],
                       runs=[r for s in sessions for r in s.runs()], interrupted=interrupted,
-                      wall_s=time.monotonic() - t0, machine=machine_facts())
+                      wall_s=time.monotonic() - t0, machine=machine_facts(),
+                      verifier=_verifier(sessions))
     if write_report:
         from harness.report.writer import write_report as write
 

@@ -17,10 +17,10 @@ import msgspec
 from harness.stats.paired import PairedVerdict
 
 __all__ = ["GATE_SCHEMA_VERSION", "Decision", "Finding", "GateResult", "MetricVerdict",
-           "ProfileTiming", "Side", "StaleEntry"]
+           "ProfileTiming", "Side", "StaleEntry", "VerifierCheck"]
 
 #: Version of the gate's summary.json schema (the msgspec encoding of :class:`GateResult`).
-GATE_SCHEMA_VERSION = 1
+GATE_SCHEMA_VERSION = 2
 
 
 class Decision(StrEnum):
@@ -46,6 +46,23 @@ class Side(msgspec.Struct, frozen=True, kw_only=True):
     image: str
     digest: str = ""
     repo_digests: tuple[str, ...] = ()
+
+
+class VerifierCheck(msgspec.Struct, frozen=True, kw_only=True):
+    """The cross-check's evidence.
+
+    Attributes:
+        baseline_image: whose ``verify`` was asked. proofs: how many proofs both judged (the
+            tampered copy included). agreed: every verdict equal; ``None`` when not checked.
+        disagreements: one line per proof on which they differ (pinned vs baseline's).
+        note: why it was not checked, when it was not.
+    """
+
+    baseline_image: str
+    proofs: int = 0
+    agreed: bool | None = None
+    disagreements: tuple[str, ...] = ()
+    note: str = ""
 
 
 class MetricVerdict(msgspec.Struct, frozen=True, kw_only=True):
@@ -182,6 +199,7 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
     schema_version: int = GATE_SCHEMA_VERSION
     aa: bool = False
     verifier: Side | None = None
+    verifier_check: VerifierCheck | None = None
     profiles: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
     workloads: tuple[str, ...] = ()
     findings: tuple[Finding, ...] = ()

@@ -5,6 +5,7 @@
 * ``index.html``: the decision first, then each profile's timing verdicts with a plot of both
   sides' samples (matplotlib, inline SVG), the findings, the allowlist's stale entries;
 * ``junit.xml``: one test case per finding and per timing metric (junitparser);
+* ``allure-results/``: the same, for Allure (:mod:`harness.gate.allure`);
 * ``statement.intoto.json``: an in-toto Statement v1 (https://github.com/in-toto/attestation,
   ``spec/v1/statement.md``: ``_type``, ``subject`` with a ``sha256`` digest, ``predicateType``,
   ``predicate``) whose subject is the candidate image, so that an admission policy can check
@@ -26,6 +27,7 @@ from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from harness.model import serde
 
+from .allure import write_gate_allure
 from .model import GateResult, MetricVerdict, ProfileTiming
 
 __all__ = ["PREDICATE_TYPE", "SCHEMA_FILE", "intoto_statement", "schema", "write_gate_report"]
@@ -62,6 +64,8 @@ def intoto_statement(result: GateResult) -> dict[str, Any]:
             "run_id": result.run_id, "created_unix_s": result.created_unix_s, "aa": result.aa,
             "baseline": msgspec.to_builtins(result.baseline),
             "verifier": msgspec.to_builtins(result.verifier) if result.verifier else None,
+            "verifier_check": (msgspec.to_builtins(result.verifier_check)
+                               if result.verifier_check else None),
             "profiles": sorted(result.profiles), "workloads": list(result.workloads),
             "findings": [{"check": f.check, "profile": f.profile, "workload": f.workload,
                           "kind": f.kind, "accepted": f.accepted, "accepted_by": f.accepted_by}
@@ -150,6 +154,7 @@ def write_gate_report(result: GateResult, run_dir: Path) -> Path:
     (run_dir / "statement.intoto.json").write_text(
         json.dumps(intoto_statement(result), indent=2), encoding="utf-8")
     _junit(result).write(str(run_dir / "junit.xml"), pretty=True)
+    write_gate_allure(result, run_dir)
     try:
         html = render_html(result)
     except (jinja2.TemplateError, ValueError, RuntimeError) as exc:

@@ -10,8 +10,10 @@
    sequential verdict per metric (:mod:`harness.gate.timing`) within ``budget_s``.
 4. The allowlist turns matching findings into accepted differences; an expired entry fails.
 
-Every proof is checked by the pinned verifier: the reference image the build made from this
-checkout's refprover source, by its content tag (never the candidate, never ``:latest``).
+Every proof is checked by the pinned verifier (harness/build/verifier.py): built from the git
+tree that ``verifier.lock`` names, tagged by its content, never the candidate's own tool. Before
+the timing arm, the baseline's own verifier is asked about the baseline's first proofs and a
+tampered copy (harness/gate/crosscheck.py); a disagreement with the pinned one is an ERROR.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ if TYPE_CHECKING:
     from harness.build import Artifacts
 
 from .allowlist import AllowEntry, AllowlistError, apply_allowlist, load_allowlist
-from .model import Decision, Finding, GateResult, ProfileTiming, Side, StaleEntry
+from .crosscheck import cross_check
+from .model import Decision, Finding, GateResult, ProfileTiming, Side, StaleEntry, VerifierCheck
 from .timing import measure_profile
 
 __all__ = ["CHECKED_SUITES", "GateError", "run_gate"]
@@ -83,9 +86,25 @@ def findings_of(diff: DifferentialResult) -> list[Finding]:
     return out
 
 
+def _cross_check(session: Session, side: str, workload: str, baseline: Side,
+                 checks: list[VerifierCheck], log: Callable[[str], None]) -> None:
+    session.run(side, workload)
+    check = cross_check(session.flows(side, workload), session.workload(workload),
+                        session.verifier(side), session.runner, baseline.image,
+                        session.plan.param_cache, timeout_s=session.plan.verify_timeout_s)
+    log(f"gate: verifier cross-check on {check.proofs} proof(s): "
+        f"{check.note or ('agree' if check.agreed else 'DISAGREE')}")
+    checks.append(check)
+    if check.agreed is False:
+        raise GateError("the baseline's verifier and the pinned verifier disagree, so no proof "
+                        "verdict can be trusted: " + "; ".join(check.disagreements[:3]))
+
+
 def _timing(profiles: dict[str, Profile], workloads: Sequence[str], sides: tuple[Side, Side],
             *, budget_s: float, rid: str, run_dir: Path, art: Artifacts, broken: set[str],
-            log: Callable[[str], None]) -> list[ProfileTiming]:
+            checks: list[VerifierCheck], log: Callable[[str], None]) -> list[ProfileTiming]:
+    """The timing arm of every profile; the first profile with a baseline daemon also runs
+    the verifier cross-check into ``checks`` (raises GateError when they disagree)."""
     out: list[ProfileTiming] = []
     deadline = time.monotonic() + budget_s
     for name, p in profiles.items():
@@ -99,16 +118,18 @@ def _timing(profiles: dict[str, Profile], workloads: Sequence[str], sides: tuple
                                                                  image=s.image) for s in sides}
             plan = plan_runs(pair, workloads=[wl], suites=["validity"], run_id=f"{rid}-timing",
                              report_dir=run_dir, param_cache=art.param_cache,
-                             workload_files=art.workloads, verifier_image=art.image_tag,
+                             workload_files=art.workloads, verifier_image=art.verifier_tag,
                              log=log)[0]
             session = Session(plan, log=log)
             try:
                 jobs = [j.name for j in session.workload(wl).jobs]
+                b_side, c_side = pair
+                if not checks:
+                    _cross_check(session, b_side, wl, sides[0], checks, log)
 
                 def send(side: str, specs: list[JobSpec], label: str) -> FlowRecord:
                     return session.send(side, wl, specs, name="gate", label=label,
                                         concurrency=len(specs))
-                b_side, c_side = pair
                 out.append(measure_profile(send, profile=name, workload=wl, jobs=jobs,
                                            sides=(b_side, c_side), concurrency=p.concurrency,
                                            deadline=deadline, floors=p.timing_floor, log=log))
@@ -174,6 +195,7 @@ def run_gate(candidate: str, baseline: str, *, profiles: str | Path | None = Non
     findings: list[Finding] = []
     stale: list[StaleEntry] = []
     timing: list[ProfileTiming] = []
+    checks: list[VerifierCheck] = []
     errors: list[str] = []
     diff_id = ""
     interrupted = False
@@ -184,12 +206,16 @@ def run_gate(candidate: str, baseline: str, *, profiles: str | Path | None = Non
         cand, base = _side(runner, "candidate", candidate), _side(runner, "baseline", baseline)
         wls = list(dict.fromkeys(workloads or [p.workload for p in resolved.values()]))
         art = resolve_artifacts(wls, log=log)
-        verifier = Side(role="verifier", image=art.image_tag, digest=art.image_id)
+        if not art.verifier_tag:
+            raise GateError("no pinned verifier was built (harness/build/verifier.py); run "
+                            "`make image` in a proofdiff git checkout")
+        verifier = Side(role="verifier", image=art.verifier_tag, digest=art.verifier_id,
+                        repo_digests=(f"git-tree:{art.verifier_tree}",))
         log(f"gate {rid}: candidate {candidate} ({cand.digest[:19]}) vs baseline {baseline} "
-            f"({base.digest[:19]}); verifier {art.image_tag}")
+            f"({base.digest[:19]}); pinned verifier {art.verifier_tag}")
         diff = run_differential(resolved, images=[candidate], workloads=wls, report_dir=run_dir,
                                 run_id="differential", param_cache=art.param_cache,
-                                workload_files=art.workloads, verifier_image=art.image_tag,
+                                workload_files=art.workloads, verifier_image=art.verifier_tag,
                                 log=log)
         diff_id = diff.run_id
         if diff.errors:
@@ -197,7 +223,7 @@ def run_gate(candidate: str, baseline: str, *, profiles: str | Path | None = Non
         findings = findings_of(diff)
         broken = {f.profile for f in findings if f.kind == "check"}
         timing = _timing(resolved, workloads, (base, cand), budget_s=budget_s, rid=rid,
-                         run_dir=run_dir, art=art, broken=broken, log=log)
+                         run_dir=run_dir, art=art, broken=broken, checks=checks, log=log)
         findings += [Finding(check=f"timing/{m.metric}", profile=t.profile, workload=t.workload,
                              message=m.text, kind="timing", evidence={"ratio": m.ratio,
                                                                       "ratio_ci": list(m.ratio_ci),
@@ -219,6 +245,7 @@ def run_gate(candidate: str, baseline: str, *, profiles: str | Path | None = Non
     result = GateResult(
         run_id=rid, created_unix_s=time.time(), decision=decision, decision_line=line,
         exit_code=decision.exit_code, candidate=cand, baseline=base, aa=aa, verifier=verifier,
+        verifier_check=checks[0] if checks else None,
         profiles={n: profile_view(p) for n, p in resolved.items()},
         workloads=tuple(dict.fromkeys(workloads or [p.workload for p in resolved.values()])),
         findings=tuple(findings), timing=tuple(timing), allowlist=str(allowlist or ""),

@@ -80,7 +80,7 @@ PROFILE_KEYS: dict[str, str] = {
               "'refprover'): its defaults are what an unset key means",
     "target": f"how the daemon runs, one of {TARGETS} (default 'docker'): 'process' starts "
               "`binary` on this host, 'attach' uses the daemon already running at `address`",
-    "image": "image tag, e.g. 'proofdiff/refprover:latest' (default: the reference image the "
+    "image": "image tag, e.g. 'proofdiff/refprover:0.1.0-91b2e8688208' (default: the reference image the "
              "build made)",
     "binary": "process target: the daemon program, a path or a name in the bin dir (default "
               "'refprover', the build's)",

@@ -43,6 +43,8 @@ class DifferentialResult(msgspec.Struct, frozen=True, kw_only=True):
         errors: run-level errors (a profile file, the build, Docker), as text.
         extra: workflow-specific sections (``catch_matrix`` ...).
         wall_s: the run's wall time, plan to last cleanup, seconds (0 when not measured).
+        verifier: the image whose ``verify`` judged every proof of a docker target, with its
+            id (the pinned verifier, harness/build/verifier.py); ``None`` when none ran.
         machine: the host it ran on (:func:`harness.target.machine.machine_facts`: CPUs,
             memory, GPUs from NVML or nvidia-smi).
     """
@@ -65,6 +67,7 @@ class DifferentialResult(msgspec.Struct, frozen=True, kw_only=True):
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
     wall_s: float = 0.0
     machine: dict[str, Any] = msgspec.field(default_factory=dict)
+    verifier: ImageInfo | None = None
 
     @property
     def baseline(self) -> str:

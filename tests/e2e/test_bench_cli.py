@@ -21,12 +21,15 @@ pytestmark = pytest.mark.e2e
 
 #: The validity suite alone: cuzk.toml's real cuzk keys (gpus.*) are unknown to refprover,
 #: which preflight's config-keys check rightly reports; the other suites have their own tests.
-ON_REFPROVER = ("--suite", "validity", "--profiles", "cuzk", "--workload", "wpost-2k",
-                "--set", "*.image=proofdiff/refprover:latest", "--set", 'bench.bench_tool="bench"')
+def on_refprover(image: str) -> tuple[str, ...]:
+    """The cuzk profile set pointed at the reference image (its content tag: no build points
+    a shared tag such as ``:latest``)."""
+    return ("--suite", "validity", "--profiles", "cuzk", "--workload", "wpost-2k",
+            "--set", f"*.image={image}", "--set", 'bench.bench_tool="bench"')
 
 
-def test_cuzk_profiles_on_refprover_bench_cli_vs_grpc_agree(cli_run: Any) -> None:
-    r = cli_run(*ON_REFPROVER, "--set", "*.gpus=none", run_id="e2e-cuzk-ref")
+def test_cuzk_profiles_on_refprover_bench_cli_vs_grpc_agree(cli_run: Any, artifacts: Any) -> None:
+    r = cli_run(*on_refprover(artifacts.image_tag), "--set", "*.gpus=none", run_id="e2e-cuzk-ref")
     assert r.rc == 0, r.output
     assert r.result.verdict is Verdict.SAME, r.result.verdict_line
     for profile in ("bench", "prod"):
@@ -46,8 +49,9 @@ def test_cuzk_profiles_on_refprover_bench_cli_vs_grpc_agree(cli_run: Any) -> Non
     assert not left, "bench containers must be removed after each batch"
 
 
-def test_a_flag_the_bench_tool_rejects_is_an_error_with_its_usage_line(cli_run: Any) -> None:
-    r = cli_run(*ON_REFPROVER, "--set", "*.gpus=none", "--profile", "bench",
+def test_a_flag_the_bench_tool_rejects_is_an_error_with_its_usage_line(
+        cli_run: Any, artifacts: Any) -> None:
+    r = cli_run(*on_refprover(artifacts.image_tag), "--set", "*.gpus=none", "--profile", "bench",
                 "--set", 'bench.bench_args=["-n", "2"]', run_id="e2e-bench-flag")
     assert r.rc == 3, r.output
     text = r.record("validity", "proofs", "bench").message
@@ -57,8 +61,8 @@ def test_a_flag_the_bench_tool_rejects_is_an_error_with_its_usage_line(cli_run: 
     assert "fix bench_args" in text and "cuzk.toml" in text, text
 
 
-def test_gpu_request_without_an_nvidia_runtime_says_what_to_do(cli_run: Any) -> None:
-    r = cli_run(*ON_REFPROVER, "--profile", "prod", run_id="e2e-cuzk-gpu")
+def test_gpu_request_without_an_nvidia_runtime_says_what_to_do(cli_run: Any, artifacts: Any) -> None:
+    r = cli_run(*on_refprover(artifacts.image_tag), "--profile", "prod", run_id="e2e-cuzk-gpu")
     if r.rc == 0:  # a GPU host: refprover ignores the GPUs it was given
         return
     assert r.rc == 3, r.output

@@ -85,7 +85,15 @@ def test_a_gate_of_the_image_against_itself_raises_no_alarm(gate_run: Any, artif
     assert {m.metric: m.verdict for m in t.metrics}.keys() == {"latency", "throughput"}
     assert all(m.verdict in ("SAME", "INCONCLUSIVE") for m in t.metrics), t.metrics
     assert r.rc == 0 or all(m.verdict == "INCONCLUSIVE" for m in t.metrics if m.verdict != "SAME")
-    assert res.verifier is not None and res.verifier.digest == artifacts.image_id
+    # the pinned verifier judged the proofs, and the baseline's own verify agrees with it
+    assert res.verifier is not None and res.verifier.digest == artifacts.verifier_id
+    assert res.verifier.image == artifacts.verifier_tag != artifacts.image_tag
+    assert res.verifier.repo_digests == (f"git-tree:{artifacts.verifier_tree}",)
+    check = res.verifier_check
+    assert check is not None and check.agreed is True and check.proofs >= 2, check
+    allure = list((r.report_dir / "allure-results").glob("*-result.json"))
+    assert {json.loads(p.read_text())["name"] for p in allure} >= {"decision",
+                                                                   "verifier cross-check"}
     doc = json.loads((r.report_dir / "summary.json").read_text())
     jsonschema.validate(doc, json.loads((r.report_dir / "gate.schema.json").read_text()))
     st = json.loads((r.report_dir / "statement.intoto.json").read_text())
@@ -144,6 +152,31 @@ expires = 2020-01-01
     assert old.entry.endswith("#2") and old.entry in res.decision_line
     assert [t.stopped for t in res.timing if t.profile == "prod"] == [
         "not timed: the candidate fails its checks on this profile"]
+
+
+def test_a_baseline_whose_own_verifier_disagrees_with_the_pinned_one_is_an_error(
+        gate_run: Any, artifacts: Any, derived: Any) -> None:
+    lenient = derived("lenient-verify")  # its verify tool accepts every proof
+    r = gate_run("--candidate", artifacts.image_tag, "--baseline", lenient, "--profile",
+                 "bench", run_id="gate-verifier")
+    res = r.result
+    assert r.rc == 3 and res.decision is Decision.ERROR, r.output
+    assert "the baseline's verifier and the pinned verifier disagree" in res.decision_line
+    check = res.verifier_check
+    assert check is not None and check.agreed is False and check.baseline_image == lenient
+    (bad,) = check.disagreements  # only the tampered proof: both accept the real ones
+    assert bad.startswith("proof tampered|") and "pinned verifier says invalid" in bad, bad
+    assert "the baseline's says valid" in bad and not res.timing
+
+
+def test_the_build_points_no_shared_tag(artifacts: Any) -> None:
+    client = docker.from_env()
+    tags = [t for img in client.images.list() for t in img.tags]
+    assert not [t for t in tags if t.endswith(":latest") and t.startswith("proofdiff/")], tags
+    pinned = client.images.get(artifacts.verifier_tag)
+    assert pinned.labels["proofdiff.verifier-tree"] == artifacts.verifier_tree
+    lock = (REPO / "verifier.lock").read_text()
+    assert f'tree = "{artifacts.verifier_tree}"' in lock
 
 
 def test_a_missing_candidate_is_an_error_naming_it_with_a_report(gate_run: Any,

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from harness.gate.allowlist import AllowlistError, apply_allowlist, load_allowlist
-from harness.gate.model import Decision, Finding, GateResult, ProfileTiming, Side
+from harness.gate.model import (GATE_SCHEMA_VERSION, Decision, Finding, GateResult, ProfileTiming,
+                                 Side)
 from harness.gate.report import SCHEMA_FILE, intoto_statement, schema, write_gate_report
 from harness.gate.run import decide
 from harness.gate.timing import measure_profile
@@ -190,10 +191,16 @@ def test_the_shipped_schema_is_the_models_and_validates_a_written_summary(tmp_pa
     write_gate_report(_result(tmp_path), tmp_path)
     doc = json.loads((tmp_path / "summary.json").read_text())
     jsonschema.validate(doc, json.loads((tmp_path / SCHEMA_FILE).read_text()))
-    assert doc["schema_version"] == 1 and doc["decision"] == "fail" and doc["exit_code"] == 1
+    assert doc["schema_version"] == GATE_SCHEMA_VERSION == 2
+    assert doc["decision"] == "fail" and doc["exit_code"] == 1
     html = (tmp_path / "index.html").read_text()
     assert html.index("FAIL (exit 1)") < html.index("<h2>Timing") and html.count("<svg") == 2
     assert "validity/proofs[prod/wpost-2k]" in (tmp_path / "junit.xml").read_text()
+    results = [json.loads(p.read_text()) for p in (tmp_path / "allure-results").glob("*-result.json")]
+    by_name = {r["name"]: r["status"] for r in results}
+    assert by_name["decision"] == "failed" and by_name["validity/proofs [prod]"] == "failed"
+    env = (tmp_path / "allure-results" / "environment.properties").read_text()
+    assert "candidate=" in env and "sha256:" in env
 
 
 def test_the_intoto_statement_names_the_candidate_by_digest(tmp_path: Path) -> None:
