@@ -7,6 +7,9 @@
     proofdiff catch-matrix [--fault NAME]... [--repeat-clean N] [--targeted] [--clean-only]
     proofdiff gate --candidate IMAGE --baseline IMAGE [--profile NAME]... [--budget-s S]
                    [--allowlist FILE]   (exit codes: harness/cli/gate.py EXIT_HELP)
+    proofdiff bisect [--profiles SET|FILE] --good bench --bad prod [--workload W]
+                     [--oracle SUITE/ORACLE] [--budget-s S]   (exit codes: cli/bisect.py)
+    proofdiff repro --from-report DIR | --config FILE [--env-file F] ... [--bisect]
 
 Exit codes of ``run`` (the verdict's): 0 SAME; 1 DIVERGED; 2 FAILED or INCOMPLETE (failures or
 skipped checks without a divergence); 3 ERROR (could not run: profile file, build, Docker, a
@@ -22,7 +25,7 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
-from . import catch_matrix, gate, maintenance, run
+from . import bisect, catch_matrix, gate, maintenance, repro, run
 
 __all__ = ["main"]
 
@@ -44,6 +47,13 @@ def _parser() -> argparse.ArgumentParser:
                                       "when the candidate is broken or slower",
                                       epilog=gate.EXIT_HELP,
                                       formatter_class=argparse.RawDescriptionHelpFormatter))
+    bisect.add_arguments(sub.add_parser("bisect", help="the minimal config change from a "
+                                        "passing profile to a failing one (delta debugging)",
+                                        epilog=bisect.EXIT_HELP,
+                                        formatter_class=argparse.RawDescriptionHelpFormatter))
+    repro.add_arguments(sub.add_parser("repro", help="a regression case from a failing run or "
+                                       "from production artifacts", epilog=repro.EXIT_HELP,
+                                       formatter_class=argparse.RawDescriptionHelpFormatter))
     return p
 
 
@@ -52,7 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     console = Console(width=max(100, Console().width), highlight=False)
     handler = {"run": run.run, "build": maintenance.build, "reap": maintenance.reap,
-               "catch-matrix": catch_matrix.run_matrix, "gate": gate.gate}[args.cmd]
+               "catch-matrix": catch_matrix.run_matrix, "gate": gate.gate,
+               "bisect": bisect.bisect, "repro": repro.repro}[args.cmd]
     return handler(args, console)
 
 

@@ -87,8 +87,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "included (porep-2k, porep-2k-2p: ~1.7 GB of params, a minute or more per "
                    "proof on 2 cores)")
     p.add_argument("--suite", metavar="NAME", action="append", default=[],
-                   choices=[*SUITES, "all"], help=f"suite to run (repeatable; 'all' = every "
-                   f"suite). Default: {', '.join(DEFAULT_SUITES)}")
+                   choices=[*SUITES, "all", "regressions"], help=f"suite to run (repeatable; "
+                   f"'all' = every suite; 'regressions' replays every regression case instead, "
+                   f"as suites/test_regressions.py). Default: {', '.join(DEFAULT_SUITES)}")
     p.add_argument("--image", metavar="TAG", action="append", default=[],
                    help="run every profile on this image (repeatable: one differential per "
                    "image). Default: each profile's image (the reference image when unset)")
@@ -100,11 +101,34 @@ def raise_interrupt(_signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def _regressions(args: argparse.Namespace, console: Console) -> int:
+    from rich.table import Table
+
+    from harness.regressions import cases_dir
+    from harness.regressions.suite import exit_code, replay_all
+
+    root = cases_dir()
+    verdicts = replay_all(root, report_dir=args.report_dir,
+                          log=lambda line: console.print(f"proofdiff: {line}", markup=False,
+                                                         highlight=False, soft_wrap=True))
+    table = Table(title=f"regression cases in {root}")
+    for col in ("case", "status", "verdict", "what happened"):
+        table.add_column(col)
+    for v in verdicts:
+        table.add_row(v.case, v.status, v.verdict, v.message[:200])
+    console.print(table)
+    code = exit_code(verdicts)
+    console.print(f"{len(verdicts)} case(s); exit {code}", markup=False)
+    return code
+
+
 def run(args: argparse.Namespace, console: Console) -> int:
     """Run, print the table and the verdict, return the verdict's exit code."""
     from harness.build import WORKLOADS
 
     signal.signal(signal.SIGTERM, raise_interrupt)
+    if "regressions" in args.suite:
+        return _regressions(args, console)
     workloads = list(WORKLOADS) if args.full else args.workload
     result = run_differential(
         args.profiles, overrides=args.overrides, select=args.profile, workloads=workloads,

@@ -25,8 +25,9 @@ import msgspec
 from .profile import (DAEMON_DEFAULTS, DRIVERS, JOB_ID_SCHEMES, MOUNT_NAMES, NETWORKS,
                       PROFILE_KEYS, TARGETS, TIMING_METRICS, Profile, deep_merge)
 
-__all__ = ["ALL_PROFILES", "DEFAULT_PROFILE_SET", "Override", "ProfileError", "load_profiles",
-           "parse_override", "profile_file", "select_profiles", "shipped_profile_sets"]
+__all__ = ["ALL_PROFILES", "DEFAULT_PROFILE_SET", "Override", "ProfileError", "build_profiles",
+           "load_profiles", "parse_override", "profile_file", "profile_table", "select_profiles",
+           "shipped_profile_sets"]
 
 #: The profile name of an override that applies to every profile: ``--set '*.image=TAG'``.
 ALL_PROFILES = "*"
@@ -261,24 +262,49 @@ def load_profiles(path: str | Path | None = None,
     if extra:
         raise ProfileError(f"{file}: unknown top-level table {extra[0]!r}; a profile file has "
                            "[defaults] and [profiles.NAME] tables only")
-    defaults, tables = doc.get("defaults", {}), doc.get("profiles", {})
+    return build_profiles(doc.get("profiles", {}), str(file), overrides,
+                          defaults=doc.get("defaults", {}))
+
+
+def build_profiles(tables: Any, source: str, overrides: Iterable[str | Override] = (), *,
+                   defaults: Mapping[str, Any] | None = None) -> dict[str, Profile]:
+    """Profiles from ``[profiles.NAME]`` tables already read (a profile file's, or a regression
+    case's pinned ones), each merged over ``defaults``, with ``--set`` overrides applied.
+
+    Raises:
+        ProfileError: as :func:`load_profiles` (``source`` names where the tables came from).
+    """
     if not isinstance(tables, dict) or not tables:
-        raise ProfileError(f"{file}: no profiles; add at least one [profiles.NAME] table")
+        raise ProfileError(f"{source}: no profiles; add at least one [profiles.NAME] table")
     parsed = [o if isinstance(o, Override) else parse_override(o) for o in overrides]
     for o in parsed:
         if o.profile != ALL_PROFILES and o.profile not in tables:
             raise ProfileError(f"--set {o.text!r}: unknown profile {o.profile!r}; known "
-                               f"profiles in {file}: {', '.join(tables)}")
+                               f"profiles in {source}: {', '.join(tables)}")
     out: dict[str, Profile] = {}
     for name, table in tables.items():
         if not isinstance(table, dict):
-            raise ProfileError(f"{file}: [profiles.{name}] must be a table")
-        raw = deep_merge(defaults, table)
+            raise ProfileError(f"{source}: [profiles.{name}] must be a table")
+        raw = deep_merge(defaults or {}, table)
         mine = [o for o in parsed if o.profile in (name, ALL_PROFILES)]
         for o in mine:
             _set_path(raw, o.path, o.value, f"--set {o.text!r}")
-        out[name] = _build(name, raw, str(file), tuple(o.text for o in mine))
+        out[name] = _build(name, raw, source, tuple(o.text for o in mine))
     return out
+
+
+def profile_table(profile: Profile) -> dict[str, Any]:
+    """``profile`` as a ``[profiles.NAME]`` table with every key explicit (unset ones left out):
+    what a regression case pins, so that it never depends on a profile file that can change.
+    :func:`build_profiles` reads it back to an equal profile."""
+    def plain(v: Any) -> Any:
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+    raw = msgspec.to_builtins(profile)
+    return {k: plain(v) for k, v in raw.items() if k in PROFILE_KEYS and v is not None}
 
 
 def select_profiles(profiles: Mapping[str, Profile], names: Iterable[str]) -> dict[str, Profile]:

@@ -46,6 +46,24 @@ def _proof_problem(j: JobRecord, partitions: int) -> dict[str, Any] | None:
     return None
 
 
+def _shared_ids(jobs: list[JobRecord],
+                bad: list[dict[str, Any]]) -> tuple[list[str], tuple[str, ...]]:
+    """The bad jobs' request ids that another job of the flow also had, and the delta paths
+    this evidence names for the suspects: ``job_ids``, and ``concurrency`` when two jobs with
+    one id were in flight at the same time (their send-to-answer intervals overlap)."""
+    by_id: dict[str, list[JobRecord]] = {}
+    for j in jobs:
+        if j.request_id:
+            by_id.setdefault(j.request_id, []).append(j)
+    shared = sorted({b["request_id"] for b in bad if len(by_id.get(b["request_id"], [])) > 1})
+    if not shared:
+        return [], ()
+    overlap = any(a.started_unix_s < b.started_unix_s + b.wall_ms / 1e3 and
+                  b.started_unix_s < a.started_unix_s + a.wall_ms / 1e3
+                  for rid in shared for i, a in enumerate(by_id[rid]) for b in by_id[rid][i + 1:])
+    return shared, ("job_ids", "concurrency") if overlap else ("job_ids",)
+
+
 def judge_run(rec: Recorder, run: RunRecord) -> None:
     """The ``proofs`` and ``jobs`` records of one run."""
     flow = run.workload_flow
@@ -73,12 +91,16 @@ def judge_run(rec: Recorder, run: RunRecord) -> None:
         lines.append(f"  {len(unverified)} completed proof(s) not verified: "
                      f"{unverified[0].unverifiable}")
     ev = {**counts, "bad": bad}
+    shared, names = _shared_ids(jobs, [*bad, *failed])
+    if shared:
+        lines.append(f"  {len(shared)} request id(s) were sent for more than one job: {shared[:3]}"
+                     + (", while they were in flight together" if "concurrency" in names else ""))
     if flow.errors:
         rec("proofs", run.profile, Outcome.ERROR, "\n".join(
             [head, *lines, *(f"  error: {e}" for e in flow.errors)]), evidence=ev)
     elif bad:
         rec("proofs", run.profile, Outcome.FAIL, "\n".join([head + ": INVALID", *lines]),
-            evidence=ev)
+            evidence={**ev, "shared_request_ids": shared}, names=names)
     elif not checked:
         why = ("no job completed, so no proof could be verified" if not done else
                "every completed proof was unverifiable")
@@ -91,7 +113,8 @@ def judge_run(rec: Recorder, run: RunRecord) -> None:
     if failed:
         rec("jobs", run.profile, Outcome.FAIL, "\n".join(
             [f"profile {run.profile!r} on {run.workload}: {len(failed)} of {len(jobs)} job(s) did "
-             "not complete", *flines]), evidence={**counts, "bad": failed})
+             "not complete", *flines]), evidence={**counts, "bad": failed,
+                                                  "shared_request_ids": shared}, names=names)
     elif not jobs:
         rec("jobs", run.profile, Outcome.ERROR, f"profile {run.profile!r} on {run.workload}: the "
             "workload flow sent no job", evidence=counts)

@@ -68,3 +68,19 @@ def test_a_run_that_never_sent_jobs_is_an_error_with_the_cause() -> None:
 def test_a_broken_verifier_is_an_error() -> None:
     got = _judge(run("prod", [job(0, parts=None)], flow_errors=["verifier: exited with code 2"]))
     assert got["proofs"].outcome is Outcome.ERROR and "exited with code 2" in got["proofs"].message
+
+
+def test_bad_jobs_sharing_a_request_id_in_flight_together_name_job_ids_and_concurrency() -> None:
+    from harness.model.jobs import JobRecord
+    from harness.model.status import JobStatus
+    from harness.oracles.validity import _shared_ids
+
+    def job(i: int, rid: str, t0: float) -> JobRecord:
+        return JobRecord(index=i, job=f"wpost-{i}", request_id=rid, status=JobStatus.COMPLETED,
+                         started_unix_s=t0, wall_ms=2000.0)
+    bad = [{"request_id": "same"}]
+    together = [job(0, "same", 100.0), job(1, "same", 101.0), job(2, "other", 100.0)]
+    assert _shared_ids(together, bad) == (["same"], ("job_ids", "concurrency"))
+    one_by_one = [job(0, "same", 100.0), job(1, "same", 103.0)]
+    assert _shared_ids(one_by_one, bad) == (["same"], ("job_ids",))
+    assert _shared_ids(together, [{"request_id": "other"}]) == ([], ())

@@ -1,0 +1,187 @@
+"""A regression case: ``regressions/<case-id>/case.toml``, a production bug as a replayable test.
+
+    [case]      id, title, incident (text), link, date, status ("open": the bug is present
+                where the case replays, so the replay is a strict xfail; "fixed": it must hold)
+    [image]     tag, digest (sha256:..., checked before a replay); reference = true: the
+                reference image the build makes (its digest follows the build, so it is not
+                checked)
+    [workload]  name (a built workload, e.g. wpost-2k) or file (inputs shipped in the case
+                folder, in the workload format)
+    [expect]    profile, oracle (suite/oracle), and match: the bug's signature in the failing
+                record (message = a regex searched in its message; evidence = a table of
+                values the record's evidence must hold). What must hold: the oracle passes.
+    [fix]       overrides: ``--set`` overrides that make the case hold (the fix, when known;
+                the self-test replays the case with them), note
+    [bisect]    change (path, good, bad per item), probes, wall_s: the minimal change, if known
+    [profiles.NAME]  every profile as resolved, every key explicit: pinned, with no reference
+                to a profile file that could change
+
+Errors name the file and, where a key is at fault, its line.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import tomli_w
+
+from harness.model.profile import Profile
+from harness.model.profile_file import ProfileError, build_profiles
+
+__all__ = ["CASE_FILE", "Case", "CaseError", "discover", "load_case", "write_case"]
+
+CASE_FILE = "case.toml"
+STATUSES = ("open", "fixed")
+
+
+class CaseError(ValueError):
+    """A malformed or incomplete case.toml; the message names the file and line."""
+
+
+class Case(msgspec.Struct, frozen=True, kw_only=True):
+    """One case as read from its folder (module docstring for the fields' meaning).
+
+    Attributes:
+        dir: the case folder. id, title, incident, link, date, status: ``[case]``.
+        image, digest, reference: ``[image]``. workload: a workload name; workload_file:
+            a file in the folder (absolute path), '' when a name is used.
+        profile, oracle, match: ``[expect]``. fix: ``[fix] overrides``; fix_note.
+        bisect: ``[bisect]`` as read ({} when unknown). profiles: the pinned tables.
+    """
+
+    dir: str
+    id: str
+    title: str
+    status: str
+    profile: str
+    oracle: str
+    profiles: dict[str, dict[str, Any]]
+    incident: str = ""
+    link: str = ""
+    date: str = ""
+    image: str = ""
+    digest: str = ""
+    reference: bool = False
+    workload: str = ""
+    workload_file: str = ""
+    match: dict[str, Any] = msgspec.field(default_factory=dict)
+    fix: tuple[str, ...] = ()
+    fix_note: str = ""
+    bisect: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    @property
+    def path(self) -> Path:
+        """The case.toml."""
+        return Path(self.dir) / CASE_FILE
+
+    def resolved(self, *, fixed: bool = False) -> dict[str, Profile]:
+        """The pinned profiles (``fixed``: with ``[fix] overrides`` applied).
+
+        Raises:
+            CaseError: a pinned table is not a valid profile.
+        """
+        try:
+            return build_profiles(self.profiles, str(self.path), self.fix if fixed else ())
+        except ProfileError as exc:
+            raise CaseError(str(exc)) from None
+
+
+def _line(text: str, table: str, key: str | None = None) -> int | None:
+    lines = text.splitlines()
+    head = next((i for i, ln in enumerate(lines) if ln.strip() == f"[{table}]"), None)
+    if head is None or key is None:
+        return None if head is None else head + 1
+    for i in range(head + 1, len(lines)):
+        if lines[i].lstrip().startswith("["):
+            break
+        if re.match(rf"\s*{re.escape(key)}\s*=", lines[i]):
+            return i + 1
+    return head + 1
+
+
+def load_case(folder: str | Path) -> Case:
+    """Read ``folder/case.toml``.
+
+    Raises:
+        CaseError: it is missing, not TOML (file:line from the parser), or a required key is
+            missing or of the wrong kind (file:line of the key or its table).
+    """
+    path = Path(folder) / CASE_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CaseError(f"{path}: cannot be read ({exc.strerror}); a case folder holds a "
+                        f"{CASE_FILE} (proofdiff repro writes one)") from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"at line (\d+)", str(exc))
+        raise CaseError(f"{path}:{m.group(1) if m else '?'}: malformed TOML: {exc}") from None
+
+    def need(table: str, key: str, kind: type | tuple[type, ...] = str) -> Any:
+        t = doc.get(table)
+        line = _line(text, table, key)
+        where = f"{path}:{line}" if line else str(path)
+        if not isinstance(t, dict) or key not in t:
+            raise CaseError(f"{where}: [{table}] {key} is missing")
+        if not isinstance(t[key], kind) or (kind is str and not t[key].strip()):
+            raise CaseError(f"{where}: [{table}] {key} must be a non-empty "
+                            f"{getattr(kind, '__name__', kind)}, got {t[key]!r}")
+        return t[key]
+
+    status = need("case", "status")
+    if status not in STATUSES:
+        raise CaseError(f"{path}:{_line(text, 'case', 'status')}: [case] status must be one of "
+                        f"{STATUSES}, got {status!r}")
+    wl = doc.get("workload", {})
+    if not (isinstance(wl, dict) and (wl.get("name") or wl.get("file"))):
+        raise CaseError(f"{path}:{_line(text, 'workload') or '?'}: [workload] needs name (a built "
+                        "workload such as wpost-2k) or file (inputs in the case folder)")
+    profiles = doc.get("profiles")
+    if not isinstance(profiles, dict) or not profiles:
+        raise CaseError(f"{path}: no [profiles.NAME] tables: a case pins its profiles")
+    expect_profile = need("expect", "profile")
+    if expect_profile not in profiles:
+        raise CaseError(f"{path}:{_line(text, 'expect', 'profile')}: [expect] profile "
+                        f"{expect_profile!r} is not one of the case's profiles {list(profiles)}")
+    image = doc.get("image", {})
+    fix = doc.get("fix", {})
+    d = need("case", "date", (str, date))
+    return Case(
+        dir=str(Path(folder).resolve()), id=need("case", "id"), title=need("case", "title"),
+        status=status, incident=str(doc["case"].get("incident", "")),
+        link=str(doc["case"].get("link", "")), date=str(d), image=str(image.get("tag", "")),
+        digest=str(image.get("digest", "")), reference=bool(image.get("reference", False)),
+        workload=str(wl.get("name", "")),
+        workload_file=str((Path(folder) / wl["file"]).resolve()) if wl.get("file") else "",
+        profile=expect_profile, oracle=need("expect", "oracle"),
+        match=dict(doc["expect"].get("match", {})), fix=tuple(fix.get("overrides", ())),
+        fix_note=str(fix.get("note", "")), bisect=dict(doc.get("bisect", {})),
+        profiles=profiles)
+
+
+def write_case(folder: str | Path, doc: dict[str, Any]) -> Path:
+    """Write ``doc`` (the tables of the module docstring) as ``folder/case.toml``, then read
+    it back (so that what is written is a valid case).
+
+    Raises:
+        CaseError: the written case does not read back.
+    """
+    path = Path(folder) / CASE_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    head = ("# A regression case (harness/regressions/case.py). Replay: pytest "
+            "suites/test_regressions.py\n# or proofdiff run --suite regressions.\n")
+    path.write_text(head + tomli_w.dumps(doc), encoding="utf-8")
+    load_case(folder)
+    return path
+
+
+def discover(root: str | Path) -> list[Path]:
+    """The case folders under ``root`` (each with a case.toml), sorted by name."""
+    base = Path(root)
+    return sorted(p.parent for p in base.glob(f"*/{CASE_FILE}")) if base.is_dir() else []

@@ -1,0 +1,168 @@
+"""Replay a regression case: its pinned profile on its image and workload, judged by its oracle.
+
+The outcome says what held:
+
+* ``holds``: the oracle passed (the bug is not there);
+* ``reproduces``: it failed with the case's signature (``[expect] match``): the bug, as recorded;
+* ``fails-otherwise``: it failed, but not as recorded: another bug, never taken for this one;
+* ``broken``: the run could not judge (an ERROR, a skipped oracle, a daemon that did not start);
+* ``missing``: the image or the inputs are not on this host (what is missing, how to get it).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from harness.bisect.probe import suites_for
+from harness.build.errors import BuildError
+from harness.core.differential import run_differential
+from harness.model.oracles import OracleRecord
+from harness.model.status import Outcome
+from harness.model.workload import POREP, Workload, WorkloadError, load_workload
+from harness.target.containers import ContainerError
+from harness.target.runner import Runner
+
+from .case import Case
+
+__all__ = ["CaseOutcome", "matches", "params_workload", "replay"]
+
+
+class CaseOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """One replay: ``status`` (module docstring), the case id, whether it ran ``fixed`` (with
+    ``[fix] overrides``), the judged record's check, outcome and message, the image it ran,
+    the run's report dir and wall time (s)."""
+
+    case: str
+    status: str
+    message: str
+    fixed: bool = False
+    check: str = ""
+    outcome: str = ""
+    image: str = ""
+    digest: str = ""
+    report: str = ""
+    wall_s: float = 0.0
+
+
+def matches(record: OracleRecord, match: dict[str, Any]) -> bool:
+    """Whether ``record`` carries the case's signature: ``message`` (a regex searched in its
+    message), ``evidence`` (each value equal to the record's), ``names`` (each among its
+    names). An empty match is any failure of the oracle."""
+    if "message" in match and not re.search(str(match["message"]), record.message):
+        return False
+    ev = match.get("evidence", {})
+    if any(record.evidence.get(k) != v for k, v in ev.items()):
+        return False
+    return all(n in record.names for n in match.get("names", ()))
+
+
+def params_workload(w: Workload) -> str:
+    """The built workload whose params (its circuits' ``.params``/``.vk``) cover ``w``'s jobs.
+
+    Raises:
+        WorkloadError: no built workload has a vk for these jobs (2 KiB WindowPoSt and PoRep
+            with 1 or 2 partitions only).
+    """
+    shapes = {(j.shape.proof_kind, j.shape.sector_size, j.shape.partitions) for j in w.jobs}
+    names = set()
+    for kind, size, parts in shapes:
+        if size != 2048 or (kind == POREP and parts not in (1, 2)):
+            raise WorkloadError(f"{w.source}: no vk for {kind} with {size}-byte sectors and "
+                                f"{parts} partition(s) here: the reference params cover 2 KiB "
+                                "WindowPoSt and 2 KiB PoRep with 1 or 2 partitions")
+        names.add("wpost-2k" if kind != POREP else "porep-2k" if parts == 1 else "porep-2k-2p")
+    if len(names) != 1:
+        raise WorkloadError(f"{w.source}: jobs of several shapes {sorted(names)}; a case's "
+                            "workload has one")
+    return names.pop()
+
+
+def _image(case: Case, reference: str) -> tuple[str, str] | str:
+    """``(tag, digest)`` to run, or why it cannot be had."""
+    if case.reference:
+        return reference, ""
+    try:
+        img = Runner("replay").image(case.image)
+    except ContainerError:
+        return (f"image {case.image} is not on this host; load it (`docker load -i <file>`) or "
+                f"build it from the incident's source; the case recorded digest "
+                f"{case.digest or '(none)'}")
+    if case.digest and str(img.id) != case.digest:
+        return (f"image {case.image} here is {img.id}, but the case recorded {case.digest}: "
+                "a different image; load the recorded one, or re-record the case")
+    return case.image, str(img.id)
+
+
+def replay(case: Case, *, fixed: bool = False, report_dir: str | Path = "reports",
+           log: Callable[[str], None] = lambda _l: None) -> CaseOutcome:
+    """Replay ``case`` once (module docstring); ``fixed``: with its ``[fix] overrides``.
+
+    Returns:
+        The :class:`CaseOutcome` (never raises on a missing image or input: ``missing``).
+
+    Raises:
+        harness.regressions.case.CaseError: the pinned profiles are not valid profiles.
+    """
+    from harness.build import resolve_artifacts
+
+    t0 = time.monotonic()
+
+    def out(status: str, message: str, **kw: Any) -> CaseOutcome:
+        return CaseOutcome(case=case.id, status=status, message=message, fixed=fixed,
+                           wall_s=round(time.monotonic() - t0, 1), **kw)
+
+    files: dict[str, str] = {}
+    wl_name = case.workload
+    build_name = case.workload
+    if case.workload_file:
+        if not Path(case.workload_file).is_file():
+            return out("missing", f"the case's inputs {case.workload_file} are missing; they "
+                       f"ship in the case folder {case.dir}")
+        try:
+            w = load_workload(case.workload_file)
+            build_name = params_workload(w)
+        except WorkloadError as exc:
+            return out("missing", str(exc))
+        wl_name, files = w.name, {w.name: case.workload_file}
+    try:
+        art = resolve_artifacts([build_name], log=log)
+    except BuildError as exc:
+        return out("missing", f"the reference artifacts for {build_name}: {exc}")
+    got = _image(case, art.image_tag)
+    if isinstance(got, str):
+        return out("missing", got)
+    tag, digest = got
+    profiles = case.resolved(fixed=fixed)
+    p = msgspec.structs.replace(profiles[case.profile], image=tag, workload=wl_name)
+    rid = f"case-{case.id}{'-fixed' if fixed else ''}-{int(time.time())}"
+    result = run_differential({case.profile: p}, workloads=[wl_name],
+                              suites=suites_for(case.oracle), report_dir=report_dir, run_id=rid,
+                              param_cache=art.param_cache,
+                              workload_files={**art.workloads, **files},
+                              verifier_image=art.verifier_tag or art.image_tag, log=log)
+    kw: dict[str, Any] = {"image": tag, "digest": digest or (result.images[0].digest
+                                                           if result.images else ""),
+                          "report": str(Path(report_dir) / rid)}
+    rec = next((r for r in result.records if r.check == case.oracle
+                and r.profile == case.profile), None)
+    if result.errors or rec is None:
+        why = result.errors[0] if result.errors else f"no {case.oracle} record was made"
+        return out("broken", why, **kw)
+    kw.update(check=rec.check, outcome=rec.outcome.value)
+    first = rec.message.splitlines()[0][:400] if rec.message else ""
+    if rec.outcome is Outcome.PASS:
+        return out("holds", f"{case.oracle} passes on {case.profile}", **kw)
+    if rec.outcome is Outcome.FAIL:
+        if matches(rec, case.match):
+            return out("reproduces", f"{case.oracle} fails on {case.profile} as recorded: "
+                       f"{first}", **kw)
+        return out("fails-otherwise", f"{case.oracle} fails on {case.profile}, but not as the "
+                   f"case records ({case.match}): {first}", **kw)
+    return out("broken", f"{case.oracle} is {rec.outcome.value} on {case.profile}: {first}", **kw)
+

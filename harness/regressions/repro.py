@@ -1,0 +1,364 @@
+"""``proofdiff repro``: make a regression case from a failing run or from production artifacts.
+
+Two sources:
+
+* a report of a failing run (``--from-report reports/<run>``): the failing profile and check
+  (the first divergence, else the first failure), the baseline profile as the good one, the
+  image and workload the run used;
+* production artifacts: the daemon config file as deployed, an env file, the command line, the
+  mounts and the user's inputs (a workload file: cuzk C1 envelopes or WindowPoSt vanilla proofs
+  with their public inputs), laid over a profile of the set (``--like prod``) for the client
+  side (concurrency, job ids, driver).
+
+Every input is validated first (TOML with file:line, the env file line by line, the workload
+and whether a vk covers it). The case's own pinned profiles then run once: the case is written
+only when that run fails, and the failing record becomes its ``[expect]`` (oracle and
+signature). ``bisect`` adds the minimal change (``[bisect]``) and its revert as ``[fix]``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import time
+import tomllib
+from collections.abc import Callable, Sequence
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import tomli_w
+
+from harness.bisect import BisectResult, bisect_profiles
+from harness.bisect.probe import judge, suites_for
+from harness.build.errors import BuildError
+from harness.core.delta import profile_view
+from harness.core.differential import run_differential
+from harness.model import serde
+from harness.model.delta import ABSENT
+from harness.model.oracles import OracleRecord
+from harness.model.profile import Profile
+from harness.model.profile_file import (ProfileError, build_profiles, load_profiles,
+                                        profile_table, select_profiles)
+from harness.model.result import DifferentialResult
+from harness.model.status import Outcome
+from harness.model.workload import WorkloadError, load_workload
+from harness.target.containers import ContainerError
+from harness.target.runner import Runner
+
+from .case import CaseError, load_case, write_case
+from .replay import params_workload
+
+__all__ = ["Artifacts", "ReproError", "ReproResult", "read_env_file", "repro", "revert",
+           "signature"]
+
+
+class ReproError(ValueError):
+    """Bad input to repro (names the file, the line and the fix), or a case that does not
+    reproduce."""
+
+
+class Artifacts(msgspec.Struct, frozen=True, kw_only=True):
+    """Production artifacts: ``config`` (the deployed daemon config file), ``env_file``,
+    ``command`` (the daemon's args, one shell-quoted string), ``mounts`` (NAME=PATH),
+    ``workload_file`` or ``workload`` (a built one), ``image`` (default the reference), and the
+    client side when it differs from the ``like`` profile: ``concurrency``, ``job_ids``."""
+
+    config: str = ""
+    env_file: str = ""
+    command: str | None = None
+    mounts: tuple[str, ...] = ()
+    workload_file: str = ""
+    workload: str = ""
+    image: str = ""
+    concurrency: int | None = None
+    job_ids: str | None = None
+
+
+class ReproResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What repro did: the case folder (written only when it reproduced), whether it did, the
+    failing check and its first line, the confirming run's report, the bisection (if asked),
+    wall time (s)."""
+
+    case_dir: str
+    reproduced: bool
+    check: str = ""
+    message: str = ""
+    report: str = ""
+    bisect: BisectResult | None = None
+    wall_s: float = 0.0
+
+
+def read_env_file(path: str | Path) -> dict[str, str]:
+    """``KEY=VALUE`` lines (``export`` and quotes allowed, ``#`` comments, blank lines).
+
+    Raises:
+        ReproError: unreadable, or a line that is not ``KEY=VALUE`` (file:line).
+    """
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ReproError(f"env file {p}: cannot be read ({exc.strerror})") from None
+    env: dict[str, str] = {}
+    for n, line in enumerate(lines, 1):
+        s = line.strip()
+        if not s or s.startswith("#"):
+            continue
+        m = re.fullmatch(r"(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)", s)
+        if not m:
+            raise ReproError(f"{p}:{n}: not KEY=VALUE: {line!r}; an env file has one variable "
+                             "per line, as docker's --env-file")
+        value = m.group(2)
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        env[m.group(1)] = value
+    return env
+
+
+def _read_config(path: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ReproError(f"daemon config {path}: cannot be read ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"at line (\d+)", str(exc))
+        raise ReproError(f"{path}:{m.group(1) if m else '?'}: the deployed daemon config is "
+                         f"not TOML: {exc}") from None
+
+
+def signature(record: OracleRecord) -> dict[str, Any]:
+    """The bug's signature in a failing record, for ``[expect] match``: the delta paths its
+    evidence names, and a regex of its first line (up to 16 words, and up to the first
+    parenthesis or list: details that vary) with every word that holds a number or an id wild.
+    The end of a short line says what failed (``...: INVALID``), so it is kept."""
+    line = record.message.splitlines()[0] if record.message else ""
+    words = re.split(r"\s[(\[]", line)[0].split()[:16]
+
+    def pat(w: str) -> str:
+        if re.search(r"\d", w) or re.fullmatch(r"[0-9a-f-]{8,}", w):
+            return r"\S+"
+        return re.escape(w)
+    out: dict[str, Any] = {}
+    if words:
+        out["message"] = r"\s+".join(pat(w) for w in words)
+    if record.names:
+        out["names"] = list(record.names)
+    return out
+
+
+def _failing(result: DifferentialResult, profile: str,
+             oracle: str | None) -> OracleRecord | None:
+    outcome, _checks, _why, rec = judge(result, profile, oracle)
+    return rec if outcome == "FAIL" else None
+
+
+def _from_report(report: Path) -> tuple[dict[str, Profile], str, str, str, str]:
+    """``(profiles, good, bad, oracle, '')`` of a failing run's report (the profiles run the
+    failing record's workload, a built one: no inputs to ship)."""
+    try:
+        res = serde.read(report / "summary.json", DifferentialResult)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise ReproError(f"{report}/summary.json: not a proofdiff run report ({exc}); pass "
+                         "reports/<run id> of `proofdiff run`") from None
+    names = list(res.profiles)
+    div = res.divergences[0] if res.divergences else None
+    rec = (next((r for r in res.records if (r.suite, r.oracle, r.profile) ==
+                 (div.suite, div.oracle, div.profile)), None) if div else
+           next((r for r in res.records if r.outcome is Outcome.FAIL), None))
+    if rec is None:
+        raise ReproError(f"{report}: the run has no failing check (verdict {res.verdict.value}):"
+                         " nothing to reproduce")
+    profiles: dict[str, Profile] = {}
+    for name, view in res.profiles.items():
+        source, overrides = view.get("source", ""), view.get("overrides", [])
+        try:
+            p = load_profiles(source, overrides)[name]
+        except ProfileError as exc:
+            raise ReproError(f"{report}: profile {name!r} came from {source}, which cannot be "
+                             f"read back ({exc})") from None
+        mine = {k: v for k, v in view.items() if k not in ("source", "overrides", "image")}
+        now = {k: v for k, v in profile_view(p).items() if k != "image"}
+        if serde.encode(mine) != serde.encode(now):
+            raise ReproError(f"{report}: profile {name!r} in {source} has changed since the run; "
+                             "repro from the production artifacts instead (--config ...)")
+        run = next((r for r in res.runs if r.profile == name), None)
+        image = view.get("image") or (run.image if run else None)
+        profiles[name] = msgspec.structs.replace(p, image=image, workload=rec.workload)
+    good = names[0]
+    bad = rec.profile if rec.profile != good else (names[1] if len(names) > 1 else good)
+    return profiles, good, bad, rec.check, ""
+
+
+def _from_artifacts(a: Artifacts, profiles: str | Path | None, like: str,
+                    good: str) -> tuple[dict[str, Profile], str, str, str, str]:
+    chosen = select_profiles(load_profiles(profiles), [good, like])
+    base = chosen[like]
+    raw = profile_table(base)
+    if a.config:
+        raw["config"] = _read_config(a.config)
+    if a.env_file:
+        raw["env"] = read_env_file(a.env_file)
+    if a.command is not None:
+        raw["command"] = shlex.split(a.command)
+    if a.mounts:
+        raw["mounts"] = dict(m.split("=", 1) for m in a.mounts if "=" in m)
+        if len(raw["mounts"]) != len(a.mounts):
+            raise ReproError(f"--mount {list(a.mounts)}: each is NAME=CONTAINER_PATH, e.g. "
+                             "params=/var/tmp/filecoin-proof-parameters")
+    elif a.config:
+        raw.pop("mounts", None)  # params mounted where the deployed config reads them
+    for key in ("concurrency", "job_ids"):
+        if getattr(a, key) is not None:
+            raw[key] = getattr(a, key)
+    wl_name, files = a.workload or base.workload, {}
+    if a.workload_file:
+        try:
+            w = load_workload(a.workload_file)
+            params_workload(w)
+        except WorkloadError as exc:
+            raise ReproError(f"the inputs: {exc}") from None
+        wl_name, files = w.name, {w.name: a.workload_file}
+    raw["workload"] = wl_name
+    if a.image:
+        raw["image"] = a.image
+    g = profile_table(chosen[good])
+    g["workload"] = wl_name
+    if a.image:
+        g["image"] = a.image
+    try:
+        built = build_profiles({good: g, "production": raw}, "production artifacts")
+    except ProfileError as exc:
+        raise ReproError(str(exc)) from None
+    return built, good, "production", "", a.workload_file
+
+
+def _plain(value: Any) -> Any:
+    """A delta value as TOML holds it: itself when TOML can (bool, number, string, list,
+    table without None), else its repr."""
+    try:
+        tomli_w.dumps({"v": value})
+    except (TypeError, ValueError):
+        return repr(value)
+    return value
+
+
+def revert(profile: str, result: BisectResult) -> list[str]:
+    """``--set`` overrides that put the bisected change back to the good values (items the
+    good profile lacks cannot be unset by an override and are left out)."""
+    out = []
+    for c in result.change:
+        if c.good == ABSENT or isinstance(c.good, dict):
+            continue
+        literal = tomli_w.dumps({"v": c.good}).split("=", 1)[1].strip()
+        out.append(f"{profile}.{c.path}={literal}")
+    return out
+
+
+def _reference(tag: str) -> bool:
+    try:
+        labels = Runner("repro").image(tag).attrs.get("Config", {}).get("Labels") or {}
+    except ContainerError:
+        return False
+    return tag.startswith("proofdiff/refprover:") and "proofdiff.content-key" in labels
+
+
+def repro(*, case_id: str, title: str, out_dir: str | Path = "regressions",
+          report: str | Path | None = None, artifacts: Artifacts | None = None,
+          profiles: str | Path | None = None, like: str = "prod", good: str = "bench",
+          oracle: str | None = None, incident: str = "", link: str = "",
+          fix: Sequence[str] = (), do_bisect: bool = False, report_dir: str | Path = "reports",
+          log: Callable[[str], None] = lambda _l: None) -> ReproResult:
+    """Create ``<out_dir>/<case_id>/`` (module docstring).
+
+    Args:
+        report or artifacts: the source (exactly one). profiles, like, good: the profile set,
+            the profile the artifacts are laid over, and the good profile. oracle: the check
+            expected to fail (default: the first failing one). fix: ``--set`` overrides that
+            make it hold, when known.
+
+    Raises:
+        ReproError: bad input (named with its file and line), or the case does not reproduce.
+    """
+    from harness.build import resolve_artifacts
+
+    t0 = time.monotonic()
+    if (report is None) == (artifacts is None):
+        raise ReproError("give exactly one source: --from-report DIR, or production artifacts "
+                         "(--config, --env-file, --workload-file ...)")
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", case_id):
+        raise ReproError(f"--id {case_id!r}: a case id is lower-case letters, digits, '.', '_' "
+                         "and '-' (it names the folder)")
+    folder = Path(out_dir) / case_id
+    if report is not None:
+        resolved, g, bad, expect, wl_file = _from_report(Path(report))
+        oracle = oracle or expect
+    else:
+        assert artifacts is not None
+        resolved, g, bad, expect, wl_file = _from_artifacts(artifacts, profiles, like, good)
+    p = resolved[bad]
+    inputs = load_workload(wl_file) if wl_file else None
+    try:
+        art = resolve_artifacts([params_workload(inputs) if inputs else p.workload], log=log)
+    except (BuildError, WorkloadError) as exc:
+        raise ReproError(f"the reference artifacts: {exc}") from None
+    image = p.image or art.image_tag
+    try:
+        digest = str(Runner("repro").image(image).id)
+    except ContainerError as exc:
+        raise ReproError(str(exc)) from None
+    files = {inputs.name: wl_file} if inputs else {}
+    rid = f"repro-{case_id}-{int(time.time())}"
+    run = run_differential({bad: msgspec.structs.replace(p, image=image)},
+                           workloads=[p.workload], suites=suites_for(oracle),
+                           report_dir=report_dir, run_id=rid, param_cache=art.param_cache,
+                           workload_files={**art.workloads, **files},
+                           verifier_image=art.verifier_tag or art.image_tag, log=log)
+    rec = _failing(run, bad, oracle)
+    where = str(Path(report_dir) / rid)
+    if rec is None:
+        return ReproResult(case_dir="", reproduced=False, report=where,
+                           message=(f"does not reproduce: {oracle or 'every check'} passed on "
+                                    f"{bad} ({run.verdict_line}); no case written"),
+                           wall_s=round(time.monotonic() - t0, 1))
+    reference = _reference(image)  # replays on whatever reference image the build makes
+    tables = {n: profile_table(msgspec.structs.replace(q, image=None if reference else image))
+              for n, q in resolved.items()}
+    doc: dict[str, Any] = {
+        "case": {"id": case_id, "title": title, "incident": incident, "link": link,
+                 "date": date.today(), "status": "open"},
+        "image": {"tag": image, "digest": digest, "reference": reference},
+        "workload": ({"file": "inputs/" + Path(wl_file).name} if wl_file
+                     else {"name": p.workload}),
+        "expect": {"profile": bad, "oracle": rec.check, "match": signature(rec)},
+        "fix": {"overrides": list(fix),
+                "note": "given to repro (--fix): what makes the case hold" if fix else
+                "unknown yet: add the overrides that make the case hold"},
+        "profiles": tables,
+    }
+    bis = None
+    if do_bisect:
+        bis = bisect_profiles(resolved={n: msgspec.structs.replace(q, image=image)
+                                        for n, q in resolved.items()},
+                              good=g, bad=bad, oracle=rec.check, report_dir=report_dir,
+                              log=log)
+        if bis.status == "found":
+            doc["bisect"] = {"change": [{"path": c.path, "good": _plain(c.good),
+                                         "bad": _plain(c.bad)} for c in bis.change],
+                             "probes": bis.n_probes, "wall_s": bis.wall_s, "run": bis.run_id}
+            if not fix:
+                doc["fix"] = {"overrides": revert(bad, bis),
+                              "note": "the minimal change reverted (from bisect)"}
+    if wl_file:
+        (folder / "inputs").mkdir(parents=True, exist_ok=True)
+        shutil.copy2(wl_file, folder / "inputs" / Path(wl_file).name)
+    try:
+        write_case(folder, doc)
+        load_case(folder)
+    except CaseError as exc:
+        raise ReproError(f"the case did not write back: {exc}") from None
+    return ReproResult(case_dir=str(folder), reproduced=True, check=rec.check,
+                       message=rec.message.splitlines()[0][:400], report=where, bisect=bis,
+                       wall_s=round(time.monotonic() - t0, 1))

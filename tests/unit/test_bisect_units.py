@@ -1,0 +1,52 @@
+"""The bisection's units on the shipped bench -> prod delta: coupled items move together, and
+applying every unit to bench gives prod's effective settings."""
+
+from __future__ import annotations
+
+import msgspec
+
+from harness.bisect.run import BisectError, check_oracle
+from harness.bisect.units import apply_units, units_of
+from harness.core.delta import profile_delta, profile_view
+from harness.model.profile_file import load_profiles
+
+import pytest
+
+
+def _pair() -> tuple:
+    ps = load_profiles("refprover")
+    img = "proofdiff/refprover:test"
+    return (msgspec.structs.replace(ps["bench"], image=img),
+            msgspec.structs.replace(ps["prod"], image=img))
+
+
+def test_a_mount_moves_with_the_keys_that_name_its_path_and_a_port_with_its_listener() -> None:
+    bench, prod = _pair()
+    units = {u.label: u for u in units_of(profile_delta(bench, prod))}
+    params = next(u for u in units.values() if "mounts.params" in u.paths)
+    assert set(params.paths) == {"mounts.params", "config.srs.param_cache",
+                                 "env.FIL_PROOFS_PARAMETER_CACHE"}
+    status = next(u for u in units.values() if "ports.status" in u.paths)
+    assert set(status.paths) == {"ports.status", "config.daemon.status_listen"}
+    single = [u for u in units.values() if len(u.items) == 1]
+    assert {"concurrency", "job_ids", "config.pipeline.enabled",
+            "config.synthesis.partition_workers"} <= {u.paths[0] for u in single}
+
+
+def test_every_unit_applied_to_bench_is_prod_and_none_is_bench() -> None:
+    bench, prod = _pair()
+    units = units_of(profile_delta(bench, prod))
+    assert profile_view(apply_units(bench, units)) == profile_view(prod)
+    assert profile_view(apply_units(bench, [])) == profile_view(bench)
+    one = next(u for u in units if u.paths == ("config.pipeline.enabled",))
+    mid = apply_units(bench, [one], name="probe")
+    assert mid.effective_config()["pipeline"]["enabled"] is True and mid.concurrency == 1
+    assert mid.overrides == ("config.pipeline.enabled: False -> True",)
+
+
+def test_an_unknown_oracle_names_the_known_ones() -> None:
+    assert check_oracle("validity/proofs") == "validity/proofs"
+    with pytest.raises(BisectError, match="known: preflight"):
+        check_oracle("valdity/proofs")
+    with pytest.raises(BisectError, match="its oracles: "):
+        check_oracle("validity/prooofs")

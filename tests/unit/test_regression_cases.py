@@ -1,0 +1,99 @@
+"""Regression cases as files: a malformed or incomplete case.toml names the file and line, a
+written case reads back to the same pinned profiles, the signature matches its own record and
+not another, and env files read as docker reads them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.model.oracles import OracleRecord
+from harness.model.profile_file import load_profiles, profile_table
+from harness.model.status import Outcome
+from harness.regressions.case import CaseError, load_case, write_case
+from harness.regressions.replay import matches
+from harness.regressions.repro import ReproError, read_env_file, signature
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _doc() -> dict:
+    ps = load_profiles("refprover", ["*.env.REFPROVER_FAULTS=partition-race"])
+    return {"case": {"id": "c1", "title": "t", "date": "2026-12-01", "status": "open"},
+            "image": {"tag": "proofdiff/refprover:x", "reference": True},
+            "workload": {"name": "wpost-2k"},
+            "expect": {"profile": "prod", "oracle": "validity/proofs",
+                       "match": {"message": "INVALID"}},
+            "fix": {"overrides": ['*.env.REFPROVER_FAULTS=""']},
+            "profiles": {n: profile_table(p) for n, p in ps.items()}}
+
+
+def test_a_written_case_reads_back_to_the_same_profiles_and_its_fix_applies(tmp_path: Path) -> None:
+    write_case(tmp_path / "c1", _doc())
+    case = load_case(tmp_path / "c1")
+    ps = load_profiles("refprover", ["*.env.REFPROVER_FAULTS=partition-race"])
+    got = case.resolved()
+    assert got["prod"].effective_config() == ps["prod"].effective_config()
+    assert got["prod"].env == ps["prod"].env and got["prod"].concurrency == 4
+    assert case.resolved(fixed=True)["prod"].env["REFPROVER_FAULTS"] == ""
+    assert case.status == "open" and case.reference and case.oracle == "validity/proofs"
+
+
+def test_malformed_toml_names_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "case.toml").write_text('[case]\nid = "x"\ntitle = \n')
+    with pytest.raises(CaseError, match=r"case.toml:3: malformed TOML"):
+        load_case(tmp_path / "bad")
+
+
+def test_a_missing_key_names_its_table_and_line(tmp_path: Path) -> None:
+    doc = _doc()
+    del doc["expect"]["oracle"]
+    folder = tmp_path / "c2"
+    folder.mkdir()
+    import tomli_w
+    (folder / "case.toml").write_text(tomli_w.dumps(doc))
+    with pytest.raises(CaseError, match=r"case.toml:\d+: \[expect\] oracle is missing"):
+        load_case(folder)
+    doc = _doc()
+    doc["case"]["status"] = "closed"
+    (folder / "case.toml").write_text(tomli_w.dumps(doc))
+    with pytest.raises(CaseError, match=r"status must be one of \('open', 'fixed'\)"):
+        load_case(folder)
+
+
+def test_the_signature_matches_its_record_and_not_another_failure() -> None:
+    rec = OracleRecord(suite="validity", oracle="proofs", profile="prod", workload="wpost-2k",
+                       outcome=Outcome.FAIL, message="3 of 4 proofs INVALID on prod: job "
+                       "wpost-0 (id 4f0e2a3c-aaaa) partitions [0, 1]\nmore")
+    sig = signature(rec)
+    assert matches(rec, sig)
+    other = OracleRecord(suite="validity", oracle="proofs", profile="prod", workload="wpost-2k",
+                         outcome=Outcome.FAIL, message="1 of 4 jobs FAILED on prod: timeout")
+    assert not matches(other, sig)
+    again = OracleRecord(suite="validity", oracle="proofs", profile="prod", workload="wpost-2k",
+                         outcome=Outcome.FAIL, message="4 of 4 proofs INVALID on prod: job "
+                         "wpost-2 (id 99) partitions [1]")
+    assert matches(again, sig), "numbers and ids are not part of the signature"
+
+
+def test_env_files_read_as_docker_reads_them(tmp_path: Path) -> None:
+    f = tmp_path / "prod.env"
+    f.write_text('# deployed\nRUST_LOG=info\nexport FIL_PROOFS_PARAMETER_CACHE="/var/tmp/p"\n\n'
+                 "EMPTY=\n")
+    assert read_env_file(f) == {"RUST_LOG": "info", "FIL_PROOFS_PARAMETER_CACHE": "/var/tmp/p",
+                                "EMPTY": ""}
+    f.write_text("RUST_LOG=info\nthis is not a variable\n")
+    with pytest.raises(ReproError, match=r"prod.env:2: not KEY=VALUE"):
+        read_env_file(f)
+
+
+def test_the_shipped_cases_are_well_formed() -> None:
+    from harness.regressions import discover
+    folders = discover(REPO / "regressions")
+    assert len(folders) >= 4, folders
+    for folder in folders:
+        case = load_case(folder)
+        assert case.resolved() and case.resolved(fixed=True)
+        assert case.fix, f"{case.id}: the seed cases know their fix"
