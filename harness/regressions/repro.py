@@ -279,8 +279,12 @@ def repro(*, case_id: str, title: str, out_dir: str | Path = "regressions",
             expected to fail (default: the first failing one). fix: ``--set`` overrides that
             make it hold, when known.
 
+    Returns:
+        The :class:`ReproResult`; ``reproduced`` false (and no case written) when every check
+        passed on the failing profile.
+
     Raises:
-        ReproError: bad input (named with its file and line), or the case does not reproduce.
+        ReproError: bad input, named with its file and line and the fix.
     """
     from harness.build import resolve_artifacts
 

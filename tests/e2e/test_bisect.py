@@ -63,8 +63,9 @@ def test_shared_assembler_needs_one_job_id_for_all_and_concurrency(
 
 
 def test_param_path_default_is_the_param_path_change(artifacts: Any, tmp_path: Path) -> None:
+    # --jobs 2: the confirmation's two probes run side by side (threads, two daemons)
     rc, out, r = bisect(tmp_path, "--set", "*.env.REFPROVER_FAULTS=param-path-default",
-                        "--oracle", "preflight/params")
+                        "--oracle", "preflight/params", "--jobs", "2")
     assert rc == 0 and r.status == "found", out
     paths = {c.path for c in r.change}
     assert paths == {"mounts.params", "config.srs.param_cache",

@@ -95,3 +95,22 @@ def test_inputs_no_vk_covers_are_refused_before_anything_runs(artifacts: Any,
     inputs.write_text(json.dumps(doc))
     proc = _repro(tmp_path, "--id", "no-vk", "--title", "t", *_artifacts(tmp_path, inputs))
     assert proc.returncode == 3 and "no vk for" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_repro_from_a_deployed_config_env_file_and_c1_envelopes_reproduces(
+        artifacts: Any, tmp_path: Path) -> None:
+    """The slow tier: PoRep C2 from real C1 envelopes (`seal porep`), the production way."""
+    from harness.build import ensure_artifacts
+
+    porep = ensure_artifacts(["porep-2k"], log=lambda _l: None,
+                             crate_dir=REPO / "targets" / "refprover")
+    inputs = tmp_path / "c1-inputs.json"
+    shutil.copy(porep.workloads["porep-2k"], inputs)
+    proc = _repro(tmp_path, "--id", "porep-c2-invalid", "--title", "PoRep C2 partitions invalid",
+                  *_artifacts(tmp_path, inputs))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    case = load_case(tmp_path / "regressions" / "porep-c2-invalid")
+    assert case.oracle == "validity/proofs" and case.workload_file.endswith("c1-inputs.json")
+    got = replay(case, report_dir=tmp_path / "replay")
+    assert got.status == "reproduces", got.message
