@@ -9,7 +9,8 @@ exact bytes of the source whatever the working tree holds. The step:
    main build just made from them (same source, same Cargo.lock, same toolchain); otherwise
    builds ``verify`` from the extracted source into its own target dir (seeded from the main one,
    so the dependencies are not rebuilt);
-3. makes an image holding only that binary, tagged by the image's content key. No other tag is
+3. makes an image holding only that binary, tagged by the image's content key (over the base
+   image, the Dockerfile with the pinned tree's label, and the binary's bytes). No other tag is
    ever pointed at it, and no build re-points a shared tag.
 
 A candidate image built from a changed tree therefore brings its own ``verify``, but proofdiff
@@ -173,7 +174,9 @@ def ensure_pinned_verifier(client: Any, root: Path, base: Any, crate_dir: Path,
     src = _extract(repo, root, pin, log)
     binary, how = _binary(crate_dir, src, root, main_verify, pin, log)
     base_tag = next((t for t in base.tags), base.id)
+    # the tree is part of the keyed text: a re-pin makes a new image that records its tree
     body = (f"FROM {base_tag}\nCOPY verify /usr/local/bin/verify\nUSER 65534:65534\n"
+            f'LABEL proofdiff.verifier-tree="{pin.tree}"\n'
             'ENTRYPOINT ["/usr/local/bin/verify"]\n')
     key = image_key(base.id, body, {"verify": binary})
     tag = f"{VERIFIER_REPO}:{key[:12]}"
@@ -196,8 +199,7 @@ def _build(client: Any, root: Path, body: str, binary: Path, tag: str, key: str,
     try:
         shutil.copy2(binary, ctx / "verify")
         (ctx / "verify").chmod(0o755)
-        labels = {"proofdiff.content-key": key, "proofdiff.verifier-tree": pin.tree,
-                  "proofdiff.verifier-commit": pin.commit,
+        labels = {"proofdiff.content-key": key, "proofdiff.verifier-commit": pin.commit,
                   "org.opencontainers.image.title": "verifier"}
         (ctx / "Dockerfile").write_text(
             body + "LABEL " + " ".join(f'{k}="{v}"' for k, v in labels.items()) + "\n")
