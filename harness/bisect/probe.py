@@ -32,11 +32,13 @@ from harness.model.oracles import OracleRecord
 from harness.model.profile import Profile
 from harness.model.result import DifferentialResult
 from harness.model.status import Outcome
+from harness.oracles.registry import applies
 
 from .dd import FAIL, PASS, UNRESOLVED, Config
 from .units import Unit, apply_units
 
-__all__ = ["ANY_FAILURE_SUITES", "BudgetExceeded", "Probe", "Prober", "judge", "suites_for"]
+__all__ = ["ANY_FAILURE_SUITES", "BudgetExceeded", "Probe", "Prober", "judge", "oracle_applies",
+           "suites_for"]
 
 #: The suites probed for "any failure" (no ``--oracle``): the checks a gate requires.
 ANY_FAILURE_SUITES = ("preflight", "validity", "warmup", "isolation")
@@ -76,6 +78,15 @@ def suites_for(oracle: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(["preflight", suite]))
 
 
+def oracle_applies(oracle: str | None, profile: Profile) -> bool:
+    """Whether ``oracle`` (``suite/oracle``) has a record on ``profile`` when it runs alone
+    (a bench command line is checked on bench-cli profiles only); a suite or '' always does."""
+    if not oracle or "/" not in oracle:
+        return True
+    suite, name = oracle.split("/", 1)
+    return applies(suite, name, profile=profile, baseline=True)
+
+
 def _targets(records: Sequence[OracleRecord], profile: str,
              oracle: str | None) -> list[OracleRecord]:
     mine = [r for r in records if r.profile == profile]
@@ -86,10 +97,13 @@ def _targets(records: Sequence[OracleRecord], profile: str,
     return [r for r in mine if r.suite == oracle]
 
 
-def judge(result: DifferentialResult, profile: str,
-          oracle: str | None) -> tuple[str, tuple[str, ...], str, OracleRecord | None]:
+def judge(result: DifferentialResult, profile: str, oracle: str | None,
+          applicable: bool = True) -> tuple[str, tuple[str, ...], str, OracleRecord | None]:
     """``(outcome, checks, reason, first failing record)`` of one probe's run (module
-    docstring)."""
+    docstring). ``applicable``: whether the named oracle applies to the profile at all
+    (:func:`harness.oracles.registry.applies`); one that does not cannot fail: PASS."""
+    if not applicable and not result.errors:
+        return PASS, (), f"{oracle} does not apply to this profile", None
     recs = _targets(result.records, profile, oracle)
     failed = [r for r in recs if r.outcome is Outcome.FAIL]
     if failed:
@@ -100,11 +114,6 @@ def judge(result: DifferentialResult, profile: str,
         why = result.errors[0] if result.errors else broken[0].message.splitlines()[0]
         return UNRESOLVED, tuple(r.check for r in broken), why[:300], None
     ran = [r for r in recs if r.outcome is Outcome.PASS]
-    others = [r for r in result.records if r.profile == profile]
-    if not recs and oracle and "/" in oracle and others and not any(
-            r.outcome is Outcome.ERROR for r in others):
-        # the check does not apply (a bench command line on a grpc profile): it cannot fail
-        return PASS, (), f"{oracle} does not apply to this profile", None
     if not ran:
         skipped = [r for r in recs if r.outcome is Outcome.SKIPPED]
         why = (skipped[0].message.splitlines()[0] if skipped
@@ -154,22 +163,24 @@ class Prober:
         labels = tuple(self.units[i].label for i in sorted(cfg))
         t0 = time.monotonic()
         rid = f"probe-{index:02d}"
-        result = run_differential({"probe": self.profile(cfg)}, workloads=[self.workload],
+        probe = self.profile(cfg)
+        result = run_differential({"probe": probe}, workloads=[self.workload],
                                   suites=suites_for(self.oracle),
                                   report_dir=self.run_dir / "probes", run_id=rid,
                                   param_cache=self.art["param_cache"],  # type: ignore[arg-type]
                                   workload_files=self.art["workload_files"],  # type: ignore[arg-type]
                                   verifier_image=self.art["verifier_image"])  # type: ignore[arg-type]
-        outcome, checks, reason, record = judge(result, "probe", self.oracle)
-        probe = Probe(index=index, units=labels, config=tuple(sorted(cfg)), outcome=outcome,
-                      failing=checks, reason=reason, wall_s=round(time.monotonic() - t0, 1),
-                      run_id=rid, fresh=fresh)
+        outcome, checks, reason, record = judge(result, "probe", self.oracle,
+                                                oracle_applies(self.oracle, probe))
+        row = Probe(index=index, units=labels, config=tuple(sorted(cfg)), outcome=outcome,
+                    failing=checks, reason=reason, wall_s=round(time.monotonic() - t0, 1),
+                    run_id=rid, fresh=fresh)
         with self._lock:
-            self.probes[index - 1] = probe
+            self.probes[index - 1] = row
             self.records[cfg] = record
         self.log(f"probe {index}: {' + '.join(labels) or 'good'} -> {outcome} "
-                 f"({probe.wall_s:.0f} s){': ' + reason if outcome != PASS else ''}")
-        return probe
+                 f"({row.wall_s:.0f} s){': ' + reason if outcome != PASS else ''}")
+        return row
 
     def __call__(self, configs: Sequence[Config], fresh: bool) -> list[str]:
         """``tester`` of :func:`~harness.bisect.dd.isolate`: one outcome per config.

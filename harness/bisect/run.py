@@ -177,7 +177,7 @@ def bisect_profiles(profiles: str | Path | None = None, *, overrides: Sequence[s
         prober = Prober(g, units, workload=wl, oracle=checked or None, image_digest=digest,
                         run_dir=run_dir, deadline=t0 + budget_s, jobs=jobs, log=log,
                         artifacts={"param_cache": art.param_cache, "workload_files": art.workloads,
-                                   "verifier_image": art.verifier_tag or art.image_tag})
+                                   "verifier_image": art.verifier_image})
         full = frozenset(range(len(units)))
         log(f"bisect {rid}: {len(delta.items)} delta items in {len(units)} units, {good} -> "
             f"{bad} on {wl}, oracle {checked or 'any failure'}")

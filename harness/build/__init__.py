@@ -75,6 +75,12 @@ class Artifacts:
     verifier_id: str = ""
     verifier_tree: str = ""
 
+    @property
+    def verifier_image(self) -> str:
+        """The image whose ``verify`` judges proofs: the pinned verifier, or the reference
+        image when no pin was built (an older manifest)."""
+        return self.verifier_tag or self.image_tag
+
 
 def _given_binaries(bin_dir: Path) -> tuple[dict[str, Path], StepReport]:
     """The refprover binaries in ``bin_dir``, checked (a build made elsewhere).

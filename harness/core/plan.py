@@ -117,7 +117,7 @@ def plan_runs(profiles: Mapping[str, Profile], *, workloads: Sequence[str] = (),
             reference = ImageInfo(tag=art.image_tag, digest=art.image_id)
         param_cache = param_cache or art.param_cache
         files = {**{n: str(p) for n, p in art.workloads.items()}, **files}
-        verifier_image = verifier_image or art.verifier_tag or art.image_tag
+        verifier_image = verifier_image or art.verifier_image
         bin_dir = bin_dir or art.bin_dir
     assert param_cache is not None
     rid = run_id or new_run_id()

@@ -27,7 +27,7 @@ from .profile import (DAEMON_DEFAULTS, DRIVERS, JOB_ID_SCHEMES, MOUNT_NAMES, NET
 
 __all__ = ["ALL_PROFILES", "DEFAULT_PROFILE_SET", "Override", "ProfileError", "build_profiles",
            "load_profiles", "parse_override", "profile_file", "profile_table", "select_profiles",
-           "shipped_profile_sets"]
+           "shipped_profile_sets", "toml_error_where"]
 
 #: The profile name of an override that applies to every profile: ``--set '*.image=TAG'``.
 ALL_PROFILES = "*"
@@ -93,6 +93,13 @@ def parse_override(text: str) -> Override:
     return Override(profile=parts[0], path=parts[1:], value=value, text=text)
 
 
+def toml_error_where(path: str | Path, exc: tomllib.TOMLDecodeError) -> str:
+    """``path:LINE`` of a TOML parse error (Python 3.11's tomllib has no lineno attribute; its
+    message ends with "(at line L, column C)"), or ``path`` when it names no line."""
+    m = re.search(r"at line (\d+)", str(exc))
+    return f"{path}:{m.group(1)}" if m else str(path)
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
@@ -100,11 +107,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ProfileError(f"profile file {str(path)!r} cannot be read ({exc.strerror}); pass "
                            "an existing file (--profiles / --proofdiff-profiles)") from None
     except tomllib.TOMLDecodeError as exc:
-        # Python 3.11's tomllib has no lineno attribute; its message ends with
-        # "(at line L, column C)": lead with file:line.
-        m = re.search(r"at line (\d+), column \d+", str(exc))
-        where = f"{path}:{m.group(1)}" if m else str(path)
-        raise ProfileError(f"{where}: malformed TOML: {exc}; fix the file and rerun") from None
+        raise ProfileError(f"{toml_error_where(path, exc)}: malformed TOML: {exc}; fix the file "
+                           "and rerun") from None
 
 
 def _expect(cond: bool, where: str, key: str, want: str, got: Any) -> None:

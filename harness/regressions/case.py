@@ -31,7 +31,7 @@ import msgspec
 import tomli_w
 
 from harness.model.profile import Profile
-from harness.model.profile_file import ProfileError, build_profiles
+from harness.model.profile_file import ProfileError, build_profiles, toml_error_where
 
 __all__ = ["CASE_FILE", "Case", "CaseError", "discover", "load_case", "write_case"]
 
@@ -120,8 +120,7 @@ def load_case(folder: str | Path) -> Case:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        m = re.search(r"at line (\d+)", str(exc))
-        raise CaseError(f"{path}:{m.group(1) if m else '?'}: malformed TOML: {exc}") from None
+        raise CaseError(f"{toml_error_where(path, exc)}: malformed TOML: {exc}") from None
 
     def need(table: str, key: str, kind: type | tuple[type, ...] = str) -> Any:
         t = doc.get(table)

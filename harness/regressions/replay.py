@@ -145,7 +145,7 @@ def replay(case: Case, *, fixed: bool = False, report_dir: str | Path = "reports
                               suites=suites_for(case.oracle), report_dir=report_dir, run_id=rid,
                               param_cache=art.param_cache,
                               workload_files={**art.workloads, **files},
-                              verifier_image=art.verifier_tag or art.image_tag, log=log)
+                              verifier_image=art.verifier_image, log=log)
     kw: dict[str, Any] = {"image": tag, "digest": digest or (result.images[0].digest
                                                            if result.images else ""),
                           "report": str(Path(report_dir) / rid)}

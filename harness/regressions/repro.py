@@ -41,7 +41,7 @@ from harness.model.delta import ABSENT
 from harness.model.oracles import OracleRecord
 from harness.model.profile import Profile
 from harness.model.profile_file import (ProfileError, build_profiles, load_profiles,
-                                        profile_table, select_profiles)
+                                        profile_table, select_profiles, toml_error_where)
 from harness.model.result import DifferentialResult
 from harness.model.status import Outcome
 from harness.model.workload import WorkloadError, load_workload
@@ -124,9 +124,8 @@ def _read_config(path: str) -> dict[str, Any]:
     except OSError as exc:
         raise ReproError(f"daemon config {path}: cannot be read ({exc.strerror})") from None
     except tomllib.TOMLDecodeError as exc:
-        m = re.search(r"at line (\d+)", str(exc))
-        raise ReproError(f"{path}:{m.group(1) if m else '?'}: the deployed daemon config is "
-                         f"not TOML: {exc}") from None
+        raise ReproError(f"{toml_error_where(path, exc)}: the deployed daemon config is not "
+                         f"TOML: {exc}") from None
 
 
 def signature(record: OracleRecord) -> dict[str, Any]:
@@ -319,7 +318,7 @@ def repro(*, case_id: str, title: str, out_dir: str | Path = "regressions",
                            workloads=[p.workload], suites=suites_for(oracle),
                            report_dir=report_dir, run_id=rid, param_cache=art.param_cache,
                            workload_files={**art.workloads, **files},
-                           verifier_image=art.verifier_tag or art.image_tag, log=log)
+                           verifier_image=art.verifier_image, log=log)
     rec = _failing(run, bad, oracle)
     where = str(Path(report_dir) / rid)
     if rec is None:

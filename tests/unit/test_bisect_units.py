@@ -50,3 +50,23 @@ def test_an_unknown_oracle_names_the_known_ones() -> None:
         check_oracle("valdity/proofs")
     with pytest.raises(BisectError, match="its oracles: "):
         check_oracle("validity/prooofs")
+
+
+def test_an_oracle_that_does_not_apply_to_a_probe_passes_it_and_one_that_ran_is_judged() -> None:
+    from harness.bisect.probe import judge, oracle_applies
+    from harness.model.oracles import OracleRecord
+    from harness.model.result import DifferentialResult
+    from harness.model.status import Outcome, Verdict
+
+    bench, _prod = _pair()
+    cli = msgspec.structs.replace(bench, driver="bench-cli")
+    assert not oracle_applies("preflight/bench-cli", bench) and oracle_applies(
+        "preflight/bench-cli", cli) and oracle_applies("validity", bench)
+    rec = OracleRecord(suite="preflight", oracle="bench-cli", profile="probe",
+                       workload="wpost-2k", outcome=Outcome.FAIL, message="rejected -n")
+    res = DifferentialResult(run_id="r", created_unix_s=0.0, verdict=Verdict.FAILED,
+                             verdict_line="", exit_code=2, records=(rec,))
+    assert judge(res, "probe", "preflight/bench-cli", True)[0] == "FAIL"
+    assert judge(res, "probe", "preflight/bench-cli", False)[0] == "PASS"
+    broken = msgspec.structs.replace(res, records=(), errors=("the engine did not answer",))
+    assert judge(broken, "probe", "preflight/bench-cli", False)[0] == "UNRESOLVED"
