@@ -22,9 +22,12 @@ demo: setup
 test: setup image rust-test
 	$(BIN)/pytest tests -q -p no:cacheprovider -m "$(MARK)" $(ARGS)
 
-# mypy --strict over the library, the plugin and the suites (pyproject.toml [tool.mypy]).
+# mypy --strict over the library, the plugin and the suites (pyproject.toml [tool.mypy]), by
+# their installed names: .typecheck/ links each name to its folder (harness/ is proofdiff).
 typecheck: setup
-	$(BIN)/mypy harness fixtures suites
+	@mkdir -p .typecheck && ln -sfn ../harness .typecheck/proofdiff && \
+	  ln -sfn ../fixtures .typecheck/proofdiff_pytest && ln -sfn ../suites .typecheck/proofdiff_suites
+	MYPYPATH=.typecheck $(BIN)/mypy -p proofdiff -p proofdiff_pytest -p proofdiff_suites
 
 # The slow tier alone: PoRep differential runs and the PoRep bench-cli run (params ~1.7 GB,
 # ~20 min to generate cold; about a minute or more per proof on 2 cores).
@@ -46,10 +49,10 @@ sysdeps:
 	  { apt-get update -qq && apt-get install -y -qq protobuf-compiler debootstrap; }
 
 image: setup
-	$(BIN)/python -m harness.build --workload wpost-2k
+	$(BIN)/python -m proofdiff.artifacts --workload wpost-2k
 
 image-full: setup
-	$(BIN)/python -m harness.build --workload wpost-2k --workload porep-2k --workload porep-2k-2p
+	$(BIN)/python -m proofdiff.artifacts --workload wpost-2k --workload porep-2k --workload porep-2k-2p
 
 rust-test:
 	cd $(CRATE) && CARGO_TARGET_DIR=$(CACHE)/cargo-target cargo test --release --locked -q

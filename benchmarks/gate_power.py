@@ -3,8 +3,8 @@
     python benchmarks/gate_power.py [--profile bench] [--aa-reps 20] [--reps 10]
                                     [--factor 1.05 --factor 1.10 --factor 1.25]
 
-Runs the gate's timing arm (:func:`harness.gate.timing.measure_profile`, the paired sequential
-verdict of :mod:`harness.stats.paired`) on the reference image against itself (A/A, every
+Runs the gate's timing arm (:func:`proofdiff.gate.timing_rounds.measure_profile`, the paired sequential
+verdict of :mod:`proofdiff.stats.paired`) on the reference image against itself (A/A, every
 difference found is a false alarm) and against candidates with ``slow-prove=<factor>`` (every
 proof takes ``factor`` x as long, by real work: a true slowdown of ``factor - 1``). Candidates
 are images derived locally (``FROM`` the reference image, one ``ENV`` line), removed at the end.
@@ -33,13 +33,13 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.build import resolve_artifacts  # noqa: E402
-from harness.core.plan import new_run_id, plan_runs  # noqa: E402
-from harness.core.session import Session  # noqa: E402
-from harness.gate.model import ProfileTiming  # noqa: E402
-from harness.gate.timing import measure_profile  # noqa: E402
-from harness.model.jobs import JobSpec  # noqa: E402
-from harness.model.profile_file import load_profiles  # noqa: E402
+from proofdiff.artifacts import resolve_artifacts  # noqa: E402
+from proofdiff.core.plan import new_run_id, plan_runs  # noqa: E402
+from proofdiff.core.session import Session  # noqa: E402
+from proofdiff.gate.gate_result import ProfileTiming  # noqa: E402
+from proofdiff.gate.timing_rounds import measure_profile  # noqa: E402
+from proofdiff.model.jobs import JobSpec  # noqa: E402
+from proofdiff.model.profile_file import load_profiles  # noqa: E402
 
 
 def derive(client: docker.DockerClient, base: str, faults: str) -> str:
@@ -88,7 +88,7 @@ def condition(name: str, baseline: str, candidate: str, *, profile: str, reps: i
 
 
 def decision(t: ProfileTiming) -> str:
-    """The gate's decision over one arm's metrics (harness.gate.run.decide, timing only)."""
+    """The gate's decision over one arm's metrics (proofdiff.gate.gating.decide, timing only)."""
     if any(m.regression for m in t.metrics):
         return "FAIL"
     if t.metrics and all(m.verdict == "SAME" for m in t.metrics):

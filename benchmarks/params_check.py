@@ -25,9 +25,9 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.build import resolve_artifacts  # noqa: E402
-from harness.oracles.preflight import integrity_problems  # noqa: E402
-from harness.target.param_digests import DigestCache, read_manifest, write_manifest  # noqa: E402
+from proofdiff.artifacts import resolve_artifacts  # noqa: E402
+from proofdiff.oracles.preflight import integrity_problems  # noqa: E402
+from proofdiff.artifacts.param_manifest import DigestCache, read_manifest, write_manifest  # noqa: E402
 
 #: Workload -> the param file stem its circuit uses (filecoin-proofs v28 cache ids).
 STEMS = {"wpost-2k": "proof-of-spacetime-fallback", "porep-2k": "032d3138d22506ec"}

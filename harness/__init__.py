@@ -2,24 +2,24 @@
 
 The public surface; everything else is internal and may move::
 
-    from harness import run_differential
+    from proofdiff import run_differential
     result = run_differential("refprover", overrides=["prod.env.REFPROVER_FAULTS=partition-race"])
     print(result.verdict, result.exit_code, result.divergences[0].suspects[0].path)
 """
 
-from harness.core.differential import assemble, run_differential
-from harness.core.plan import Plan, new_run_id, plan_runs
-from harness.core.session import Session
-from harness.model.jobs import FlowRecord, JobRecord, JobSpec, ProofVerdict
-from harness.model.oracles import Divergence, OracleRecord, Suspect
-from harness.model.profile import Profile
-from harness.model.profile_file import ProfileError, load_profiles, select_profiles
-from harness.model.result import DifferentialResult, ImageInfo
-from harness.model.runs import DaemonFacts, RunRecord
-from harness.model.status import JobStatus, Outcome, Verdict
-from harness.oracles.registry import DEFAULT_SUITES, SUITES
-from harness.report.summary import load_summary
-from harness.report.writer import write_report
+from proofdiff.core.differential import assemble, run_differential
+from proofdiff.core.plan import Plan, new_run_id, plan_runs
+from proofdiff.core.session import Session
+from proofdiff.model.jobs import FlowRecord, JobRecord, JobSpec, ProofVerdict
+from proofdiff.model.oracle_records import Divergence, OracleRecord, Suspect
+from proofdiff.model.profile import Profile
+from proofdiff.model.profile_file import ProfileError, load_profiles, select_profiles
+from proofdiff.model.result import DifferentialResult, ImageInfo
+from proofdiff.model.runs import DaemonFacts, RunRecord
+from proofdiff.model.status import JobStatus, Outcome, Verdict
+from proofdiff.oracles.suite_table import DEFAULT_SUITES, SUITES
+from proofdiff.report.summary_json import load_summary
+from proofdiff.report.writer import write_report
 
 __all__ = [
     "DEFAULT_SUITES", "SUITES", "DaemonFacts", "DifferentialResult", "Divergence", "FlowRecord",

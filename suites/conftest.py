@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.oracles.registry import SUITES
+from proofdiff.oracles.suite_table import SUITES
 
 _ORDER = list(SUITES)
 

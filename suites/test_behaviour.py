@@ -1,6 +1,6 @@
 """Behaviour, per profile: what the daemon really does against what the profile asked for:
 priority before FIFO, the proving mode and workers asked for, the in-flight limit kept, and
-memory and CPU under the container's limits (``harness.oracles.behaviour``)."""
+memory and CPU under the container's limits (``proofdiff.oracles.behaviour``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from harness.oracles.behaviour import ORACLES
+from proofdiff.oracles.behaviour import ORACLES
 
 pytestmark = pytest.mark.proofdiff
 

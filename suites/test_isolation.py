@@ -1,7 +1,7 @@
 """Isolation, per profile: colliding request ids with distinct inputs, a reused id with new
 inputs, K distinct inputs together. Every proof must verify against its own inputs, no two
 distinct inputs may share a proof or a partition proof, nothing may be lost, stuck or returned
-twice; duplicates are rejected clearly or isolated (``harness.oracles.isolation``)."""
+twice; duplicates are rejected clearly or isolated (``proofdiff.oracles.isolation``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Preflight, before any proof, per profile: the image and its digest, the workload file, the
 params readable where the daemon really reads them (checked inside the container), the config
-keys the daemon knows, a bench-cli profile's command line (``harness.oracles.preflight``).
+keys the daemon knows, a bench-cli profile's command line (``proofdiff.oracles.preflight``).
 A failed blocking check makes the proving suites skip that profile, with the reason."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from harness.oracles.preflight import ORACLES
+from proofdiff.oracles.preflight import ORACLES
 
 pytestmark = pytest.mark.proofdiff
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.regressions import Case, CaseError, cases_dir, discover, load_case, replay
+from proofdiff.regressions import Case, CaseError, cases_dir, discover, load_case, replay
 
 
 class BugPresent(AssertionError):

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from harness.model.oracles import Divergence
+from proofdiff.model.oracle_records import Divergence
 
 pytestmark = pytest.mark.proofdiff
 

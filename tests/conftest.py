@@ -18,10 +18,10 @@ from typing import Any
 import docker
 import pytest
 
-from harness.model.jobs import FlowRecord, JobRecord, ProofVerdict
-from harness.model.runs import DaemonFacts, RunRecord
-from harness.model.status import JobStatus
-from harness.oracles.base import Recorder
+from proofdiff.model.jobs import FlowRecord, JobRecord, ProofVerdict
+from proofdiff.model.runs import DaemonFacts, RunRecord
+from proofdiff.model.status import JobStatus
+from proofdiff.oracles.evidence import Recorder
 
 REPO = Path(__file__).resolve().parents[1]
 TIERS = ("unit", "host", "docker", "e2e")
@@ -36,13 +36,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def artifacts() -> Any:
-    """The build's artifacts (harness.build; `make test` builds them first, cached outside the
+    """The build's artifacts (proofdiff.artifacts; `make test` builds them first, cached outside the
     clone, so this is a quick check). Skips, with the reason, where no Docker engine answers."""
     try:
         docker.from_env().ping()
     except Exception as exc:  # noqa: BLE001 - any failure means: no engine to build or test against
         pytest.skip(f"no Docker engine reachable ({exc}); start dockerd to run this tier")
-    from harness.build import ensure_artifacts
+    from proofdiff.artifacts import ensure_artifacts
 
     return ensure_artifacts(workloads=["wpost-2k"], log=lambda _line: None, crate_dir=REPO /
                             "targets" / "refprover")

@@ -1,6 +1,6 @@
 """One probe of a bisection: a real run of an intermediate profile against the named oracle.
 
-A probe is :func:`harness.core.differential.run_differential` on one profile (the good one
+A probe is :func:`proofdiff.core.differential.run_differential` on one profile (the good one
 with some units of the delta applied), its own run id and report under the bisection's
 ``probes/``. Its outcome, as in dd:
 
@@ -26,16 +26,16 @@ from pathlib import Path
 
 import msgspec
 
-from harness.core.delta import profile_view
-from harness.core.differential import run_differential
-from harness.model.oracles import OracleRecord
-from harness.model.profile import Profile
-from harness.model.result import DifferentialResult
-from harness.model.status import Outcome
-from harness.oracles.registry import applies
+from proofdiff.core.profile_delta import profile_view
+from proofdiff.core.differential import run_differential
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.profile import Profile
+from proofdiff.model.result import DifferentialResult
+from proofdiff.model.status import Outcome
+from proofdiff.oracles.suite_table import applies
 
-from .dd import FAIL, PASS, UNRESOLVED, Config
-from .units import Unit, apply_units
+from proofdiff.bisect.dd import FAIL, PASS, UNRESOLVED, Config
+from proofdiff.bisect.units import Unit, apply_units
 
 __all__ = ["ANY_FAILURE_SUITES", "BudgetExceeded", "Probe", "Prober", "judge", "oracle_applies",
            "suites_for"]
@@ -101,7 +101,7 @@ def judge(result: DifferentialResult, profile: str, oracle: str | None,
           applicable: bool = True) -> tuple[str, tuple[str, ...], str, OracleRecord | None]:
     """``(outcome, checks, reason, first failing record)`` of one probe's run (module
     docstring). ``applicable``: whether the named oracle applies to the profile at all
-    (:func:`harness.oracles.registry.applies`); one that does not cannot fail: PASS."""
+    (:func:`proofdiff.oracles.suite_table.applies`); one that does not cannot fail: PASS."""
     if not applicable and not result.errors:
         return PASS, (), f"{oracle} does not apply to this profile", None
     recs = _targets(result.records, profile, oracle)
@@ -123,7 +123,7 @@ def judge(result: DifferentialResult, profile: str, oracle: str | None,
 
 
 class Prober:
-    """Runs probes for :func:`harness.bisect.dd.isolate` (``tester``) and keeps the table.
+    """Runs probes for :func:`proofdiff.bisect.dd.isolate` (``tester``) and keeps the table.
 
     Args:
         good: the good profile, image pinned. units: the delta's units. workload, oracle: what
@@ -183,7 +183,7 @@ class Prober:
         return row
 
     def __call__(self, configs: Sequence[Config], fresh: bool) -> list[str]:
-        """``tester`` of :func:`~harness.bisect.dd.isolate`: one outcome per config.
+        """``tester`` of :func:`~proofdiff.bisect.dd.isolate`: one outcome per config.
 
         Raises:
             BudgetExceeded: the deadline passed before a probe could start.

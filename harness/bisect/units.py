@@ -1,7 +1,7 @@
 """The items a bisection moves: the config delta from the good profile to the bad one, with
 coupled items joined into one unit, and the intermediate profile of any set of units.
 
-An item is one :class:`~harness.model.delta.DeltaItem` of the effective difference (config
+An item is one :class:`~proofdiff.model.config_delta.DeltaItem` of the effective difference (config
 keys, env vars, command, mounts, ports, concurrency, job-id scheme, driver, resources). Items
 move together when one is meaningless without the other:
 
@@ -22,8 +22,8 @@ from typing import Any
 
 import msgspec
 
-from harness.model.delta import ABSENT, ConfigDelta, DeltaItem
-from harness.model.profile import Profile
+from proofdiff.model.config_delta import ABSENT, ConfigDelta, DeltaItem
+from proofdiff.model.profile import Profile
 
 __all__ = ["Unit", "apply_units", "units_of"]
 

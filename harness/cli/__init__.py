@@ -6,7 +6,7 @@
     proofdiff reap [--run-id ID]
     proofdiff catch-matrix [--fault NAME]... [--repeat-clean N] [--targeted] [--clean-only]
     proofdiff gate --candidate IMAGE --baseline IMAGE [--profile NAME]... [--budget-s S]
-                   [--allowlist FILE]   (exit codes: harness/cli/gate.py EXIT_HELP)
+                   [--allowlist FILE]   (exit codes: harness/cli/cmd_gate.py EXIT_HELP)
     proofdiff bisect [--profiles SET|FILE] --good bench --bad prod [--workload W]
                      [--oracle SUITE/ORACLE] [--budget-s S]   (exit codes: cli/bisect.py)
     proofdiff repro --from-report DIR | --config FILE [--env-file F] ... [--bisect]
@@ -25,7 +25,8 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
-from . import bisect, catch_matrix, gate, maintenance, repro, run
+from proofdiff.cli import (cmd_bisect, cmd_catch_matrix, cmd_gate, cmd_maintenance, cmd_repro,
+                           cmd_run)
 
 __all__ = ["main"]
 
@@ -33,26 +34,26 @@ __all__ = ["main"]
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="proofdiff", description="Differential regression testing "
                                 "of proof-generation daemons: bench vs prod on one image.",
-                                epilog=run.EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                epilog=cmd_run.EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
-    run.add_arguments(sub.add_parser("run", help="run the suites on every profile, print the "
-                                     "verdict", epilog=run.EXIT_HELP,
+    cmd_run.add_arguments(sub.add_parser("run", help="run the suites on every profile, print the "
+                                     "verdict", epilog=cmd_run.EXIT_HELP,
                                      formatter_class=argparse.RawDescriptionHelpFormatter))
-    maintenance.add_build(sub.add_parser("build", help="build or reuse the refprover image, "
+    cmd_maintenance.add_build(sub.add_parser("build", help="build or reuse the refprover image, "
                                          "params and workloads (cached by content)"))
-    maintenance.add_reap(sub.add_parser("reap", help="remove containers left by crashed runs"))
-    catch_matrix.add_arguments(sub.add_parser("catch-matrix", help="the fault catalog self-test: "
+    cmd_maintenance.add_reap(sub.add_parser("reap", help="remove containers left by crashed runs"))
+    cmd_catch_matrix.add_arguments(sub.add_parser("catch-matrix", help="the fault catalog self-test: "
                                               "clean + every fault x every suite"))
-    gate.add_arguments(sub.add_parser("gate", help="candidate vs baseline image: block a push "
+    cmd_gate.add_arguments(sub.add_parser("gate", help="candidate vs baseline image: block a push "
                                       "when the candidate is broken or slower",
-                                      epilog=gate.EXIT_HELP,
+                                      epilog=cmd_gate.EXIT_HELP,
                                       formatter_class=argparse.RawDescriptionHelpFormatter))
-    bisect.add_arguments(sub.add_parser("bisect", help="the minimal config change from a "
+    cmd_bisect.add_arguments(sub.add_parser("bisect", help="the minimal config change from a "
                                         "passing profile to a failing one (delta debugging)",
-                                        epilog=bisect.EXIT_HELP,
+                                        epilog=cmd_bisect.EXIT_HELP,
                                         formatter_class=argparse.RawDescriptionHelpFormatter))
-    repro.add_arguments(sub.add_parser("repro", help="a regression case from a failing run or "
-                                       "from production artifacts", epilog=repro.EXIT_HELP,
+    cmd_repro.add_arguments(sub.add_parser("repro", help="a regression case from a failing run or "
+                                       "from production artifacts", epilog=cmd_repro.EXIT_HELP,
                                        formatter_class=argparse.RawDescriptionHelpFormatter))
     return p
 
@@ -61,9 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``proofdiff``; returns the exit code."""
     args = _parser().parse_args(argv)
     console = Console(width=max(100, Console().width), highlight=False)
-    handler = {"run": run.run, "build": maintenance.build, "reap": maintenance.reap,
-               "catch-matrix": catch_matrix.run_matrix, "gate": gate.gate,
-               "bisect": bisect.bisect, "repro": repro.repro}[args.cmd]
+    handler = {"run": cmd_run.run, "build": cmd_maintenance.build, "reap": cmd_maintenance.reap,
+               "catch-matrix": cmd_catch_matrix.run_matrix, "gate": cmd_gate.gate,
+               "bisect": cmd_bisect.bisect, "repro": cmd_repro.repro}[args.cmd]
     return handler(args, console)
 
 

@@ -1,13 +1,13 @@
 """``run_differential``: the one way in, for the CLI, the pytest plugin and every workflow.
 
-    from harness import run_differential
+    from proofdiff import run_differential
     result = run_differential("refprover", overrides=["prod.env.REFPROVER_FAULTS=partition-race"])
     result.verdict, result.exit_code, result.divergences[0].suspects[0].path
 
 It loads and plans the profiles, evaluates every selected suite on every selected workload (and
-image), derives divergences and the verdict once (:mod:`harness.core.verdict`), writes the report
+image), derives divergences and the verdict once (:mod:`proofdiff.core.verdict`), writes the report
 (even when the run failed or was interrupted) and returns the typed
-:class:`~harness.model.result.DifferentialResult`. Nothing here needs pytest.
+:class:`~proofdiff.model.result.DifferentialResult`. Nothing here needs pytest.
 """
 
 from __future__ import annotations
@@ -17,21 +17,21 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.build.errors import BuildError
-from harness.model.delta import ConfigDelta
-from harness.model.oracles import OracleRecord
-from harness.model.profile import Profile
-from harness.model.profile_file import ProfileError, load_profiles, select_profiles
-from harness.model.result import DifferentialResult, ImageInfo
-from harness.model.runs import RunRecord
-from harness.target.containers import ContainerError
+from proofdiff.artifacts.errors import BuildError
+from proofdiff.model.config_delta import ConfigDelta
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.profile import Profile
+from proofdiff.model.profile_file import ProfileError, load_profiles, select_profiles
+from proofdiff.model.result import DifferentialResult, ImageInfo
+from proofdiff.model.runs import RunRecord
+from proofdiff.runtime.docker import ContainerError
 
-from .delta import profile_delta, profile_view
-from harness.target.machine import machine_facts
+from proofdiff.core.profile_delta import profile_delta, profile_view
+from proofdiff.runtime.host import machine_facts
 
-from .plan import Plan, new_run_id, plan_runs
-from .session import Session
-from .verdict import divergences, missing_cells, verdict
+from proofdiff.core.plan import Plan, new_run_id, plan_runs
+from proofdiff.core.session import Session
+from proofdiff.core.verdict import divergences, missing_cells, verdict
 
 __all__ = ["assemble", "run_differential"]
 
@@ -120,7 +120,7 @@ def run_differential(profiles: Mapping[str, Profile] | str | Path | None = None,
             allure-results (default true).
 
     Returns:
-        The :class:`~harness.model.result.DifferentialResult`. Bad input (a profile file that
+        The :class:`~proofdiff.model.result.DifferentialResult`. Bad input (a profile file that
         does not load, an unknown key or suite, a build that fails, no Docker engine) comes back
         as verdict ERROR with the cause, never as an exception; an interrupt (Ctrl-C, SIGTERM)
         comes back as INTERRUPTED after the containers are removed.
@@ -161,7 +161,7 @@ def run_differential(profiles: Mapping[str, Profile] | str | Path | None = None,
                       wall_s=time.monotonic() - t0, machine=machine_facts(),
                       verifier=_verifier(sessions))
     if write_report:
-        from harness.report.writer import write_report as write
+        from proofdiff.report.writer import write_report as write
 
         write(result, Path(report_dir))
     return result

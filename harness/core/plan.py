@@ -14,9 +14,9 @@ from pathlib import Path
 
 import msgspec
 
-from harness.model.profile import Profile
-from harness.model.result import ImageInfo
-from harness.oracles.registry import select_suites
+from proofdiff.model.profile import Profile
+from proofdiff.model.result import ImageInfo
+from proofdiff.oracles.suite_table import select_suites
 
 __all__ = ["Plan", "new_run_id", "plan_runs"]
 
@@ -85,16 +85,16 @@ def plan_runs(profiles: Mapping[str, Profile], *, workloads: Sequence[str] = (),
         images: run every profile on each of these images (one plan per image); none = each
             profile's own image.
         param_cache, workload_files, verifier_image: prebuilt artifacts; what is not given is
-            found or built (harness.build.resolve_artifacts, cached by content).
+            found or built (proofdiff.artifacts.resolve_artifacts, cached by content).
         verify_timeout_s: deadline of one verifier container, seconds.
         params_manifest: a parameters.json for the params (default: the param cache's own).
-        crate_dir: the refprover crate to build from (default: harness.build.locate_crate).
+        crate_dir: the refprover crate to build from (default: proofdiff.artifacts.locate_crate).
         bin_dir: refprover's host binaries for process and attach targets (default: the
             build's; given, cargo is not needed).
 
     Raises:
         ValueError: no profile, or an unknown suite name.
-        harness.build.BuildError: artifacts were needed and could not be built or found.
+        proofdiff.artifacts.BuildError: artifacts were needed and could not be built or found.
     """
     if not profiles:
         raise ValueError("no profile selected; a profile file has at least one [profiles.NAME]")
@@ -108,7 +108,7 @@ def plan_runs(profiles: Mapping[str, Profile], *, workloads: Sequence[str] = (),
                    or (not images and any(p.image is None for p in in_docker))
                    or (len(in_docker) < len(profiles) and bin_dir is None))
     if needs_build:
-        from harness.build import resolve_artifacts  # heavy: only when something is missing
+        from proofdiff.artifacts import resolve_artifacts  # heavy: only when something is missing
 
         art = resolve_artifacts(list(wls), log=log, crate_dir=crate_dir,
                                 docker=bool(in_docker),

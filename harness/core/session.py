@@ -4,7 +4,7 @@ It starts at most one daemon per profile (through the one container runner, watc
 owner's watchdog), runs each workload once through the profile's driver and verifies it, sends
 the other flows after it (so a fresh daemon's first proof is always the workload run's first
 job: the warmup), and evaluates each suite once per workload. What it computes is kept in a
-:class:`~harness.core.store.Store`: in memory, or shared between pytest-xdist workers.
+:class:`~proofdiff.core.store.Store`: in memory, or shared between pytest-xdist workers.
 """
 
 from __future__ import annotations
@@ -15,29 +15,30 @@ from typing import TypeVar
 
 import msgspec
 
-from harness.drivers.base import Driver, Mode, plan_workload
-from harness.drivers.bench_cli import BenchCliDriver
-from harness.drivers.deadlines import Deadlines, deadlines_for
-from harness.drivers.flow import prove_many
-from harness.drivers.job_ids import JobIdError
-from harness.drivers.registry import driver_for
-from harness.model.jobs import FlowRecord, JobSpec
-from harness.model.oracles import OracleRecord
-from harness.model.profile import DEFAULT_VERIFIER, Profile
-from harness.model.runs import DaemonFacts, RunRecord
-from harness.model.status import JobStatus
-from harness.model.workload import MIXED, Workload, WorkloadError, load_workload
-from harness.oracles.preflight import BLOCKING
-from harness.oracles.registry import SUITES
-from harness.target.runner import Runner
-from harness.target.spec import ContainerError
-from harness.target.daemon import Daemon, LaunchError, start_daemon
-from harness.target.programs import Identity, program_identity
-from harness.target.verifier import ToolVerifier, attach_verdicts
-from harness.target.watchdog import Watchdog
+from proofdiff.drivers.protocol import Driver, Mode, plan_workload
+from proofdiff.drivers.bench_cli import BenchCliDriver
+from proofdiff.drivers.cuzk_client import loaded_srs, status_probe
+from proofdiff.drivers.deadlines import Deadlines, deadlines_for
+from proofdiff.drivers.flow import prove_many
+from proofdiff.drivers.job_ids import JobIdError
+from proofdiff.drivers.for_profile import driver_for
+from proofdiff.model.jobs import FlowRecord, JobSpec
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.profile import DEFAULT_VERIFIER, Profile
+from proofdiff.model.runs import DaemonFacts, RunRecord
+from proofdiff.model.status import JobStatus
+from proofdiff.model.workload import MIXED, Workload, WorkloadError, load_workload
+from proofdiff.oracles.preflight import BLOCKING
+from proofdiff.oracles.suite_table import SUITES
+from proofdiff.runtime.runner import Runner
+from proofdiff.runtime.spec import ContainerError
+from proofdiff.runtime.daemon import Daemon, LaunchError, start_daemon
+from proofdiff.runtime.identity import Identity, program_identity
+from proofdiff.verify.tool_verifier import ToolVerifier, attach_verdicts
+from proofdiff.runtime.watchdog import Watchdog
 
-from .plan import Plan
-from .store import MemoryStore, Store
+from proofdiff.core.plan import Plan
+from proofdiff.core.store import MemoryStore, Store
 
 __all__ = ["Session", "SuiteResult", "merge_flows"]
 
@@ -150,7 +151,7 @@ class Session:
             p = self.profiles[profile]
             self.log(f"starting {profile} ({p.target}: {p.program})")
             try:
-                d = start_daemon(self.runner, p, self.param_cache,
+                d = start_daemon(self.runner, p, self.param_cache, probe=status_probe,
                                  name=self.runner.unique_name(profile, self.worker))
             except ContainerError as exc:  # no engine: as good as a daemon that did not start
                 if isinstance(exc, LaunchError):
@@ -231,7 +232,7 @@ class Session:
         if isinstance(driver, BenchCliDriver):  # a rejected command line is not a daemon result
             problem = driver.check_command_line(wl, self.deadlines(profile))
             if problem:
-                return msgspec.structs.replace(base, errors=(problem,), daemon=daemon.facts())
+                return msgspec.structs.replace(base, errors=(problem,), daemon=self._facts(daemon))
         self.log(f"{profile}/{workload}: {len(specs)} jobs at concurrency {p.concurrency}")
         flow = prove_many(driver, daemon.address, wl, specs, name="workload",
                           concurrency=p.concurrency, deadlines=self.deadlines(profile),
@@ -241,13 +242,13 @@ class Session:
                  f"{flow.wall_ms / 1000:.1f} s")
         cut_off = any(j.status in (JobStatus.ERROR, JobStatus.LOST) for j in flow.jobs)
         return msgspec.structs.replace(base, flows=(flow,),
-                                       daemon=daemon.facts(settle_s=3.0 if cut_off else 0.0))
+                                       daemon=self._facts(daemon, settle_s=3.0 if cut_off else 0.0))
 
     def send(self, profile: str, workload: str, specs: Sequence[JobSpec], *, name: str,
              label: str = "", concurrency: int, mode: Mode = Mode.PROVE,
              cross: bool = False) -> FlowRecord:
         """Another flow on ``profile``'s daemon after its workload run, verified (``cross``:
-        against every input sent); see :class:`harness.oracles.base.Evidence`."""
+        against every input sent); see :class:`proofdiff.oracles.evidence.Evidence`."""
         self.run(profile, workload)
         wl = self.workload(workload)
         flow = prove_many(self.driver(profile), self.daemon(profile).address, wl, specs,
@@ -259,13 +260,19 @@ class Session:
         return flow
 
     def flows(self, profile: str, workload: str) -> list[FlowRecord]:
-        """See :class:`harness.oracles.base.Evidence`."""
+        """See :class:`proofdiff.oracles.evidence.Evidence`."""
         return [*self.run(profile, workload).flows, *self._flows.get((profile, workload), [])]
 
+    @staticmethod
+    def _facts(daemon: Daemon, settle_s: float = 0.0) -> DaemonFacts:
+        """The daemon's facts, with the SRS its API reports loaded."""
+        return daemon.facts(settle_s, srs_loaded=loaded_srs(daemon.address) if daemon.address
+                            else ())
+
     def facts(self, profile: str) -> DaemonFacts | None:
-        """See :class:`harness.oracles.base.Evidence`."""
+        """See :class:`proofdiff.oracles.evidence.Evidence`."""
         try:
-            return self.daemon(profile).facts()
+            return self._facts(self.daemon(profile))
         except LaunchError:
             return None
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol, TypeVar
 
 import filelock
 
-from harness.model import serde
+from proofdiff.model import serde
 
 __all__ = ["FileStore", "MemoryStore", "Store", "StoreTimeout"]
 

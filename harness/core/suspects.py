@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.model.delta import ConfigDelta, DeltaItem
-from harness.model.oracles import OracleRecord, Suspect
+from proofdiff.model.config_delta import ConfigDelta, DeltaItem
+from proofdiff.model.oracle_records import OracleRecord, Suspect
 
 __all__ = ["ORDER", "UNUSED", "rank"]
 

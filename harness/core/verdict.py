@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from harness.model.delta import ConfigDelta
-from harness.model.oracles import Divergence, OracleRecord
-from harness.model.runs import RunRecord
-from harness.model.status import Outcome, Verdict
+from proofdiff.model.config_delta import ConfigDelta
+from proofdiff.model.oracle_records import Divergence, OracleRecord
+from proofdiff.model.runs import RunRecord
+from proofdiff.model.status import Outcome, Verdict
 
-from .suspects import rank
+from proofdiff.core.suspects import rank
 
 __all__ = ["divergences", "missing_cells", "verdict"]
 

@@ -11,14 +11,14 @@ The tool takes one input per run, so a flow's jobs are grouped by workload job; 
 one short-lived run of the tool (a container of the profile's image, role ``bench``, on the
 daemon's docker network; a process for a process or attach target), with ``-j`` = the group's
 share of the flow's concurrency; groups run side by side up to that concurrency. The tool
-prints one line per proof (:mod:`harness.drivers.bench_output`); each becomes a
-:class:`~harness.model.jobs.JobRecord`.
+prints one line per proof (:mod:`proofdiff.drivers.bench_output`); each becomes a
+:class:`~proofdiff.model.jobs.JobRecord`.
 
 A real cuzk proves one WindowPoSt partition per request and cuzk-bench's ``batch`` always asks
 for partition 0, so for a cuzk daemon (``daemon = "cuzk"``) a WindowPoSt job of several
 partitions is proved with ``single --partition K`` per partition, each with that partition's
 sectors; ``single`` prints the 192-byte proof whole, so these proofs are verified, and the
-job's record joins its partitions' (:func:`harness.drivers.grpc.merge_partitions`).
+job's record joins its partitions' (:func:`proofdiff.drivers.grpc_driver.merge_partitions`).
 
 What the tool cannot give: request ids (it makes a fresh UUID per proof and does not print it:
 records say :data:`TOOL_CHOSEN_ID`), and per-proof start times. Start times are reconstructed
@@ -37,19 +37,19 @@ from collections.abc import Sequence
 
 import msgspec
 
-from harness.model.jobs import JobRecord, JobSpec
-from harness.model.profile import Profile
-from harness.model.status import JobStatus
-from harness.model.workload import POREP, Workload, WorkloadJob
-from harness.target.runner import Runner
-from harness.target.spec import OUT_DIR, ContainerError, ContainerSpec, Handle, ToolResult
+from proofdiff.model.jobs import JobRecord, JobSpec
+from proofdiff.model.profile import Profile
+from proofdiff.model.status import JobStatus
+from proofdiff.model.workload import POREP, Workload, WorkloadJob
+from proofdiff.runtime.runner import Runner
+from proofdiff.runtime.spec import OUT_DIR, ContainerError, ContainerSpec, Handle, ToolResult
 
-from .base import Log, Mode
-from .bench_inputs import BenchToolError, bench_input, bench_type, input_path, starts
-from .bench_output import BenchOutputError, parse_bench_output, parse_single_output, usage_error
-from .deadlines import Deadlines
-from .grpc import merge_partitions
-from .guard import Guard
+from proofdiff.drivers.protocol import Log, Mode
+from proofdiff.drivers.bench_inputs import BenchToolError, bench_input, bench_type, input_path, starts
+from proofdiff.drivers.bench_output import BenchOutputError, parse_bench_output, parse_single_output, usage_error
+from proofdiff.drivers.deadlines import Deadlines
+from proofdiff.drivers.grpc_driver import merge_partitions
+from proofdiff.drivers.hang_guard import Guard
 
 __all__ = ["TOOL_CHOSEN_ID", "BenchCliDriver", "BenchToolError"]
 
@@ -164,7 +164,7 @@ class BenchCliDriver:
     # -- sending -----------------------------------------------------------------------------
     def send(self, specs: Sequence[JobSpec], *, workload: Workload, concurrency: int, mode: Mode,
              guard: Guard, deadlines: Deadlines, log: Log) -> list[JobRecord]:
-        """See :class:`~harness.drivers.base.Driver`. A tool that cannot run, or rejects its
+        """See :class:`~proofdiff.drivers.protocol.Driver`. A tool that cannot run, or rejects its
         command line, makes every job ``ERROR`` with the tool's own message."""
         groups: dict[str, list[JobSpec]] = {}
         for s in specs:

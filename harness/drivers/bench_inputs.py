@@ -9,7 +9,7 @@ import base64
 import json
 from collections.abc import Sequence
 
-from harness.model.workload import POREP, WorkloadJob
+from proofdiff.model.workload import POREP, WorkloadJob
 
 __all__ = ["IN_DIR", "BenchToolError", "bench_input", "bench_type", "input_path", "starts"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
-from harness.model.profile import Profile
+from proofdiff.model.profile import Profile
 
 __all__ = ["POLL_S", "SLACK_S", "SLICE_S", "SUBMIT_S", "Deadlines", "deadlines_for"]
 

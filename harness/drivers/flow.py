@@ -2,7 +2,7 @@
 
 Every flow proofdiff sends (the workload run, the isolation flows, each timing batch) goes
 through :func:`prove_many`, so every wait has the same deadline rule and the same stall guard,
-whatever the driver, and every flow comes back as a :class:`~harness.model.jobs.FlowRecord`.
+whatever the driver, and every flow comes back as a :class:`~proofdiff.model.jobs.FlowRecord`.
 """
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from harness.model.jobs import FlowRecord, JobRecord, JobSpec
-from harness.model.workload import Workload
+from proofdiff.model.jobs import FlowRecord, JobRecord, JobSpec
+from proofdiff.model.workload import Workload
 
-from .base import Driver, Log, Mode
-from .deadlines import POLL_S, Deadlines
-from .guard import guarded
+from proofdiff.drivers.protocol import Driver, Log, Mode
+from proofdiff.drivers.deadlines import POLL_S, Deadlines
+from proofdiff.drivers.hang_guard import guarded
 
 __all__ = ["prove_many"]
 
@@ -25,7 +25,7 @@ def prove_many(driver: Driver, address: str, workload: Workload, specs: Sequence
                deadlines: Deadlines, log: Log) -> FlowRecord:
     """Send ``specs`` through ``driver`` to the daemon at ``address`` and collect the flow.
 
-    Deadline: :meth:`~harness.drivers.deadlines.Deadlines.flow_s` for the specs at
+    Deadline: :meth:`~proofdiff.drivers.deadlines.Deadlines.flow_s` for the specs at
     ``concurrency``; the hang guard polls the daemon every ``POLL_S`` and gives up after
     ``stall_s`` of an idle daemon with jobs outstanding. Jobs given up come back ``STUCK``
     (a stall) or ``LOST`` (the deadline) with the reason; the record's ``stall`` says why.

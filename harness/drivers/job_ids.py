@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from harness.model.profile import JOB_ID_SCHEMES
+from proofdiff.model.profile import JOB_ID_SCHEMES
 
 __all__ = ["FIXED_ID", "JobIdError", "make_job_id", "partition_request_id"]
 

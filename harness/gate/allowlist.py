@@ -24,7 +24,7 @@ from pathlib import Path
 
 import msgspec
 
-from .model import Finding, StaleEntry
+from proofdiff.gate.gate_result import Finding, StaleEntry
 
 __all__ = ["AllowEntry", "AllowlistError", "apply_allowlist", "load_allowlist"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
-from .status import JobStatus
+from proofdiff.model.status import JobStatus
 
 __all__ = ["PRIORITIES", "FlowRecord", "JobRecord", "JobSpec", "ProofVerdict", "StatusSample"]
 
@@ -66,7 +66,7 @@ class JobRecord(msgspec.Struct, frozen=True, kw_only=True):
     Attributes:
         index: the :class:`JobSpec` index. job: the workload job whose inputs were sent.
         request_id: the id sent ('' when the bench tool chose one it does not print).
-        status: see :class:`~harness.model.status.JobStatus`.
+        status: see :class:`~proofdiff.model.status.JobStatus`.
         job_id: the id the daemon answered with ('' when no answer).
         priority: the cuzk ``Priority`` name sent ('' = UNSPECIFIED).
         proof: proof bytes (``partitions x 192``), ``b''`` when none.

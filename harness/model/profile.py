@@ -1,6 +1,6 @@
 """A profile: one named way to run the target image (DESIGN.md section 1, 'Profile').
 
-A profile is built and validated by :mod:`harness.model.profile_file`; here are its shape and
+A profile is built and validated by :mod:`proofdiff.model.profile_file`; here are its shape and
 what derives from it (the effective daemon config, the param paths, the gRPC port).
 """
 
@@ -65,7 +65,7 @@ DAEMON_DEFAULTS: dict[str, dict[str, Any]] = {"refprover": REFPROVER_DEFAULTS,
 DRIVERS = ("grpc", "bench-cli")
 #: How the daemon is run: a container, a process on this host, or one already running.
 TARGETS = ("docker", "process", "attach")
-#: The gate's timing metrics (harness.gate.timing).
+#: The gate's timing metrics (proofdiff.gate.timing_rounds).
 TIMING_METRICS = ("latency", "throughput", "in-progress")
 #: Program names of the refprover build, found in the bin dir (``--bin-dir``) of a process
 #: target when the profile names no path.
@@ -137,7 +137,7 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
     """One named way to run the target.
 
     Mapping fields are plain dicts: treat them as read-only. Build profiles with
-    :func:`harness.model.profile_file.load_profiles`, which validates every key.
+    :func:`proofdiff.model.profile_file.load_profiles`, which validates every key.
 
     Attributes:
         name: profile name (``bench``, ``prod``).
@@ -215,11 +215,11 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
         """The image to run; raises when the profile was never planned (image unset).
 
         Raises:
-            ValueError: ``image`` is still ``None`` (plan the run first: harness.core.plan).
+            ValueError: ``image`` is still ``None`` (plan the run first: proofdiff.core.plan).
         """
         if self.image is None:
             raise ValueError(f"profile {self.name!r} has no image yet: the run plan pins the "
-                             "reference image before anything starts (harness.core.plan)")
+                             "reference image before anything starts (proofdiff.core.plan)")
         return self.image
 
     def effective_config(self) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 Each profile is ``defaults`` deep-merged with its own table, then with the command-line overrides
 (``--set prod.env.REFPROVER_FAULTS=partition-race``), then validated into a frozen
-:class:`~harness.model.profile.Profile`. Profile sets ship with the package
+:class:`~proofdiff.model.profile.Profile`. Profile sets ship with the package
 (``harness/profiles/*.toml``) and are named by their stem: ``refprover`` (the default) and
 ``cuzk``; any other value is a path.
 
@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from .profile import (DAEMON_DEFAULTS, DRIVERS, JOB_ID_SCHEMES, MOUNT_NAMES, NETWORKS,
+from proofdiff.model.profile import (DAEMON_DEFAULTS, DRIVERS, JOB_ID_SCHEMES, MOUNT_NAMES, NETWORKS,
                       PROFILE_KEYS, TARGETS, TIMING_METRICS, Profile, deep_merge)
 
 __all__ = ["ALL_PROFILES", "DEFAULT_PROFILE_SET", "Override", "ProfileError", "build_profiles",
@@ -51,7 +51,7 @@ class Override(msgspec.Struct, frozen=True, kw_only=True):
 
 def shipped_profile_sets() -> dict[str, Path]:
     """The profile sets shipped with proofdiff, by name (``refprover``, ``cuzk``)."""
-    root = importlib.resources.files("harness") / "profiles"
+    root = importlib.resources.files("proofdiff") / "profiles"
     return {p.name.removesuffix(".toml"): Path(str(p)) for p in root.iterdir()
             if p.name.endswith(".toml")}
 

@@ -1,4 +1,4 @@
-"""The differential result: what :func:`harness.run_differential` returns and summary.json holds."""
+"""The differential result: what :func:`proofdiff.run_differential` returns and summary.json holds."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from typing import Any
 
 import msgspec
 
-from .delta import ConfigDelta
-from .oracles import Divergence, OracleRecord
-from .runs import RunRecord
-from .status import Outcome, Verdict
+from proofdiff.model.config_delta import ConfigDelta
+from proofdiff.model.oracle_records import Divergence, OracleRecord
+from proofdiff.model.runs import RunRecord
+from proofdiff.model.status import Outcome, Verdict
 
 __all__ = ["SCHEMA_VERSION", "DifferentialResult", "ImageInfo"]
 
@@ -44,8 +44,8 @@ class DifferentialResult(msgspec.Struct, frozen=True, kw_only=True):
         extra: workflow-specific sections (``catch_matrix`` ...).
         wall_s: the run's wall time, plan to last cleanup, seconds (0 when not measured).
         verifier: the image whose ``verify`` judged every proof of a docker target, with its
-            id (the pinned verifier, harness/build/verifier.py); ``None`` when none ran.
-        machine: the host it ran on (:func:`harness.target.machine.machine_facts`: CPUs,
+            id (the pinned verifier, harness/artifacts/pinned_verifier.py); ``None`` when none ran.
+        machine: the host it ran on (:func:`proofdiff.runtime.host.machine_facts`: CPUs,
             memory, GPUs from NVML or nvidia-smi).
     """
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from .jobs import FlowRecord
+from proofdiff.model.jobs import FlowRecord
 
 __all__ = ["DaemonFacts", "ResourceUsage", "RunRecord"]
 

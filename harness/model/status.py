@@ -5,7 +5,7 @@
 * :class:`Verdict`: what a whole differential run concluded, with its exit code.
 
 Timing comparisons have their own three values (SAME / DIFFERENT / INCONCLUSIVE, the field's
-terms for a statistical comparison, :mod:`harness.stats.compare`); the timing oracles turn them
+terms for a statistical comparison, :mod:`proofdiff.stats.unpaired`); the timing oracles turn them
 into an :class:`Outcome`.
 """
 

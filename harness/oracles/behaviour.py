@@ -27,13 +27,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from harness.drivers.base import Mode
-from harness.model.jobs import FlowRecord, JobRecord, JobSpec, StatusSample
-from harness.model.oracles import OracleRecord
-from harness.model.profile import Profile
-from harness.model.status import Outcome
+from proofdiff.drivers.protocol import Mode
+from proofdiff.model.jobs import FlowRecord, JobRecord, JobSpec, StatusSample
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.profile import Profile
+from proofdiff.model.status import Outcome
 
-from .base import Evidence, Recorder
+from proofdiff.oracles.evidence import Evidence, Recorder
 
 __all__ = ["ORACLES", "PRIORITY_BOUND", "evaluate", "requested"]
 

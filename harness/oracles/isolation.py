@@ -25,13 +25,13 @@ import secrets
 from collections.abc import Sequence
 from typing import Any
 
-from harness.drivers.base import Mode
-from harness.model.jobs import FlowRecord, JobRecord, JobSpec
-from harness.model.oracles import OracleRecord
-from harness.model.status import JobStatus, Outcome
-from harness.model.workload import PROOF_BYTES_PER_PARTITION, is_slow_workload
+from proofdiff.drivers.protocol import Mode
+from proofdiff.model.jobs import FlowRecord, JobRecord, JobSpec
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.status import JobStatus, Outcome
+from proofdiff.model.workload import PROOF_BYTES_PER_PARTITION, is_slow_workload
 
-from .base import Evidence, Recorder
+from proofdiff.oracles.evidence import Evidence, Recorder
 
 __all__ = ["ORACLES", "Finding", "evaluate", "findings"]
 

@@ -16,7 +16,7 @@
   lists them in ``/status`` ``ignored_keys`` and logs ``ignored config key``); an error when
   neither ``/status`` nor the log could be read.
 * ``bench-cli``: a ``driver = "bench-cli"`` profile's command line is accepted by the image's
-  tool (the driver's one dry parse, :meth:`~harness.drivers.bench_cli.BenchCliDriver.check_command_line`).
+  tool (the driver's one dry parse, :meth:`~proofdiff.drivers.bench_cli.BenchCliDriver.check_command_line`).
 
 A failed ``image``, ``workload``, ``params``, ``params-integrity`` or ``bench-cli`` check (or
 a daemon that did not start) blocks the proving suites of that profile (:data:`BLOCKING`).
@@ -31,19 +31,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.drivers.bench_cli import BenchCliDriver
-from harness.model.oracles import OracleRecord
-from harness.model.profile import Profile
-from harness.model.status import Outcome
-from harness.model.workload import WorkloadError
-from harness.target.daemon import Daemon, LaunchError
-from harness.target.param_digests import MANIFEST, DigestCache, read_manifest
-from harness.target.programs import PARAMGEN, program_identity
-from harness.target.spec import ContainerError, ContainerSpec
-from harness.target.status import (deprecated_keys_from_log, fetch_status,
+from proofdiff.drivers.bench_cli import BenchCliDriver
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.profile import Profile
+from proofdiff.model.status import Outcome
+from proofdiff.model.workload import WorkloadError
+from proofdiff.runtime.daemon import Daemon, LaunchError
+from proofdiff.artifacts.param_manifest import MANIFEST, DigestCache, read_manifest
+from proofdiff.runtime.identity import PARAMGEN, program_identity
+from proofdiff.runtime.spec import ContainerError, ContainerSpec
+from proofdiff.runtime.daemon_status import (deprecated_keys_from_log, fetch_status,
                                    ignored_keys_from_log, param_cache_from_log)
 
-from .base import Evidence, Recorder
+from proofdiff.oracles.evidence import Evidence, Recorder
 
 __all__ = ["BLOCKING", "DEPRECATED_KEYS", "KNOWN_KEYS", "ORACLES", "evaluate", "integrity_problems",
            "required_param_files"]
@@ -72,14 +72,14 @@ PARAM_PATHS = ("config.srs.param_cache", "mounts.params", "env.FIL_PROOFS_PARAME
 def required_param_files(ev: Evidence, image: str, workload: str, profile: str,
                          timeout_s: float, *, target: str = "docker") -> tuple[list[str], str]:
     """The ``.params``/``.vk`` names ``workload`` needs, and where the list came from: the
-    circuits of ``harness.build.WORKLOADS``, named by the cache ids the image's own ``paramgen
+    circuits of ``proofdiff.artifacts.WORKLOADS``, named by the cache ids the image's own ``paramgen
     --print-cache-id`` prints (a process or attach target: the bin dir's paramgen); every file
     of the host cache when there is no paramgen.
 
     Raises:
         RuntimeError: a circuit's files are not in the host param cache (with the fix).
     """
-    from harness.build.workloads import WORKLOADS  # the build's table: circuits per workload
+    from proofdiff.artifacts.sealed_workloads import WORKLOADS  # the build's table: circuits per workload
 
     cache = ev.param_cache
     every = sorted(p.name for p in cache.iterdir() if p.suffix in (".params", ".vk"))

@@ -7,13 +7,13 @@ the baseline ``A2``. Rounds continue while any arm is INCONCLUSIVE, from 4 up to
 split over the 3 looks). A batch that does not complete fully stops the sampling: timing a broken
 daemon measures nothing.
 
-Arms (:func:`harness.stats.compare.compare` each):
+Arms (:func:`proofdiff.stats.unpaired.compare` each):
 
 * ``aa``: baseline A1 vs A2 per-proof cost. DIFFERENT is a false alarm of the method (fail).
 * ``throughput``: per-proof cost (batch wall / proofs = 1 / throughput) of a profile vs the
   baseline; DIFFERENT with the profile costlier per proof fails: its throughput collapsed.
 * ``concurrency``: jobs the daemon really proved at once (from its own ``queue_wait_ms`` and
-  ``total_ms``, :func:`harness.stats.concurrency.in_progress_of`), the profile vs the baseline.
+  ``total_ms``, :func:`proofdiff.stats.concurrency.in_progress_of`), the profile vs the baseline.
   A profile offered concurrency > 1 must run jobs side by side: SAME fails (a daemon that
   serializes jobs whatever it is offered cannot grow with hardware).
 * ``latency-throughput`` (every sampled profile): steady latency and throughput figures; fails on
@@ -25,14 +25,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from harness.model.jobs import FlowRecord, JobSpec
-from harness.model.oracles import OracleRecord
-from harness.model.status import Outcome
-from harness.stats.compare import DIFFERENT, INCONCLUSIVE, SAME, TimingVerdict, compare, summarize
-from harness.stats.concurrency import in_progress_of
+from proofdiff.model.jobs import FlowRecord, JobSpec
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.status import Outcome
+from proofdiff.stats.unpaired import DIFFERENT, INCONCLUSIVE, SAME, TimingVerdict, compare, summarize
+from proofdiff.stats.concurrency import in_progress_of
 
-from .base import Evidence, Recorder
-from .behaviour import MODE_KEYS, requested
+from proofdiff.oracles.evidence import Evidence, Recorder
+from proofdiff.oracles.behaviour import MODE_KEYS, requested
 
 __all__ = ["INITIAL_ROUNDS", "MAX_ROUNDS", "ORACLES", "Sampling", "evaluate", "judge"]
 

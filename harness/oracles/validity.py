@@ -5,20 +5,20 @@ own job's public inputs (length = partitions x 192 bytes), and every job complet
   be verified (no proof came back, the verifier failed, or every proof was unverifiable).
 * ``jobs``: fails naming each job that did not come back COMPLETED, with its status and text.
 
-That the profiles agree is the divergence of these records (harness.core.verdict).
+That the profiles agree is the divergence of these records (proofdiff.core.verdict).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.model.jobs import JobRecord
-from harness.model.oracles import OracleRecord
-from harness.model.runs import RunRecord
-from harness.model.status import Outcome
-from harness.model.workload import PROOF_BYTES_PER_PARTITION
+from proofdiff.model.jobs import JobRecord
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.runs import RunRecord
+from proofdiff.model.status import Outcome
+from proofdiff.model.workload import PROOF_BYTES_PER_PARTITION
 
-from .base import Evidence, Recorder
+from proofdiff.oracles.evidence import Evidence, Recorder
 
 __all__ = ["ORACLES", "evaluate", "judge_run"]
 

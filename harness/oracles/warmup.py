@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.model.oracles import OracleRecord
-from harness.model.runs import RunRecord
-from harness.model.serde import to_builtins
-from harness.model.status import JobStatus, Outcome
-from harness.stats.compare import summarize
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.runs import RunRecord
+from proofdiff.model.serde import to_builtins
+from proofdiff.model.status import JobStatus, Outcome
+from proofdiff.stats.unpaired import summarize
 
-from .base import Evidence, Recorder
+from proofdiff.oracles.evidence import Evidence, Recorder
 
 __all__ = ["DEFAULT_FLOOR_MS", "DEFAULT_FLOOR_REL", "ORACLES", "evaluate", "first_proof",
            "liveness"]

@@ -2,7 +2,7 @@
 # Regenerates the Python gRPC stubs in harness/proto/ from targets/refprover/proto/cuzk.proto.
 # Usage: bash harness/proto/regen.sh   (from anywhere; needs .venv with grpcio-tools)
 # The generated cuzk_pb2_grpc.py imports `cuzk_pb2` as a top-level module; it is rewritten to a
-# package-relative import so that `harness.proto` works without touching sys.path.
+# package-relative import so that `proofdiff.proto` works without touching sys.path.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"

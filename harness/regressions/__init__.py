@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .case import Case, CaseError, discover, load_case, write_case
-from .replay import CaseOutcome, replay
+from proofdiff.regressions.case import Case, CaseError, discover, load_case, write_case
+from proofdiff.regressions.replay import CaseOutcome, replay
 
 __all__ = ["Case", "CaseError", "CaseOutcome", "cases_dir", "discover", "load_case", "replay",
            "write_case"]

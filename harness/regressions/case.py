@@ -30,8 +30,8 @@ from typing import Any
 import msgspec
 import tomli_w
 
-from harness.model.profile import Profile
-from harness.model.profile_file import ProfileError, build_profiles, toml_error_where
+from proofdiff.model.profile import Profile
+from proofdiff.model.profile_file import ProfileError, build_profiles, toml_error_where
 
 __all__ = ["CASE_FILE", "Case", "CaseError", "discover", "load_case", "write_case"]
 

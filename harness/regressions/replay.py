@@ -19,16 +19,16 @@ from typing import Any
 
 import msgspec
 
-from harness.bisect.probe import suites_for
-from harness.build.errors import BuildError
-from harness.core.differential import run_differential
-from harness.model.oracles import OracleRecord
-from harness.model.status import Outcome
-from harness.model.workload import POREP, Workload, WorkloadError, load_workload
-from harness.target.containers import ContainerError
-from harness.target.runner import Runner
+from proofdiff.bisect.probe import suites_for
+from proofdiff.artifacts.errors import BuildError
+from proofdiff.core.differential import run_differential
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.status import Outcome
+from proofdiff.model.workload import POREP, Workload, WorkloadError, load_workload
+from proofdiff.runtime.docker import ContainerError
+from proofdiff.runtime.runner import Runner
 
-from .case import Case
+from proofdiff.regressions.case import Case
 
 __all__ = ["CaseOutcome", "matches", "params_workload", "replay"]
 
@@ -107,9 +107,9 @@ def replay(case: Case, *, fixed: bool = False, report_dir: str | Path = "reports
         The :class:`CaseOutcome` (never raises on a missing image or input: ``missing``).
 
     Raises:
-        harness.regressions.case.CaseError: the pinned profiles are not valid profiles.
+        proofdiff.regressions.case.CaseError: the pinned profiles are not valid profiles.
     """
-    from harness.build import resolve_artifacts
+    from proofdiff.artifacts import resolve_artifacts
 
     t0 = time.monotonic()
 

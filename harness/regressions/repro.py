@@ -31,25 +31,25 @@ from typing import Any
 import msgspec
 import tomli_w
 
-from harness.bisect import BisectResult, bisect_profiles
-from harness.bisect.probe import judge, suites_for
-from harness.build.errors import BuildError
-from harness.core.delta import profile_view
-from harness.core.differential import run_differential
-from harness.model import serde
-from harness.model.delta import ABSENT
-from harness.model.oracles import OracleRecord
-from harness.model.profile import Profile
-from harness.model.profile_file import (ProfileError, build_profiles, load_profiles,
+from proofdiff.bisect import BisectResult, bisect_profiles
+from proofdiff.bisect.probe import judge, suites_for
+from proofdiff.artifacts.errors import BuildError
+from proofdiff.core.profile_delta import profile_view
+from proofdiff.core.differential import run_differential
+from proofdiff.model import serde
+from proofdiff.model.config_delta import ABSENT
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.profile import Profile
+from proofdiff.model.profile_file import (ProfileError, build_profiles, load_profiles,
                                         profile_table, select_profiles, toml_error_where)
-from harness.model.result import DifferentialResult
-from harness.model.status import Outcome
-from harness.model.workload import WorkloadError, load_workload
-from harness.target.containers import ContainerError
-from harness.target.runner import Runner
+from proofdiff.model.result import DifferentialResult
+from proofdiff.model.status import Outcome
+from proofdiff.model.workload import WorkloadError, load_workload
+from proofdiff.runtime.docker import ContainerError
+from proofdiff.runtime.runner import Runner
 
-from .case import CaseError, load_case, write_case
-from .replay import params_workload
+from proofdiff.regressions.case import CaseError, load_case, write_case
+from proofdiff.regressions.replay import params_workload
 
 __all__ = ["Artifacts", "ReproError", "ReproResult", "read_env_file", "repro", "revert",
            "signature"]
@@ -285,7 +285,7 @@ def repro(*, case_id: str, title: str, out_dir: str | Path = "regressions",
     Raises:
         ReproError: bad input, named with its file and line and the fix.
     """
-    from harness.build import resolve_artifacts
+    from proofdiff.artifacts import resolve_artifacts
 
     t0 = time.monotonic()
     if (report is None) == (artifacts is None):

@@ -8,10 +8,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness.model.result import DifferentialResult
-from harness.model.status import Verdict
+from proofdiff.model.result import DifferentialResult
+from proofdiff.model.status import Verdict
 
-from .views import side_by_side
+from proofdiff.report.table_rows import side_by_side
 
 __all__ = ["print_result"]
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.model.result import DifferentialResult
+from proofdiff.model.result import DifferentialResult
 
-from .allure import write_allure
-from .benchmarks import write_benchmarks
-from .html import write_html
-from .junit import write_junit
-from .summary import write_summary
+from proofdiff.report.allure_results import write_allure
+from proofdiff.report.benchmark_json import write_benchmarks
+from proofdiff.report.html_page import write_html
+from proofdiff.report.junit_xml import write_junit
+from proofdiff.report.summary_json import write_summary
 
 __all__ = ["write_report"]
 

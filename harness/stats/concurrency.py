@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.model.jobs import JobRecord
+from proofdiff.model.jobs import JobRecord
 
 __all__ = ["in_progress", "in_progress_of"]
 

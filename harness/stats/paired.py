@@ -1,6 +1,6 @@
 """Paired, sequential timing comparisons: the verdict that may gate an image push.
 
-The unpaired :func:`harness.stats.compare.compare` needs ~25 % effects; a gate has to catch a 5 %
+The unpaired :func:`proofdiff.stats.unpaired.compare` needs ~25 % effects; a gate has to catch a 5 %
 slowdown in at most ~10 samples per side. Two things make that possible here:
 
 * **Pairing.** The caller interleaves the sides (baseline, candidate, baseline, candidate, ...)
@@ -18,7 +18,7 @@ slowdown in at most ~10 samples per side. Two things make that possible here:
   t interval. Not the Wilcoxon signed-rank test: with n pairs its smallest two-sided p is
   ``2 / 2**n`` (n=7: 0.0156, n=10: 0.00195), above the levels that a 1 % family-wise alpha
   leaves for all but the last looks, and its interval is as coarse as its p, so SAME is out of
-  reach at n <= 10. Simulated power at a 5 % slowdown, CV 2 % (harness.stats.power's model):
+  reach at n <= 10. Simulated power at a 5 % slowdown, CV 2 % (proofdiff.stats.power's model):
   t-test ~93 %, signed-rank ~87 %; with 5 % of samples spiked +30 %, ~44 % and ~52 %. A spike
   inflates the t-test's variance: it costs power (INCONCLUSIVE), not false alarms (the A/A
   rates are lower with spikes).
@@ -72,7 +72,7 @@ import numpy as np
 from msgspec.structs import replace
 from scipy import special  # type: ignore[import-untyped]
 
-from harness.stats.compare import DIFFERENT, INCONCLUSIVE, SAME
+from proofdiff.stats.unpaired import DIFFERENT, INCONCLUSIVE, SAME
 
 __all__ = ["SAME", "DIFFERENT", "INCONCLUSIVE", "PairedVerdict", "alpha_at_look", "alpha_spent",
            "paired_compare", "sequential_compare"]

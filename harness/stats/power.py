@@ -1,10 +1,10 @@
-"""False-alarm rate and power of the paired gate (harness.stats.paired), by simulation.
+"""False-alarm rate and power of the paired gate (proofdiff.stats.paired), by simulation.
 
-``python -m harness.stats.power [--trials N] [--seed S] [--cv 0.02 0.03 0.05] [--spikes 0 0.05]``
+``python -m proofdiff.stats.power [--trials N] [--seed S] [--cv 0.02 0.03 0.05] [--spikes 0 0.05]``
 prints one row per (CV, spike rate, true ratio): how often :func:`sequential_compare` (default
 schedule: 6 pairs, then +2, budget 11 pairs with 1 warmup) says DIFFERENT (the false-alarm rate
 at ratio 1.00, the power when the candidate is slower), SAME, INCONCLUSIVE, and the pairs it
-drew; then the same for the unpaired :func:`harness.stats.compare.adaptive_compare` (floor 25 %,
+drew; then the same for the unpaired :func:`proofdiff.stats.unpaired.adaptive_compare` (floor 25 %,
 the same alpha, the same samples less the warmup pair) for contrast.
 
 Noise model of sample j (0, 1, 2, ... in drawing order: baseline, candidate, baseline, ...):
@@ -34,8 +34,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import stats  # type: ignore[import-untyped]
 
-from harness.stats.compare import DIFFERENT, INCONCLUSIVE, SAME, adaptive_compare
-from harness.stats.paired import sequential_compare
+from proofdiff.stats.unpaired import DIFFERENT, INCONCLUSIVE, SAME, adaptive_compare
+from proofdiff.stats.paired import sequential_compare
 
 __all__ = ["main", "simulate"]
 
@@ -118,7 +118,7 @@ def _print(title: str, header: Sequence[str], rows: list[list[str]], note: str) 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the tables; returns 0. See the module docstring for the options."""
-    ap = argparse.ArgumentParser(prog="python -m harness.stats.power", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m proofdiff.stats.power", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trials", type=int, default=2000, help="trials per cell (default 2000)")
     ap.add_argument("--seed", type=int, default=20240601, help="random seed")

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from harness.core.plan import new_run_id
-from harness.target.containers import reap
-from harness.target.runner import Runner
-from harness.target.watchdog import Watchdog
+from proofdiff.core.plan import new_run_id
+from proofdiff.runtime.docker import reap
+from proofdiff.runtime.runner import Runner
+from proofdiff.runtime.watchdog import Watchdog
 
 
 @pytest.fixture

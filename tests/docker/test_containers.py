@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
-from harness.model.profile_file import load_profiles
+from proofdiff.model.profile_file import load_profiles
 from msgspec.structs import replace
 
-from harness.target.runner import Runner
-from harness.target.spec import ContainerError, ContainerSpec, Mount
-from harness.target.daemon import LaunchError, start_daemon
+from proofdiff.runtime.runner import Runner
+from proofdiff.runtime.spec import ContainerError, ContainerSpec, Mount
+from proofdiff.drivers.cuzk_client import status_probe
+from proofdiff.runtime.daemon import LaunchError, start_daemon
 
 
 def _leftover_dirs(role: str) -> list[str]:
@@ -88,7 +89,8 @@ def test_a_daemon_that_exits_at_start_says_why_with_its_log(artifacts: Any,
     bench = replace(load_profiles("refprover", ['bench.command=["--no-such-flag"]'])["bench"],
                     image=artifacts.image_tag)
     with pytest.raises(LaunchError) as ei:
-        start_daemon(runner, bench, Path(artifacts.param_cache), name=runner.unique_name("bench"))
+        start_daemon(runner, bench, Path(artifacts.param_cache), probe=status_probe,
+                     name=runner.unique_name("bench"))
     text = str(ei.value)
     assert "exited with code 2 before answering GetStatus" in text
     assert "--- last log lines ---" in text and "--no-such-flag" in text

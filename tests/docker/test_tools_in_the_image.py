@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from msgspec.structs import replace
 
-from harness.drivers.bench_cli import BenchCliDriver
-from harness.drivers.deadlines import Deadlines
-from harness.model.profile_file import load_profiles
-from harness.model.workload import load_workload
-from harness.oracles.preflight import required_param_files
-from harness.target.runner import Runner
-from harness.target.gpu import gpu_hint, probe_gpu_support
+from proofdiff.drivers.bench_cli import BenchCliDriver
+from proofdiff.drivers.deadlines import Deadlines
+from proofdiff.model.profile_file import load_profiles
+from proofdiff.model.workload import load_workload
+from proofdiff.oracles.preflight import required_param_files
+from proofdiff.runtime.runner import Runner
+from proofdiff.runtime.host import gpu_hint, probe_gpu_support
 
 
 def _bench(artifacts: Any, runner: Runner, args: list[str],

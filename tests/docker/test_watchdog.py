@@ -17,9 +17,9 @@ import docker
 OWNER = """
 import json, sys, time
 from pathlib import Path
-from harness.target.runner import Runner
-from harness.target.spec import ContainerSpec
-from harness.target.watchdog import Watchdog
+from proofdiff.runtime.runner import Runner
+from proofdiff.runtime.spec import ContainerSpec
+from proofdiff.runtime.watchdog import Watchdog
 dog = Watchdog().start()
 runner = Runner(sys.argv[1], tracker=dog)
 c = runner.start(ContainerSpec(image=sys.argv[2], role="daemon", profile="bench",

@@ -2,7 +2,7 @@
 
 Tests drive ``proofdiff run`` (the CLI users run, in a subprocess) or call
 ``run_differential`` directly, and read the report back as a typed DifferentialResult. The
-image, params and workload come from harness.build (`make test` builds them first; here they are
+image, params and workload come from proofdiff.artifacts (`make test` builds them first; here they are
 ensured once per session, cached outside the clone). Without a Docker engine the tier is
 skipped with the reason.
 """
@@ -20,9 +20,9 @@ from typing import Any
 import docker
 import pytest
 
-from harness.model.oracles import OracleRecord
-from harness.model.result import DifferentialResult
-from harness.report.summary import load_summary
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.result import DifferentialResult
+from proofdiff.report.summary_json import load_summary
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,7 +59,7 @@ def cli_run(artifacts: Any, tmp_path: Path) -> Iterator[Any]:
     def run(*args: str, run_id: str, timeout_s: float = 900) -> CliRun:
         rid = unique(run_id)
         run_ids.append(rid)
-        cmd = [sys.executable, "-m", "harness.cli", "run", "--report-dir", str(tmp_path),
+        cmd = [sys.executable, "-m", "proofdiff.cli", "run", "--report-dir", str(tmp_path),
                "--run-id", rid, *args]
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout_s)
         out = proc.stdout + proc.stderr

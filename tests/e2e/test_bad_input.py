@@ -15,11 +15,11 @@ from typing import Any
 import docker
 import pytest
 
-from harness.model.result import DifferentialResult
-from harness.model.status import Outcome, Verdict
-from harness.report.summary import load_summary
+from proofdiff.model.result import DifferentialResult
+from proofdiff.model.status import Outcome, Verdict
+from proofdiff.report.summary_json import load_summary
 
-from .conftest import REPO, errors_of, unique
+from tests.e2e.conftest import REPO, errors_of, unique
 
 pytestmark = pytest.mark.e2e
 

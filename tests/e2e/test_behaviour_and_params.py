@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import tomli_w
 
-from harness.cli.catch_matrix import cells_of
-from harness.model.profile import deep_merge
-from harness.model.profile_file import profile_file
-from harness.model.status import Outcome, Verdict
+from proofdiff.cli.cmd_catch_matrix import cells_of
+from proofdiff.model.profile import deep_merge
+from proofdiff.model.profile_file import profile_file
+from proofdiff.model.status import Outcome, Verdict
 
 pytestmark = pytest.mark.e2e
 

@@ -15,7 +15,7 @@ from typing import Any
 import docker
 import pytest
 
-from harness.model.status import Outcome, Verdict
+from proofdiff.model.status import Outcome, Verdict
 
 pytestmark = pytest.mark.e2e
 

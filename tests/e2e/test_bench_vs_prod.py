@@ -20,9 +20,9 @@ from typing import Any
 import docker
 import pytest
 
-from harness.model.status import Outcome, Verdict
+from proofdiff.model.status import Outcome, Verdict
 
-from .conftest import REPO, errors_of, unique
+from tests.e2e.conftest import REPO, errors_of, unique
 
 pytestmark = pytest.mark.e2e
 
@@ -121,7 +121,7 @@ def _wait_for_container(api: Any, label: dict[str, str], proc: subprocess.Popen[
 
 def test_interrupt_removes_containers_and_keeps_the_report(artifacts: Any, tmp_path: Path) -> None:
     run_id = unique("e2e-interrupt")
-    cmd = [sys.executable, "-m", "harness.cli", "run", "--report-dir", str(tmp_path),
+    cmd = [sys.executable, "-m", "proofdiff.cli", "run", "--report-dir", str(tmp_path),
            "--run-id", run_id]
     # A shell may start us with SIGINT ignored; the child gets the default (Ctrl-C) behaviour.
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -141,7 +141,7 @@ def test_sigkill_of_proofdiff_run_leaves_no_container_or_temp_dir(artifacts: Any
                                                                   tmp_path: Path) -> None:
     run_id = unique("e2e-sigkill")
     before = set(Path(tempfile.gettempdir()).glob("proofdiff-daemon-*"))
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--report-dir",
+    proc = subprocess.Popen([sys.executable, "-m", "proofdiff.cli", "run", "--report-dir",
                              str(tmp_path), "--run-id", run_id], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
     api = docker.from_env().api

@@ -12,17 +12,17 @@ from typing import Any
 
 import pytest
 
-from harness.bisect import BisectResult
-from harness.model import serde
+from proofdiff.bisect import BisectResult
+from proofdiff.model import serde
 
-from .conftest import REPO, unique
+from tests.e2e.conftest import REPO, unique
 
 pytestmark = pytest.mark.e2e
 
 
 def bisect(tmp_path: Path, *args: str) -> tuple[int, str, BisectResult]:
     rid = unique("bisect")
-    cmd = [sys.executable, "-m", "harness.cli", "bisect", "--report-dir", str(tmp_path),
+    cmd = [sys.executable, "-m", "proofdiff.cli", "bisect", "--report-dir", str(tmp_path),
            "--run-id", rid, "--jobs", "1", *args]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1500)
     out = proc.stdout + proc.stderr

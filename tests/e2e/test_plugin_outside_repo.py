@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from harness.model.status import Verdict
-from harness.report.summary import load_summary
+from proofdiff.model.status import Verdict
+from proofdiff.report.summary_json import load_summary
 
-from .conftest import REPO, unique
+from tests.e2e.conftest import REPO, unique
 
 pytestmark = pytest.mark.e2e
 
 USER_TESTS = '''
-from harness import Outcome
+from proofdiff import Outcome
 
 
 def test_every_job_of_my_workload_completes(proofdiff_run, proofdiff_profile_name):

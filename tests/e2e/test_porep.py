@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from harness.model.oracles import Divergence
-from harness.model.status import Outcome, Verdict
+from proofdiff.model.oracle_records import Divergence
+from proofdiff.model.status import Outcome, Verdict
 
-from .conftest import CliRun
+from tests.e2e.conftest import CliRun
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -16,13 +16,14 @@ import psutil
 import pytest
 import tomli_w
 
-from harness.cli.catch_matrix import cells_of
-from harness.model.profile import Profile
-from harness.model.profile_file import profile_file
-from harness.model.status import Outcome, Verdict
-from harness.target.daemon import start_daemon
-from harness.target.runner import Runner
-from harness.target.watchdog import Watchdog
+from proofdiff.cli.cmd_catch_matrix import cells_of
+from proofdiff.model.profile import Profile
+from proofdiff.model.profile_file import profile_file
+from proofdiff.model.status import Outcome, Verdict
+from proofdiff.drivers.cuzk_client import status_probe
+from proofdiff.runtime.daemon import start_daemon
+from proofdiff.runtime.runner import Runner
+from proofdiff.runtime.watchdog import Watchdog
 
 pytestmark = pytest.mark.e2e
 
@@ -91,7 +92,7 @@ def test_attached_daemon_is_checked_and_left_running(cli_run: Any, artifacts: An
                    ports={"grpc": 9820, "status": 9821})
     dog = Watchdog().start()
     runner = Runner("e2e-attach-target", tracker=dog, tool_dirs=[artifacts.bin_dir])
-    daemon = start_daemon(runner, prod, artifacts.param_cache)  # "someone else's" daemon
+    daemon = start_daemon(runner, prod, artifacts.param_cache, probe=status_probe)  # "someone else's" daemon
     try:
         doc["defaults"]["target"] = "process"
         doc["profiles"]["prod"] = {

@@ -16,9 +16,9 @@ import pytest
 import tomli_w
 import tomllib
 
-from harness.regressions import discover, load_case, replay
+from proofdiff.regressions import discover, load_case, replay
 
-from .conftest import REPO
+from tests.e2e.conftest import REPO
 
 pytestmark = pytest.mark.e2e
 
@@ -43,7 +43,7 @@ def _one_case(tmp_path: Path, name: str, *, fixed_in_image: bool) -> Path:
     if fixed_in_image:
         case = load_case(root / name)
         doc = tomllib.loads(case.path.read_text())
-        from harness.model.profile_file import profile_table
+        from proofdiff.model.profile_file import profile_table
         doc["profiles"] = {n: profile_table(p) for n, p in case.resolved(fixed=True).items()}
         case.path.write_text(tomli_w.dumps(doc))
     return root
@@ -72,7 +72,7 @@ def test_proofdiff_run_suite_regressions_judges_as_the_suite(artifacts: Any,
                                                              tmp_path: Path) -> None:
     env = {**os.environ, "PROOFDIFF_REGRESSIONS": str(_one_case(tmp_path, CHEAP,
                                                                 fixed_in_image=False))}
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--suite", "regressions",
+    proc = subprocess.run([sys.executable, "-m", "proofdiff.cli", "run", "--suite", "regressions",
                            "--report-dir", str(tmp_path / "r")], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr

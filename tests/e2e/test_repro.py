@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from harness.regressions import load_case, replay
+from proofdiff.regressions import load_case, replay
 
-from .conftest import REPO
+from tests.e2e.conftest import REPO
 
 pytestmark = pytest.mark.e2e
 
@@ -41,7 +41,7 @@ REFPROVER_FAULTS=partition-race
 
 
 def _repro(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli", "repro", "--out",
+    return subprocess.run([sys.executable, "-m", "proofdiff.cli", "repro", "--out",
                            str(tmp_path / "regressions"), "--report-dir", str(tmp_path / "r"),
                            *args], cwd=REPO, capture_output=True, text=True, timeout=1200)
 
@@ -101,7 +101,7 @@ def test_inputs_no_vk_covers_are_refused_before_anything_runs(artifacts: Any,
 def test_repro_from_a_deployed_config_env_file_and_c1_envelopes_reproduces(
         artifacts: Any, tmp_path: Path) -> None:
     """The slow tier: PoRep C2 from real C1 envelopes (`seal porep`), the production way."""
-    from harness.build import ensure_artifacts
+    from proofdiff.artifacts import ensure_artifacts
 
     porep = ensure_artifacts(["porep-2k"], log=lambda _l: None,
                              crate_dir=REPO / "targets" / "refprover")

@@ -10,9 +10,9 @@ from typing import Any
 import docker
 import pytest
 
-from harness import Outcome, Verdict, run_differential
+from proofdiff import Outcome, Verdict, run_differential
 
-from .conftest import unique
+from tests.e2e.conftest import unique
 
 pytestmark = pytest.mark.e2e
 

@@ -1,4 +1,4 @@
-"""The host tier: refprover binaries built by harness.build, run on this host as proofdiff's
+"""The host tier: refprover binaries built by proofdiff.artifacts, run on this host as proofdiff's
 process target (no container, free 127.0.0.1 ports): real proofs, real transport, real
 deadlines."""
 
@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
-from harness.core.plan import new_run_id
-from harness.model.profile import Profile
-from harness.model.workload import Workload, load_workload
-from harness.target.daemon import Daemon, start_daemon
-from harness.target.runner import Runner
-from harness.target.watchdog import Watchdog
+from proofdiff.core.plan import new_run_id
+from proofdiff.model.profile import Profile
+from proofdiff.model.workload import Workload, load_workload
+from proofdiff.drivers.cuzk_client import status_probe
+from proofdiff.runtime.daemon import Daemon, start_daemon
+from proofdiff.runtime.runner import Runner
+from proofdiff.runtime.watchdog import Watchdog
 
 #: The two profiles' daemon configs (harness/profiles/refprover.toml).
 BENCH_CONFIG: dict[str, Any] = {"pipeline": {"enabled": False},
@@ -28,7 +29,7 @@ PROD_CONFIG: dict[str, Any] = {"pipeline": {"enabled": True},
 @pytest.fixture(scope="session")
 def binary(artifacts: Any) -> Path:
     path = Path(artifacts.cache_root) / "cargo-target" / "release" / "refprover"
-    assert path.is_file(), f"{path} missing: run `python -m harness.build`"
+    assert path.is_file(), f"{path} missing: run `python -m proofdiff.artifacts`"
     return path
 
 
@@ -61,7 +62,7 @@ def started(runner: Runner, artifacts: Any) -> Callable[..., AbstractContextMana
     """``started(profile)``: the profile's daemon, started by proofdiff's process target."""
     @contextmanager
     def start(profile: Profile) -> Iterator[Daemon]:
-        d = start_daemon(runner, profile, artifacts.param_cache)
+        d = start_daemon(runner, profile, artifacts.param_cache, probe=status_probe)
         try:
             yield d
         finally:

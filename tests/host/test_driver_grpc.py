@@ -14,17 +14,17 @@ from typing import Any
 import pytest
 from msgspec.structs import replace
 
-from harness.drivers.base import plan_workload
-from harness.drivers.deadlines import Deadlines
-from harness.drivers.flow import prove_many
-from harness.drivers.grpc import GrpcDriver
-from harness.model.jobs import FlowRecord, JobSpec
-from harness.model.profile_file import load_profiles
-from harness.model.status import JobStatus
-from harness.model.workload import Workload, load_workload
-from harness.target.client import ClientError, ProverClient
+from proofdiff.drivers.protocol import plan_workload
+from proofdiff.drivers.deadlines import Deadlines
+from proofdiff.drivers.flow import prove_many
+from proofdiff.drivers.grpc_driver import GrpcDriver
+from proofdiff.model.jobs import FlowRecord, JobSpec
+from proofdiff.model.profile_file import load_profiles
+from proofdiff.model.status import JobStatus
+from proofdiff.model.workload import Workload, load_workload
+from proofdiff.drivers.cuzk_client import ClientError, ProverClient
 
-from .conftest import BENCH_CONFIG
+from tests.host.conftest import BENCH_CONFIG
 
 Daemon = Callable[..., AbstractContextManager[str]]
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
-from harness.drivers.base import Mode
-from harness.drivers.deadlines import Deadlines
-from harness.drivers.flow import prove_many
-from harness.drivers.grpc import GrpcDriver
-from harness.model.jobs import JobSpec
-from harness.model.status import JobStatus
-from harness.model.workload import Workload
-from harness.stats.concurrency import in_progress_of
+from proofdiff.drivers.protocol import Mode
+from proofdiff.drivers.deadlines import Deadlines
+from proofdiff.drivers.flow import prove_many
+from proofdiff.drivers.grpc_driver import GrpcDriver
+from proofdiff.model.jobs import JobSpec
+from proofdiff.model.status import JobStatus
+from proofdiff.model.workload import Workload
+from proofdiff.stats.concurrency import in_progress_of
 
 Daemon = Callable[..., AbstractContextManager[str]]
 DUP = "iso-test-dup"

@@ -20,16 +20,17 @@ from typing import Any
 import psutil
 import pytest
 
-from harness.model.profile import Profile
-from harness.target.attached import AttachedHandle
-from harness.target.client import ProverClient
-from harness.target.daemon import Daemon, LaunchError, start_daemon
-from harness.target.processes import free_port
-from harness.target.runner import Runner
-from harness.target.spec import ContainerError, ContainerSpec, Mount
-from harness.target.status import fetch_status
+from proofdiff.model.profile import Profile
+from proofdiff.runtime.attached import AttachedHandle
+from proofdiff.drivers.cuzk_client import ProverClient
+from proofdiff.drivers.cuzk_client import status_probe
+from proofdiff.runtime.daemon import Daemon, LaunchError, start_daemon
+from proofdiff.runtime.process import free_port
+from proofdiff.runtime.runner import Runner
+from proofdiff.runtime.spec import ContainerError, ContainerSpec, Mount
+from proofdiff.runtime.daemon_status import fetch_status
 
-from .conftest import PROD_CONFIG, process_profile
+from tests.host.conftest import PROD_CONFIG, process_profile
 
 Started = Callable[..., AbstractContextManager[Daemon]]
 
@@ -61,7 +62,7 @@ def test_a_process_that_exits_at_start_is_a_launch_error_with_its_log(
         runner: Runner, artifacts: Any) -> None:
     bad = process_profile({**PROD_CONFIG, "daemon": {"listen": "not-an-address"}})
     with pytest.raises(LaunchError) as err:
-        start_daemon(runner, bad, artifacts.param_cache)
+        start_daemon(runner, bad, artifacts.param_cache, probe=status_probe)
     assert "exited with code" in str(err.value) and "process pid-" in str(err.value)
     assert err.value.log_tail  # the daemon's own words
 
@@ -69,7 +70,7 @@ def test_a_process_that_exits_at_start_is_a_launch_error_with_its_log(
 def test_a_missing_program_names_the_fix(runner: Runner, artifacts: Any) -> None:
     with pytest.raises(LaunchError, match="is not an executable file on this host.*--bin-dir"):
         start_daemon(runner, process_profile(binary="/nonexistent/cuzk-daemon"),
-                     artifacts.param_cache)
+                     artifacts.param_cache, probe=status_probe)
 
 
 def test_a_tool_gets_its_files_mounts_and_out_dir(runner: Runner, artifacts: Any) -> None:
@@ -122,13 +123,15 @@ def test_without_a_writable_cgroup_the_memory_limit_is_prlimit_and_said(
 OWNER = """
 import json, sys, time
 from pathlib import Path
-from harness.model.profile import Profile
-from harness.target.daemon import start_daemon
-from harness.target.runner import Runner
-from harness.target.watchdog import Watchdog
+from proofdiff.drivers.cuzk_client import status_probe
+from proofdiff.model.profile import Profile
+from proofdiff.runtime.daemon import start_daemon
+from proofdiff.runtime.runner import Runner
+from proofdiff.runtime.watchdog import Watchdog
 dog = Watchdog().start()
 runner = Runner("t-sigkill", tracker=dog, tool_dirs=[Path(sys.argv[1])])
-d = start_daemon(runner, Profile(name="p", workload="wpost-2k", target="process"), Path(sys.argv[2]))
+d = start_daemon(runner, Profile(name="p", workload="wpost-2k", target="process"), Path(sys.argv[2]),
+                 probe=status_probe)
 print(json.dumps({"pid": d.handle.pid, "dir": str(d.handle.workdir)}), flush=True)
 time.sleep(600)
 """
@@ -165,7 +168,7 @@ def test_an_attached_daemon_is_used_and_never_stopped(started: Started, runner: 
     with started(process_profile()) as running:
         attached = Profile(name="prod", workload="wpost-2k", target="attach",
                            address=running.address)
-        d = start_daemon(runner, attached, artifacts.param_cache)
+        d = start_daemon(runner, attached, artifacts.param_cache, probe=status_probe)
         assert d.handle.runtime == "attach" and not d.started_here
         assert d.facts().state == {"Status": "running"}
         d.remove()  # never stops what it did not start
@@ -177,6 +180,6 @@ def test_attach_to_nothing_says_to_start_it(runner: Runner, artifacts: Any) -> N
     nobody = Profile(name="prod", workload="wpost-2k", target="attach",
                      address=f"127.0.0.1:{free_port()}", ready_timeout_s=2)
     with pytest.raises(LaunchError, match="is it running\\? start it, or fix `address`"):
-        start_daemon(runner, nobody, artifacts.param_cache)
+        start_daemon(runner, nobody, artifacts.param_cache, probe=status_probe)
     with pytest.raises(ContainerError, match="on another host"):
-        AttachedHandle("10.0.0.9:9820").exec(["true"])
+        AttachedHandle("10.0.0.9:9820", probe=status_probe).exec(["true"])

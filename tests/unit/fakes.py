@@ -1,4 +1,4 @@
-"""A small typed stand-in for the differential session (``harness.oracles.base.Evidence``), for
+"""A small typed stand-in for the differential session (``proofdiff.oracles.evidence.Evidence``), for
 oracle tests in the unit tier where no daemon can run: canned runs, flows and daemon facts."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from typing import Any
 
 from msgspec.structs import replace
 
-from harness.drivers.base import Mode
-from harness.drivers.deadlines import Deadlines
-from harness.model.jobs import FlowRecord, JobSpec
-from harness.model.profile import Profile
-from harness.model.profile_file import load_profiles
-from harness.model.runs import DaemonFacts, RunRecord
-from harness.model.workload import Workload, load_workload
+from proofdiff.drivers.protocol import Mode
+from proofdiff.drivers.deadlines import Deadlines
+from proofdiff.model.jobs import FlowRecord, JobSpec
+from proofdiff.model.profile import Profile
+from proofdiff.model.profile_file import load_profiles
+from proofdiff.model.runs import DaemonFacts, RunRecord
+from proofdiff.model.workload import Workload, load_workload
 
 
 @dataclass

@@ -7,11 +7,11 @@ from pathlib import Path
 
 from msgspec.structs import replace
 
-from harness.model.jobs import FlowRecord, JobRecord, StatusSample
-from harness.model.runs import ResourceUsage
-from harness.model.status import JobStatus, Outcome
-from harness.oracles import behaviour
-from harness.oracles.base import Recorder
+from proofdiff.model.jobs import FlowRecord, JobRecord, StatusSample
+from proofdiff.model.runs import ResourceUsage
+from proofdiff.model.status import JobStatus, Outcome
+from proofdiff.oracles import behaviour
+from proofdiff.oracles.evidence import Recorder
 from tests.conftest import job, run
 from tests.unit.fakes import FakeDriver, FakeEvidence, refprover_profiles
 

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from msgspec.structs import replace
 
-from harness.core.delta import profile_delta
-from harness.core.differential import assemble
-from harness.drivers.bench_inputs import starts
-from harness.model.profile import PROFILE_KEYS
-from harness.model.profile_file import ProfileError, load_profiles
-from harness.model.status import JobStatus, Outcome, Verdict
-from harness.oracles.validity import judge_run
-from harness.report.views import side_by_side
+from proofdiff.core.profile_delta import profile_delta
+from proofdiff.core.differential import assemble
+from proofdiff.drivers.bench_inputs import starts
+from proofdiff.model.profile import PROFILE_KEYS
+from proofdiff.model.profile_file import ProfileError, load_profiles
+from proofdiff.model.status import JobStatus, Outcome, Verdict
+from proofdiff.oracles.validity import judge_run
+from proofdiff.report.table_rows import side_by_side
 from tests.conftest import job, recorder, run
 
 PROFILES = "refprover"

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from harness.drivers.bench_output import (BenchOutputError, parse_bench_output, parse_line,
+from proofdiff.drivers.bench_output import (BenchOutputError, parse_bench_output, parse_line,
                                            parse_single_output, usage_error)
 
 BATCH = """\

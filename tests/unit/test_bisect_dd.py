@@ -1,4 +1,4 @@
-"""dd (harness.bisect.dd) against failure predicates stated as sets: the minimal change it
+"""dd (proofdiff.bisect.dd) against failure predicates stated as sets: the minimal change it
 returns is exactly the cause, with suspects first it takes few probes, and a probe that does
 not repeat makes the result unresolved rather than a wrong minimum."""
 
@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from harness.bisect.dd import FAIL, PASS, UNRESOLVED, Config, isolate
+from proofdiff.bisect.dd import FAIL, PASS, UNRESOLVED, Config, isolate
 
 
 class Counting:

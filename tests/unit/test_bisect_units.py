@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import msgspec
 
-from harness.bisect.run import BisectError, check_oracle
-from harness.bisect.units import apply_units, units_of
-from harness.core.delta import profile_delta, profile_view
-from harness.model.profile_file import load_profiles
+from proofdiff.bisect.bisection import BisectError, check_oracle
+from proofdiff.bisect.units import apply_units, units_of
+from proofdiff.core.profile_delta import profile_delta, profile_view
+from proofdiff.model.profile_file import load_profiles
 
 import pytest
 
@@ -53,10 +53,10 @@ def test_an_unknown_oracle_names_the_known_ones() -> None:
 
 
 def test_an_oracle_that_does_not_apply_to_a_probe_passes_it_and_one_that_ran_is_judged() -> None:
-    from harness.bisect.probe import judge, oracle_applies
-    from harness.model.oracles import OracleRecord
-    from harness.model.result import DifferentialResult
-    from harness.model.status import Outcome, Verdict
+    from proofdiff.bisect.probe import judge, oracle_applies
+    from proofdiff.model.oracle_records import OracleRecord
+    from proofdiff.model.result import DifferentialResult
+    from proofdiff.model.status import Outcome, Verdict
 
     bench, _prod = _pair()
     cli = msgspec.structs.replace(bench, driver="bench-cli")

@@ -1,4 +1,4 @@
-"""Content keys of harness.build: a changed input changes the key, anything else leaves it equal.
+"""Content keys of proofdiff.artifacts: a changed input changes the key, anything else leaves it equal.
 
 Fast tier: no Docker, no cargo; fake crates in tmp_path.
 """
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.build import BuildError
-from harness.build.image import dockerfile_body
-from harness.build.keys import (
+from proofdiff.artifacts import BuildError
+from proofdiff.artifacts.refprover_image import dockerfile_body
+from proofdiff.artifacts.content_keys import (
     RootfsRecipe,
     circuit_params_key,
     digest,
@@ -23,8 +23,8 @@ from harness.build.keys import (
     tool_sources,
     workload_key,
 )
-from harness.build.rootfs import base_tag
-from harness.build.workloads import WORKLOADS, resolve
+from proofdiff.artifacts.base_image import base_tag
+from proofdiff.artifacts.sealed_workloads import WORKLOADS, resolve
 
 SEAL_ARGS = WORKLOADS["wpost-2k"].seal_args
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from harness.cli.catch_matrix import CATALOG, cells_of, judge_row
-from harness.core.differential import assemble
-from harness.model.oracles import OracleRecord
-from harness.model.status import Outcome
+from proofdiff.cli.cmd_catch_matrix import CATALOG, cells_of, judge_row
+from proofdiff.core.differential import assemble
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.status import Outcome
 
 
 def _rec(suite: str, oracle: str, profile: str, outcome: Outcome) -> OracleRecord:

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from harness.core.delta import inspect_delta, profile_delta
-from harness.model.delta import ABSENT
-from harness.model.profile_file import load_profiles
+from proofdiff.core.profile_delta import inspect_delta, profile_delta
+from proofdiff.model.config_delta import ABSENT
+from proofdiff.model.profile_file import load_profiles
 
 PROFILES = "refprover"
 

@@ -16,14 +16,14 @@ from typing import Any
 from docker.types import DeviceRequest
 from msgspec.structs import replace
 
-from harness.core.delta import profile_delta
-from harness.core.suspects import rank
-from harness.model.oracles import OracleRecord
-from harness.model.profile import Profile
-from harness.model.profile_file import load_profiles
-from harness.model.status import Outcome
-from harness.target.containers import DockerBackend
-from harness.target.daemon import daemon_spec
+from proofdiff.core.profile_delta import profile_delta
+from proofdiff.core.suspects import rank
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.profile import Profile
+from proofdiff.model.profile_file import load_profiles
+from proofdiff.model.status import Outcome
+from proofdiff.runtime.docker import DockerBackend
+from proofdiff.runtime.daemon import daemon_spec
 
 CUZK = "cuzk"
 

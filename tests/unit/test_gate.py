@@ -14,14 +14,14 @@ import jsonschema
 import numpy as np
 import pytest
 
-from harness.gate.allowlist import AllowlistError, apply_allowlist, load_allowlist
-from harness.gate.model import (GATE_SCHEMA_VERSION, Decision, Finding, GateResult, ProfileTiming,
+from proofdiff.gate.allowlist import AllowlistError, apply_allowlist, load_allowlist
+from proofdiff.gate.gate_result import (GATE_SCHEMA_VERSION, Decision, Finding, GateResult, ProfileTiming,
                                  Side)
-from harness.gate.report import SCHEMA_FILE, intoto_statement, schema, write_gate_report
-from harness.gate.run import decide
-from harness.gate.timing import measure_profile
-from harness.model.jobs import FlowRecord, JobRecord, JobSpec
-from harness.model.status import JobStatus
+from proofdiff.gate.gate_view import SCHEMA_FILE, intoto_statement, schema, write_gate_report
+from proofdiff.gate.gating import decide
+from proofdiff.gate.timing_rounds import measure_profile
+from proofdiff.model.jobs import FlowRecord, JobRecord, JobSpec
+from proofdiff.model.status import JobStatus
 
 pytestmark = pytest.mark.unit
 

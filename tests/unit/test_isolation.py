@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from msgspec.structs import replace
 
-from harness.model.jobs import FlowRecord, JobRecord, ProofVerdict
-from harness.model.status import JobStatus
-from harness.oracles.isolation import findings
+from proofdiff.model.jobs import FlowRecord, JobRecord, ProofVerdict
+from proofdiff.model.status import JobStatus
+from proofdiff.oracles.isolation import findings
 
 DUP = "iso-abc-dup"
 

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.drivers.base import plan_workload
-from harness.drivers.job_ids import JobIdError, make_job_id, partition_request_id
-from harness.model.profile_file import load_profiles
-from harness.model.workload import load_workload
+from proofdiff.drivers.protocol import plan_workload
+from proofdiff.drivers.job_ids import JobIdError, make_job_id, partition_request_id
+from proofdiff.model.profile_file import load_profiles
+from proofdiff.model.workload import load_workload
 
 
 def test_uuid_scheme_leaves_the_id_to_the_driver() -> None:

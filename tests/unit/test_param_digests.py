@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.oracles.preflight import integrity_problems
-from harness.target.param_digests import DigestCache, file_digest, read_manifest, write_manifest
+from proofdiff.oracles.preflight import integrity_problems
+from proofdiff.artifacts.param_manifest import DigestCache, file_digest, read_manifest, write_manifest
 
 
 def test_the_digest_is_the_first_32_hex_digits_of_blake2b_512(tmp_path: Path) -> None:

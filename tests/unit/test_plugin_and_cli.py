@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from proofdiff.cli import main
 
 pytest_plugins = ["pytester"]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.model.status import Outcome
-from harness.oracles.preflight import _config_keys
+from proofdiff.model.status import Outcome
+from proofdiff.oracles.preflight import _config_keys
 from tests.conftest import recorder
 from tests.unit.fakes import refprover_profiles
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.target.limits import LimitPlan, parse_bytes, plan_limits
-from harness.target.translate import HostView
+from proofdiff.runtime.limits import LimitPlan, parse_bytes, plan_limits
+from proofdiff.runtime.hostview import HostView
 
 VIEW = HostView(paths={"/data/zk/params": "/host/params", "/data/zk/cuzk.toml": "/w/files/0-cuzk.toml",
                        "/out": "/w/out"}, ports={9820: 41001, 9821: 41002})

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.model.profile_file import (PROFILE_KEYS, ProfileError, load_profiles, parse_override,
+from proofdiff.model.profile_file import (PROFILE_KEYS, ProfileError, load_profiles, parse_override,
                               select_profiles)
 
 PROFILES = "refprover"
@@ -114,7 +114,7 @@ def test_preflight_catches_port_mismatch() -> None:
 
 
 def test_shipped_profile_sets_are_named_by_their_stem() -> None:
-    from harness.model.profile_file import profile_file, shipped_profile_sets
+    from proofdiff.model.profile_file import profile_file, shipped_profile_sets
 
     assert set(shipped_profile_sets()) == {"refprover", "cuzk", "cuzk-host"}
     assert profile_file(None).name == "refprover.toml"

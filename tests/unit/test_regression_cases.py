@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.model.oracles import OracleRecord
-from harness.model.profile_file import load_profiles, profile_table
-from harness.model.status import Outcome
-from harness.regressions.case import CaseError, load_case, write_case
-from harness.regressions.replay import matches
-from harness.regressions.repro import ReproError, read_env_file, signature
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.profile_file import load_profiles, profile_table
+from proofdiff.model.status import Outcome
+from proofdiff.regressions.case import CaseError, load_case, write_case
+from proofdiff.regressions.replay import matches
+from proofdiff.regressions.repro import ReproError, read_env_file, signature
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -90,7 +90,7 @@ def test_env_files_read_as_docker_reads_them(tmp_path: Path) -> None:
 
 
 def test_the_shipped_cases_are_well_formed() -> None:
-    from harness.regressions import discover
+    from proofdiff.regressions import discover
     folders = discover(REPO / "regressions")
     assert len(folders) >= 4, folders
     for folder in folders:

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from msgspec.structs import replace
 
-from harness.core.differential import assemble
-from harness.model.oracles import OracleRecord
-from harness.model.profile_file import load_profiles
-from harness.model.result import DifferentialResult, ImageInfo
-from harness.model.status import JobStatus, Outcome, Verdict
-from harness.report.summary import load_summary
-from harness.report.writer import write_report
-from harness.model.serde import SerdeError
+from proofdiff.core.differential import assemble
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.profile_file import load_profiles
+from proofdiff.model.result import DifferentialResult, ImageInfo
+from proofdiff.model.status import JobStatus, Outcome, Verdict
+from proofdiff.report.summary_json import load_summary
+from proofdiff.report.writer import write_report
+from proofdiff.model.serde import SerdeError
 from tests.conftest import job, run
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"

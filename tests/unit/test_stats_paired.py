@@ -1,8 +1,8 @@
-"""The paired, sequential timing gate (harness.stats.paired) and its simulation model
-(harness.stats.power).
+"""The paired, sequential timing gate (proofdiff.stats.paired) and its simulation model
+(proofdiff.stats.power).
 
 Seeded samples throughout. The deterministic cases build the log-ratios the verdict should
-read; the statistical cases run the real sequential gate on harness.stats.power's noise model
+read; the statistical cases run the real sequential gate on proofdiff.stats.power's noise model
 (lognormal noise, drift, warmup) and check the false-alarm rate and the power that the gate
 promises, plus the boundaries themselves on 200 000 null paths.
 """
@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from harness.stats.compare import compare
-from harness.stats.paired import (DIFFERENT, INCONCLUSIVE, SAME, alpha_at_look, alpha_spent,
+from proofdiff.stats.unpaired import compare
+from proofdiff.stats.paired import (DIFFERENT, INCONCLUSIVE, SAME, alpha_at_look, alpha_spent,
                                   paired_compare, sequential_compare)
-from harness.stats.power import main, simulate
+from proofdiff.stats.power import main, simulate
 
 SCHEDULE = [5, 7, 9, 10]  # tested pairs at the default looks: 6, 8, 10, 11 pairs less 1 warmup
 FRACTIONS = [n / 10 for n in SCHEDULE]

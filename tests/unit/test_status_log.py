@@ -1,8 +1,8 @@
-"""The daemon-log parsers on refprover's own log format (harness.target.status)."""
+"""The daemon-log parsers on refprover's own log format (proofdiff.runtime.daemon_status)."""
 
 from __future__ import annotations
 
-from harness.target.status import ignored_keys_from_log, param_cache_from_log
+from proofdiff.runtime.daemon_status import ignored_keys_from_log, param_cache_from_log
 
 
 def test_log_parsers_read_refprover_lines() -> None:

@@ -1,5 +1,5 @@
-"""Timing comparisons (harness.stats.compare), the timing oracles' judgement
-(harness.oracles.timing.judge) and their pytest-benchmark output (harness.report.benchmarks).
+"""Timing comparisons (proofdiff.stats.unpaired), the timing oracles' judgement
+(proofdiff.oracles.timing.judge) and their pytest-benchmark output (proofdiff.report.benchmark_json).
 
 Pure statistics on seeded samples: scipy's Mann-Whitney U and the Hodges-Lehmann interval are
 the real parts here. The false-alarm test draws many A/A pairs from one distribution and checks
@@ -17,15 +17,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.core.differential import assemble
-from harness.model.jobs import FlowRecord
-from harness.model.status import JobStatus, Outcome
-from harness.oracles import timing
-from harness.oracles.timing import judge
-from harness.report.benchmarks import write_benchmarks
-from harness.stats.compare import (DIFFERENT, INCONCLUSIVE, SAME, adaptive_compare, compare,
+from proofdiff.core.differential import assemble
+from proofdiff.model.jobs import FlowRecord
+from proofdiff.model.status import JobStatus, Outcome
+from proofdiff.oracles import timing
+from proofdiff.oracles.timing import judge
+from proofdiff.report.benchmark_json import write_benchmarks
+from proofdiff.stats.unpaired import (DIFFERENT, INCONCLUSIVE, SAME, adaptive_compare, compare,
                                    summarize)
-from harness.stats.concurrency import in_progress
+from proofdiff.stats.concurrency import in_progress
 from tests.conftest import job, run
 from tests.unit.fakes import FakeEvidence, refprover_profiles
 

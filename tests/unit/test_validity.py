@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.model.status import JobStatus, Outcome
-from harness.oracles.validity import judge_run
+from proofdiff.model.status import JobStatus, Outcome
+from proofdiff.oracles.validity import judge_run
 from tests.conftest import job, recorder, run
 
 
@@ -71,9 +71,9 @@ def test_a_broken_verifier_is_an_error() -> None:
 
 
 def test_bad_jobs_sharing_a_request_id_in_flight_together_name_job_ids_and_concurrency() -> None:
-    from harness.model.jobs import JobRecord
-    from harness.model.status import JobStatus
-    from harness.oracles.validity import _shared_ids
+    from proofdiff.model.jobs import JobRecord
+    from proofdiff.model.status import JobStatus
+    from proofdiff.oracles.validity import _shared_ids
 
     def job(i: int, rid: str, t0: float) -> JobRecord:
         return JobRecord(index=i, job=f"wpost-{i}", request_id=rid, status=JobStatus.COMPLETED,

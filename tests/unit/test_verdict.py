@@ -1,15 +1,15 @@
-"""Divergences, suspects and the verdict, from records only (harness.core.verdict/suspects):
+"""Divergences, suspects and the verdict, from records only (proofdiff.core.verdict/suspects):
 never SAME on a skipped check, a missing outcome or an empty run."""
 
 from __future__ import annotations
 
-from harness.core.delta import profile_delta
-from harness.core.differential import assemble
-from harness.core.suspects import rank
-from harness.core.verdict import divergences, missing_cells, verdict
-from harness.model.oracles import OracleRecord
-from harness.model.profile_file import load_profiles
-from harness.model.status import Outcome, Verdict
+from proofdiff.core.profile_delta import profile_delta
+from proofdiff.core.differential import assemble
+from proofdiff.core.suspects import rank
+from proofdiff.core.verdict import divergences, missing_cells, verdict
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.profile_file import load_profiles
+from proofdiff.model.status import Outcome, Verdict
 
 
 def rec(suite: str, oracle: str, profile: str, outcome: Outcome, message: str = "m",

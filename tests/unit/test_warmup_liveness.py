@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from msgspec.structs import replace
 
-from harness.model.status import JobStatus, Outcome
-from harness.oracles.warmup import first_proof, liveness
+from proofdiff.model.status import JobStatus, Outcome
+from proofdiff.oracles.warmup import first_proof, liveness
 from tests.conftest import job, recorder, run
 
 

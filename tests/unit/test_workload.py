@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.proto import cuzk_pb2
-from harness.model.workload import (WorkloadError, load_workload, select_jobs)
-from harness.drivers.grpc import build_request
-from harness.target.verifier import verify_item
+from proofdiff.proto import cuzk_pb2
+from proofdiff.model.workload import (WorkloadError, load_workload, select_jobs)
+from proofdiff.drivers.grpc_driver import build_request
+from proofdiff.verify.tool_verifier import verify_item
 from tests.conftest import workload_doc
 
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from harness.drivers.job_ids import make_job_id
-from harness.proto import cuzk_pb2
-from harness.model.workload import (WorkloadError, is_slow_workload, load_workload, sector_ids)
-from harness.drivers.grpc import build_request
-from harness.target.verifier import verify_item
-from harness.drivers.bench_inputs import bench_input
+from proofdiff.drivers.job_ids import make_job_id
+from proofdiff.proto import cuzk_pb2
+from proofdiff.model.workload import (WorkloadError, is_slow_workload, load_workload, sector_ids)
+from proofdiff.drivers.grpc_driver import build_request
+from proofdiff.verify.tool_verifier import verify_item
+from proofdiff.drivers.bench_inputs import bench_input
 
 
 def porep_doc(partitions: int = 2, sectors: int = 2) -> dict[str, Any]:

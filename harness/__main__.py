@@ -1,0 +1,7 @@
+"""``python -m proofdiff.cli``: the same as ``proofdiff``."""
+
+import sys
+
+from proofdiff.cli import main
+
+sys.exit(main())

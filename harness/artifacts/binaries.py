@@ -1,0 +1,106 @@
+"""Step ``binaries``: ``cargo build --release`` of targets/refprover into the cache's target dir."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from proofdiff.artifacts import build_steps
+from proofdiff.artifacts.cache_dir import locked
+from proofdiff.artifacts.errors import BuildError, StepReport
+
+#: The binaries the image ships, all built from targets/refprover.
+BINARIES: tuple[str, ...] = ("refprover", "paramgen", "seal", "verify", "bench")
+
+#: Deadline of one cargo build in seconds (a cold release build takes ~25 min on 2 cores).
+CARGO_TIMEOUT_S = 3600.0
+
+
+def _mtimes(paths: dict[str, Path]) -> dict[str, float]:
+    return {n: p.stat().st_mtime if p.is_file() else 0.0 for n, p in paths.items()}
+
+
+def build_binaries(
+    crate_dir: Path,
+    root: Path,
+    *,
+    log: build_steps.Log,
+    timeout_s: float = CARGO_TIMEOUT_S,
+    target_dir: Path | None = None,
+    only: Sequence[str] = (),
+    step: str = "binaries",
+) -> tuple[dict[str, Path], StepReport]:
+    """Build the refprover crate and return ``{binary name: path}`` and the step report.
+
+    Runs ``cargo build --release --locked`` (without ``--locked`` when there is no Cargo.lock)
+    with ``CARGO_TARGET_DIR=<root>/cargo-target`` (or ``target_dir``); cargo is incremental, so
+    an unchanged crate takes about a second. ``only``: build just these binaries (``--bin``);
+    default every one of BINARIES. Installs protoc (Debian protobuf-compiler, needed by
+    build.rs) as root when missing. The full output goes to ``<root>/logs/cargo-<step>.log``.
+
+    Raises:
+        BuildError: cargo is missing, the build failed or ran past ``timeout_s`` seconds
+            (default 3600), or a binary in BINARIES was not produced.
+    """
+    start = time.monotonic()
+    cargo = build_steps.which("cargo")
+    if cargo is None:
+        raise BuildError(
+            "binaries",
+            "`cargo` not found on PATH or in ~/.cargo/bin",
+            "install Rust: `curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs "
+            "| sh -s -- -y`, then `. ~/.cargo/env`",
+        )
+    if not (crate_dir / "Cargo.toml").is_file():
+        raise BuildError("binaries", f"no Cargo.toml in {crate_dir}", "run from a proofdiff clone")
+    logs = root / "logs"
+    target = target_dir or root / "cargo-target"
+    names = tuple(only) or BINARIES
+    bins = {name: target / "release" / name for name in names}
+    argv = [cargo, "build", "--release"]
+    if (crate_dir / "Cargo.lock").is_file():
+        argv.append("--locked")
+    for name in only:
+        argv += ["--bin", name]
+    log_name = "cargo-build.log" if step == "binaries" else f"cargo-{step}.log"
+    env = {**os.environ, "CARGO_TARGET_DIR": str(target)}
+    env["PATH"] = f"{Path(cargo).parent}{os.pathsep}{env.get('PATH', '')}"
+    fix = (
+        f"read {logs / log_name}; reproduce with "
+        f"`cd {crate_dir} && CARGO_TARGET_DIR={target} cargo build --release`"
+    )
+    if build_steps.which("cc") is None:
+        fix += "; no C compiler found: `sudo apt-get install -y build-essential`"
+    before = _mtimes(bins)
+    with locked(root, "cargo", step, timeout_s):
+        if (crate_dir / "build.rs").is_file():  # tonic-build runs protoc
+            build_steps.ensure_apt_tool(step, "protoc", "protobuf-compiler", log=log, log_dir=logs)
+        log(f"  {step}: {' '.join(argv[1:])} (CARGO_TARGET_DIR={target})")
+        build_steps.run(
+            step,
+            argv,
+            timeout_s=timeout_s,
+            log=log,
+            fix=fix,
+            log_path=logs / log_name,
+            cwd=crate_dir,
+            env=env,
+            heartbeat_s=120.0,
+        )
+    missing = [name for name, path in bins.items() if not path.is_file()]
+    if missing:
+        raise BuildError(
+            step,
+            f"cargo build succeeded but did not produce {missing} in {target / 'release'}",
+            f"add the binaries {list(BINARIES)} to {crate_dir} (src/bin/<name>.rs or [[bin]])",
+        )
+    changed = _mtimes(bins) != before
+    total = sum(p.stat().st_size for p in bins.values())
+    return bins, StepReport(
+        step,
+        "built" if changed else "reused",
+        time.monotonic() - start,
+        f"{len(bins)} binaries, {total / 1e6:.1f} MB in {target / 'release'}",
+    )

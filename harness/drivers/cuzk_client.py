@@ -1,0 +1,174 @@
+"""gRPC client for ``cuzk.v1.ProvingEngine`` with a deadline on every call.
+
+Plaintext HTTP/2 (as cuzk serves it), messages up to 128 MiB. Every method takes ``timeout_s``;
+a transport failure raises :class:`ClientError` carrying the gRPC code, the address and a hint.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+
+import grpc
+
+from proofdiff.proto import cuzk_pb2, cuzk_pb2_grpc
+
+__all__ = ["MAX_MESSAGE_BYTES", "ClientError", "ProverClient", "StatusProbe", "loaded_srs",
+           "status_probe"]
+
+#: cuzk's server limit; the client matches it both ways.
+MAX_MESSAGE_BYTES = 128 * 1024 * 1024
+
+_HINTS = {
+    "UNAVAILABLE": "is the daemon running and listening there? check the container log "
+                   "(docker logs) and the profile's ports/daemon.listen",
+    "DEADLINE_EXCEEDED": "the daemon did not answer in time; raise the profile's timeout_s or "
+                         "look for a stuck queue in the container log",
+    "NOT_FOUND": "the daemon has no job with that id (already claimed, or never submitted)",
+    "UNIMPLEMENTED": "the daemon does not implement this RPC; is the image a cuzk-compatible "
+                     "prover (check --image)?",
+    "RESOURCE_EXHAUSTED": "a message exceeded a size limit (128 MiB)",
+}
+
+
+class ClientError(RuntimeError):
+    """A gRPC call failed at the transport level.
+
+    Attributes:
+        code: gRPC status code name (``UNAVAILABLE``, ``DEADLINE_EXCEEDED``, ...).
+        details: the server's or channel's details text.
+        address: ``host:port`` called. method: RPC name.
+    """
+
+    def __init__(self, method: str, address: str, code: str, details: str) -> None:
+        self.method, self.address, self.code, self.details = method, address, code, details
+        hint = _HINTS.get(code, "see the daemon's log")
+        super().__init__(f"{method} on {address} failed: {code}: {details}; {hint}")
+
+
+class ProverClient:
+    """A client for one daemon address (``host:port``); use as a context manager or ``close()``.
+
+    Args:
+        address: ``127.0.0.1:PORT`` (no scheme).
+        default_timeout_s: deadline for calls that do not pass one (default 10 s).
+    """
+
+    def __init__(self, address: str, default_timeout_s: float = 10.0) -> None:
+        self.address = address
+        self.default_timeout_s = default_timeout_s
+        self._channel = grpc.insecure_channel(address, options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            # Fast reconnects while polling a starting daemon (default backoff starts at 1 s,
+            # which would quantise start-to-ready time).
+            ("grpc.initial_reconnect_backoff_ms", 20),
+            ("grpc.min_reconnect_backoff_ms", 20),
+            ("grpc.max_reconnect_backoff_ms", 100),
+        ])
+        self._stub = cuzk_pb2_grpc.ProvingEngineStub(self._channel)  # type: ignore[no-untyped-call]
+
+    def _call(self, method: str, request: object, timeout_s: float | None) -> object:
+        fn = getattr(self._stub, method)
+        try:
+            return fn(request, timeout=self.default_timeout_s if timeout_s is None else timeout_s)
+        except grpc.RpcError as exc:
+            raise self.rpc_error(method, exc) from None
+
+    def prove(self, request: cuzk_pb2.SubmitProofRequest,
+              timeout_s: float | None = None) -> cuzk_pb2.AwaitProofResponse:
+        """Submit and wait for one proof (``Prove``); returns the ``AwaitProofResponse``.
+
+        Raises:
+            ClientError: transport failure or deadline (``code='DEADLINE_EXCEEDED'``).
+        """
+        resp = self._call("Prove", cuzk_pb2.ProveRequest(submit=request), timeout_s)
+        assert isinstance(resp, cuzk_pb2.ProveResponse)
+        return resp.result
+
+    def prove_future(self, request: cuzk_pb2.SubmitProofRequest, timeout_s: float) -> Any:
+        """Start ``Prove`` without blocking; returns the grpc future (``result(timeout=...)``
+        raises ``grpc.RpcError``; :func:`rpc_error` turns it into a :class:`ClientError`;
+        ``cancel()`` gives the call up). The call's deadline is ``timeout_s`` seconds."""
+        return self._stub.Prove.future(cuzk_pb2.ProveRequest(submit=request), timeout=timeout_s)
+
+    def rpc_error(self, method: str, exc: grpc.RpcError) -> ClientError:
+        """The :class:`ClientError` for a failed call of ``method``."""
+        code = exc.code().name if hasattr(exc, "code") and exc.code() else "UNKNOWN"
+        details = exc.details() if hasattr(exc, "details") else str(exc)
+        return ClientError(method, self.address, code, details or "")
+
+    def submit(self, request: cuzk_pb2.SubmitProofRequest,
+               timeout_s: float | None = None) -> cuzk_pb2.SubmitProofResponse:
+        """``SubmitProof``: queue a job; returns its job id and queue position."""
+        resp = self._call("SubmitProof", request, timeout_s)
+        assert isinstance(resp, cuzk_pb2.SubmitProofResponse)
+        return resp
+
+    def await_proof(self, job_id: str, timeout_s: float | None = None,
+                    server_timeout_ms: int = 0) -> cuzk_pb2.AwaitProofResponse:
+        """``AwaitProof``: block until the job ends (server-side ``timeout_ms``, 0 = none; the
+        client deadline ``timeout_s`` always applies). Unknown id: ``ClientError`` NOT_FOUND."""
+        req = cuzk_pb2.AwaitProofRequest(job_id=job_id, timeout_ms=server_timeout_ms)
+        resp = self._call("AwaitProof", req, timeout_s)
+        assert isinstance(resp, cuzk_pb2.AwaitProofResponse)
+        return resp
+
+    def get_status(self, timeout_s: float | None = None) -> cuzk_pb2.GetStatusResponse:
+        """``GetStatus``: GPUs, SRS, queues and counters."""
+        resp = self._call("GetStatus", cuzk_pb2.GetStatusRequest(), timeout_s)
+        assert isinstance(resp, cuzk_pb2.GetStatusResponse)
+        return resp
+
+    def get_metrics(self, timeout_s: float | None = None) -> str:
+        """``GetMetrics``: the Prometheus text exposition."""
+        resp = self._call("GetMetrics", cuzk_pb2.GetMetricsRequest(), timeout_s)
+        assert isinstance(resp, cuzk_pb2.GetMetricsResponse)
+        return resp.prometheus_text
+
+    def close(self) -> None:
+        """Close the channel (idempotent)."""
+        self._channel.close()
+
+    def __enter__(self) -> ProverClient:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+class StatusProbe:
+    """A daemon's readiness as cuzk defines it: ``GetStatus`` answers
+    (:class:`proofdiff.runtime.daemon.ReadyProbe`)."""
+
+    def __init__(self, address: str) -> None:
+        self._client = ProverClient(address)
+
+    def ask(self, timeout_s: float) -> str | None:
+        """``None`` when ``GetStatus`` answered within ``timeout_s`` seconds, else
+        ``CODE: details``."""
+        try:
+            self._client.get_status(timeout_s=timeout_s)
+        except ClientError as exc:
+            return f"{exc.code}: {exc.details}"
+        return None
+
+    def close(self) -> None:
+        """Close the channel."""
+        self._client.close()
+
+
+def status_probe(address: str) -> StatusProbe:
+    """The readiness probe of a cuzk-compatible daemon at ``address`` (``127.0.0.1:PORT``)."""
+    return StatusProbe(address)
+
+
+def loaded_srs(address: str, timeout_s: float = 5.0) -> tuple[str, ...]:
+    """The circuits whose SRS the daemon reports loaded (``GetStatus.srs``); empty when it does
+    not answer within ``timeout_s`` seconds (evidence only: never raises)."""
+    try:
+        with ProverClient(address) as client:
+            return tuple(s.circuit_id for s in client.get_status(timeout_s=timeout_s).srs)
+    except ClientError:
+        return ()

@@ -1,0 +1,259 @@
+"""``run_gate``: candidate vs baseline image, the decision that blocks a push.
+
+1. Both images must be present; their ids are the evidence's subject (the same id twice is an
+   A/A gate, said so).
+2. The candidate's own differential (:func:`proofdiff.core.differential.run_differential`, every
+   profile on the candidate, the default suites): every preflight, validity, warmup and
+   isolation check must pass on every profile, and no profile may diverge from the baseline
+   profile (bench vs prod on the candidate).
+3. Timing, per profile: the profile on both images side by side, interleaved rounds, a paired
+   sequential verdict per metric (:mod:`proofdiff.gate.timing_rounds`) within ``budget_s``.
+4. The allowlist turns matching findings into accepted differences; an expired entry fails.
+
+Every proof is checked by the pinned verifier (harness/artifacts/pinned_verifier.py): built from the git
+tree that ``verifier.lock`` names, tagged by its content, never the candidate's own tool. Before
+the timing arm, the baseline's own verifier is asked about the baseline's first proofs and a
+tampered copy (harness/gate/verifier_crosscheck.py); a disagreement with the pinned one is an ERROR.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+from pytest_benchmark.utils import get_commit_info
+
+from proofdiff.artifacts.errors import BuildError
+from proofdiff.core.profile_delta import profile_view
+from proofdiff.core.differential import run_differential
+from proofdiff.core.plan import new_run_id, plan_runs
+from proofdiff.core.session import Session
+from proofdiff.model.jobs import FlowRecord, JobSpec
+from proofdiff.model.profile import Profile
+from proofdiff.model.profile_file import ProfileError, load_profiles, select_profiles
+from proofdiff.model.result import DifferentialResult
+from proofdiff.model.status import Outcome
+from proofdiff.runtime.docker import ContainerError
+from proofdiff.runtime.host import machine_facts
+from proofdiff.runtime.runner import Runner
+
+if TYPE_CHECKING:
+    from proofdiff.artifacts import Artifacts
+
+from proofdiff.gate.allowlist import AllowEntry, AllowlistError, apply_allowlist, load_allowlist
+from proofdiff.gate.verifier_crosscheck import cross_check
+from proofdiff.gate.gate_result import Decision, Finding, GateResult, ProfileTiming, Side, StaleEntry, VerifierCheck
+from proofdiff.gate.timing_rounds import measure_profile
+
+__all__ = ["CHECKED_SUITES", "GateError", "run_gate"]
+
+#: Suites that must be clean on the candidate.
+CHECKED_SUITES = ("preflight", "validity", "warmup", "isolation")
+
+
+class GateError(RuntimeError):
+    """The gate cannot run (an image missing, no Docker): names the cause and the fix."""
+
+
+def _side(runner: Runner, role: str, tag: str) -> Side:
+    try:
+        img = runner.image(tag)
+    except ContainerError as exc:
+        raise GateError(f"the {role} image: {exc}") from None
+    return Side(role=role, image=tag, digest=str(img.id),
+                repo_digests=tuple(img.attrs.get("RepoDigests") or ()))
+
+
+def findings_of(diff: DifferentialResult) -> list[Finding]:
+    """Reasons to block from the candidate's differential: a checked suite's record that
+    fails or errs on any profile, and any other divergence from the baseline profile."""
+    out = [Finding(check=f"{r.suite}/{r.oracle}", profile=r.profile, workload=r.workload,
+                   message=r.message, kind="check", evidence=dict(r.evidence))
+           for r in diff.records
+           if r.suite in CHECKED_SUITES and r.outcome in (Outcome.FAIL, Outcome.ERROR)]
+    seen = {(f.check, f.profile, f.workload) for f in out}
+    for d in diff.divergences:
+        if (f"{d.suite}/{d.oracle}", d.profile, d.workload) in seen:
+            continue
+        top = f"; top suspect {d.suspects[0].path}" if d.suspects else ""
+        out.append(Finding(check=f"{d.suite}/{d.oracle}", profile=d.profile,
+                           workload=d.workload, message=f"{d.headline}: {d.message}{top}",
+                           kind="divergence",
+                           evidence={"suspects": [s.path for s in d.suspects[:5]]}))
+    return out
+
+
+def _cross_check(session: Session, side: str, workload: str, baseline: Side,
+                 checks: list[VerifierCheck], log: Callable[[str], None]) -> None:
+    session.run(side, workload)
+    check = cross_check(session.flows(side, workload), session.workload(workload),
+                        session.verifier(side), session.runner, baseline.image,
+                        session.plan.param_cache, timeout_s=session.plan.verify_timeout_s)
+    log(f"gate: verifier cross-check on {check.proofs} proof(s): "
+        f"{check.note or ('agree' if check.agreed else 'DISAGREE')}")
+    checks.append(check)
+    if check.agreed is False:
+        raise GateError("the baseline's verifier and the pinned verifier disagree, so no proof "
+                        "verdict can be trusted: " + "; ".join(check.disagreements[:3]))
+
+
+def _timing(profiles: dict[str, Profile], workloads: Sequence[str], sides: tuple[Side, Side],
+            *, budget_s: float, rid: str, run_dir: Path, art: Artifacts, broken: set[str],
+            checks: list[VerifierCheck], log: Callable[[str], None]) -> list[ProfileTiming]:
+    """The timing arm of every profile; the first profile with a baseline daemon also runs
+    the verifier cross-check into ``checks`` (raises GateError when they disagree)."""
+    out: list[ProfileTiming] = []
+    deadline = time.monotonic() + budget_s
+    for name, p in profiles.items():
+        for wl in workloads or [p.workload]:
+            if name in broken:
+                out.append(ProfileTiming(profile=name, workload=wl, concurrency=p.concurrency,
+                                         stopped="not timed: the candidate fails its checks "
+                                         "on this profile"))
+                continue
+            pair = {f"{name}-{s.role}": msgspec.structs.replace(p, name=f"{name}-{s.role}",
+                                                                 image=s.image) for s in sides}
+            plan = plan_runs(pair, workloads=[wl], suites=["validity"], run_id=f"{rid}-timing",
+                             report_dir=run_dir, param_cache=art.param_cache,
+                             workload_files=art.workloads, verifier_image=art.verifier_tag,
+                             log=log)[0]
+            session = Session(plan, log=log)
+            try:
+                jobs = [j.name for j in session.workload(wl).jobs]
+                b_side, c_side = pair
+                if not checks:
+                    _cross_check(session, b_side, wl, sides[0], checks, log)
+
+                def send(side: str, specs: list[JobSpec], label: str) -> FlowRecord:
+                    return session.send(side, wl, specs, name="gate", label=label,
+                                        concurrency=len(specs))
+                out.append(measure_profile(send, profile=name, workload=wl, jobs=jobs,
+                                           sides=(b_side, c_side), concurrency=p.concurrency,
+                                           deadline=deadline, floors=p.timing_floor, log=log))
+            finally:
+                session.close()
+    return out
+
+
+def decide(findings: Sequence[Finding], stale: Sequence[StaleEntry],
+           timing: Sequence[ProfileTiming], aa: bool) -> tuple[Decision, str]:
+    """The decision and its one line (module docstring; exit codes on :class:`Decision`)."""
+    blocking = [f for f in findings if not f.accepted]
+    expired = [e for e in stale if e.status == "expired"]
+    undecided = [f"{t.profile}/{m.metric}" for t in timing for m in t.metrics
+                 if m.verdict == "INCONCLUSIVE"] + [
+        f"{t.profile} ({t.stopped})" for t in timing if not t.metrics and t.stopped]
+    note = " (A/A: candidate and baseline are one digest)" if aa else ""
+    if blocking or expired:
+        what = [f"{f.check} on {f.profile}: {f.message.splitlines()[0][:200] if f.message else ''}"
+                for f in blocking[:1]] + [e.message for e in expired[:1]]
+        more = len(blocking[1:]) + len(expired[1:])
+        return Decision.FAIL, (f"FAIL{note}: {'; '.join(what)}"
+                               + (f" (+{more} more)" if more else ""))
+    if undecided:
+        return Decision.INCONCLUSIVE, (f"INCONCLUSIVE{note}: timing undecided within the "
+                                       f"budget on {', '.join(undecided)}")
+    accepted = sum(f.accepted for f in findings)
+    metrics = sum(len(t.metrics) for t in timing)
+    return Decision.PASS, (f"PASS{note}: candidate clean on {len(timing)} profile run(s), "
+                           f"timing decided on {metrics} metric(s)"
+                           + (f", {accepted} accepted difference(s)" if accepted else ""))
+
+
+def run_gate(candidate: str, baseline: str, *, profiles: str | Path | None = None,
+             overrides: Sequence[str] = (), select: Sequence[str] = (),
+             workloads: Sequence[str] = (), budget_s: float = 900.0,
+             allowlist: str | Path | None = None, report_dir: str | Path = "reports",
+             run_id: str | None = None, log: Callable[[str], None] = lambda _l: None,
+             write_report: bool = True) -> GateResult:
+    """Gate ``candidate`` against ``baseline`` (module docstring).
+
+    Args:
+        candidate, baseline: local image tags. profiles: a shipped profile set or a TOML file
+            (default ``refprover``); overrides, select, workloads: as for a differential.
+        budget_s: the timing arm's budget over all profiles, seconds (rounds stop there and
+            undecided metrics are INCONCLUSIVE). allowlist: a TOML allowlist
+            (:mod:`proofdiff.gate.allowlist`). report_dir: ``<report_dir>/<run id>/`` holds
+            the gate's report and ``differential/``, the candidate's own.
+
+    Returns:
+        The :class:`~proofdiff.gate.gate_result.GateResult`; bad input (a missing image, a malformed
+        or unknown allowlist, profile or key) comes back as decision ERROR with the cause, and
+        the report is written in every case.
+    """
+    from proofdiff.artifacts import resolve_artifacts
+
+    t0 = time.monotonic()
+    rid = run_id or new_run_id()
+    run_dir = Path(report_dir) / rid
+    cand, base = Side(role="candidate", image=candidate), Side(role="baseline", image=baseline)
+    verifier: Side | None = None
+    resolved: dict[str, Profile] = {}
+    findings: list[Finding] = []
+    stale: list[StaleEntry] = []
+    timing: list[ProfileTiming] = []
+    checks: list[VerifierCheck] = []
+    errors: list[str] = []
+    diff_id = ""
+    interrupted = False
+    try:
+        entries: list[AllowEntry] = load_allowlist(allowlist) if allowlist else []
+        resolved = dict(select_profiles(load_profiles(profiles, overrides), select))
+        runner = Runner(rid)
+        cand, base = _side(runner, "candidate", candidate), _side(runner, "baseline", baseline)
+        wls = list(dict.fromkeys(workloads or [p.workload for p in resolved.values()]))
+        art = resolve_artifacts(wls, log=log)
+        if not art.verifier_tag:
+            raise GateError("no pinned verifier was built (harness/artifacts/pinned_verifier.py); run "
+                            "`make image` in a proofdiff git checkout")
+        verifier = Side(role="verifier", image=art.verifier_tag, digest=art.verifier_id,
+                        repo_digests=(f"git-tree:{art.verifier_tree}",))
+        log(f"gate {rid}: candidate {candidate} ({cand.digest[:19]}) vs baseline {baseline} "
+            f"({base.digest[:19]}); pinned verifier {art.verifier_tag}")
+        diff = run_differential(resolved, images=[candidate], workloads=wls, report_dir=run_dir,
+                                run_id="differential", param_cache=art.param_cache,
+                                workload_files=art.workloads, verifier_image=art.verifier_tag,
+                                log=log)
+        diff_id = diff.run_id
+        if diff.errors:
+            raise GateError("the candidate's differential could not run: " + diff.errors[0])
+        findings = findings_of(diff)
+        broken = {f.profile for f in findings if f.kind == "check"}
+        timing = _timing(resolved, workloads, (base, cand), budget_s=budget_s, rid=rid,
+                         run_dir=run_dir, art=art, broken=broken, checks=checks, log=log)
+        findings += [Finding(check=f"timing/{m.metric}", profile=t.profile, workload=t.workload,
+                             message=m.text, kind="timing", evidence={"ratio": m.ratio,
+                                                                      "ratio_ci": list(m.ratio_ci),
+                                                                      "p_value": m.p_value})
+                     for t in timing for m in t.metrics if m.regression]
+        findings, stale = apply_allowlist(findings, entries)
+    except KeyboardInterrupt:
+        interrupted = True
+    except (GateError, AllowlistError, ProfileError, BuildError, ContainerError,
+            ValueError) as exc:
+        errors.append(str(exc))
+    aa = bool(cand.digest) and cand.digest == base.digest
+    if interrupted:
+        decision, line = Decision.INTERRUPTED, "INTERRUPTED: the report holds what was done"
+    elif errors:
+        decision, line = Decision.ERROR, f"ERROR: the gate could not run: {errors[0]}"
+    else:
+        decision, line = decide(findings, stale, timing, aa)
+    result = GateResult(
+        run_id=rid, created_unix_s=time.time(), decision=decision, decision_line=line,
+        exit_code=decision.exit_code, candidate=cand, baseline=base, aa=aa, verifier=verifier,
+        verifier_check=checks[0] if checks else None,
+        profiles={n: profile_view(p) for n, p in resolved.items()},
+        workloads=tuple(dict.fromkeys(workloads or [p.workload for p in resolved.values()])),
+        findings=tuple(findings), timing=tuple(timing), allowlist=str(allowlist or ""),
+        stale=tuple(stale), differential=diff_id, errors=tuple(errors),
+        commit=dict(get_commit_info("proofdiff")),  # type: ignore[no-untyped-call]
+        machine=machine_facts(), budget_s=budget_s, wall_s=round(time.monotonic() - t0, 3))
+    if write_report:
+        from proofdiff.gate.gate_view import write_gate_report
+
+        write_gate_report(result, run_dir)
+    return result

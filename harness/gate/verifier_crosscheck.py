@@ -1,0 +1,74 @@
+"""The baseline's own verifier against the pinned one, on the same proofs.
+
+The gate judges every proof with the pinned verifier (harness/artifacts/pinned_verifier.py). A baseline
+image that ships its own ``verify`` tool (refprover images do, at ``/usr/local/bin/verify``) is
+asked too, on the baseline daemon's first proofs and on one copy of a proof with a byte flipped
+(which any correct verifier rejects). The two must agree on every verdict, partition by
+partition; where they do not, one of them is wrong and no proof verdict of the gate can be
+trusted: the gate stops with an error that names the proofs. A baseline without a verify tool
+(a cuzk image) is not cross-checked, and the evidence says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from proofdiff.model.jobs import FlowRecord, ProofVerdict
+from proofdiff.model.workload import Workload
+from proofdiff.runtime.runner import Runner
+from proofdiff.verify.tool_verifier import ToolVerifier, Verifier, VerifyError, verify_item
+
+from proofdiff.gate.gate_result import VerifierCheck
+
+__all__ = ["VerifierCheck", "cross_check"]
+
+
+def _tampered(proof: bytes) -> bytes:
+    mid = len(proof) // 2
+    return proof[:mid] + bytes([proof[mid] ^ 0x01]) + proof[mid + 1:]
+
+
+def _show(v: ProofVerdict) -> str:
+    parts = "".join("1" if p else "0" for p in v.partitions)
+    return f"{'valid' if v.valid else 'invalid'} [{parts}]"
+
+
+def cross_check(flows: Sequence[FlowRecord], workload: Workload, pinned: Verifier,
+                runner: Runner, baseline_image: str, param_cache: str,
+                *, timeout_s: float = 300.0) -> VerifierCheck:
+    """Ask the pinned verifier and ``baseline_image``'s ``verify`` about the completed proofs
+    of ``flows`` (the baseline daemon's) and one tampered copy; compare (module docstring).
+
+    Returns:
+        The :class:`VerifierCheck` (never raises: a baseline without the tool is a note).
+    """
+    items = [verify_item(workload.job(j.job), f"{f.name}#{j.index}|{j.job}", j.proof)
+             for f in flows for j in f.jobs if j.completed and j.proof]
+    if not items:
+        return VerifierCheck(baseline_image=baseline_image,
+                             note="not cross-checked: the baseline gave no proof to check")
+    first = next(j for f in flows for j in f.jobs if j.completed and j.proof)
+    items.append(verify_item(workload.job(first.job), f"tampered|{first.job}",
+                             _tampered(first.proof)))
+    theirs = ToolVerifier(runner, baseline_image, Path(param_cache), profile="baseline-verifier",
+                          timeout_s=timeout_s)
+    try:
+        ours = pinned.verify(items)
+    except VerifyError as exc:
+        return VerifierCheck(baseline_image=baseline_image, proofs=len(items), agreed=False,
+                             disagreements=(f"the pinned verifier failed: {exc}",))
+    try:
+        got = theirs.verify(items)
+    except VerifyError as exc:
+        return VerifierCheck(baseline_image=baseline_image,
+                             note=f"not cross-checked: the baseline image has no usable verify "
+                                  f"tool ({str(exc).splitlines()[0][:200]})")
+    bad = []
+    for it in items:
+        a, b = ours[it["id"]], got[it["id"]]
+        if (a.valid, a.partitions) != (b.valid, b.partitions):
+            bad.append(f"proof {it['id']}: pinned verifier says {_show(a)}, the baseline's "
+                       f"says {_show(b)}")
+    return VerifierCheck(baseline_image=baseline_image, proofs=len(items), agreed=not bad,
+                         disagreements=tuple(bad))

@@ -1,0 +1,137 @@
+"""What an oracle may ask of a running differential, and how it writes its records.
+
+Oracles never start containers or talk to a daemon themselves: they ask an :class:`Evidence`
+(the differential session, :mod:`proofdiff.core.session`) for runs and flows, and return
+:class:`~proofdiff.model.oracle_records.OracleRecord` objects. Every oracle states a property that any
+correct prover has; a record is never ``pass`` on empty input (``error`` says what is missing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from proofdiff.drivers.protocol import Driver, Mode
+from proofdiff.drivers.deadlines import Deadlines
+from proofdiff.model.jobs import FlowRecord, JobSpec
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.profile import Profile
+from proofdiff.model.runs import DaemonFacts, RunRecord
+from proofdiff.model.status import Outcome
+from proofdiff.model.workload import Workload
+from proofdiff.runtime.runner import Runner
+from proofdiff.runtime.daemon import Daemon
+
+__all__ = ["Evidence", "Recorder", "SuiteFn"]
+
+
+class Evidence(Protocol):
+    """The session as oracles see it (implemented by :class:`proofdiff.core.session.Session`).
+
+    Attributes:
+        profiles: the selected profiles, resolved (the first is the baseline).
+        image_slot: '' when each profile runs its own image, else the image tag compared.
+        param_cache: the host param cache (``.params``/``.vk``).
+        runner: the run's container runner (for tool containers: paramgen, the dry parse).
+    """
+
+    @property
+    def profiles(self) -> Mapping[str, Profile]:
+        """The selected profiles."""
+        ...
+
+    @property
+    def image_slot(self) -> str:
+        """The image slot."""
+        ...
+
+    @property
+    def param_cache(self) -> Path:
+        """The host param cache."""
+        ...
+
+    @property
+    def runner(self) -> Runner:
+        """The one runner (containers and processes)."""
+        ...
+
+    @property
+    def params_manifest(self) -> Path | None:
+        """The params manifest (parameters.json) to check files against; ``None`` = the one in
+        the param cache."""
+        ...
+
+    def log(self, line: str) -> None:
+        """One line of progress."""
+        ...
+
+    def workload(self, name: str) -> Workload:
+        """The loaded workload (raises ``WorkloadError``)."""
+        ...
+
+    def daemon(self, profile: str) -> Daemon:
+        """The profile's ready daemon, started on first use (raises ``LaunchError``)."""
+        ...
+
+    def driver(self, profile: str) -> Driver:
+        """The profile's driver (raises ``LaunchError`` when its daemon did not start)."""
+        ...
+
+    def deadlines(self, profile: str) -> Deadlines:
+        """The profile's deadlines."""
+        ...
+
+    def run(self, profile: str, workload: str) -> RunRecord:
+        """The workload run, verified; run once; never raises (errors are in the record)."""
+        ...
+
+    def flows(self, profile: str, workload: str) -> list[FlowRecord]:
+        """Every flow sent to the profile's daemon for ``workload`` so far, the workload flow
+        first (none when the run could not send jobs)."""
+        ...
+
+    def facts(self, profile: str) -> DaemonFacts | None:
+        """What the profile's daemon shows now (``None`` when it never started)."""
+        ...
+
+    def send(self, profile: str, workload: str, specs: Sequence[JobSpec], *, name: str,
+             label: str = "", concurrency: int, mode: Mode = Mode.PROVE,
+             cross: bool = False) -> FlowRecord:
+        """Another flow on the same daemon, after the workload run, verified (``cross``: each
+        proof against every input sent), and added to the run record."""
+        ...
+
+    def blocked(self, profile: str, workload: str) -> str | None:
+        """Why proving checks should skip ``profile`` (a failed blocking preflight check, a
+        daemon that died or never started), or ``None``."""
+        ...
+
+
+class Recorder:
+    """Makes one suite's records for one workload (the image slot filled in).
+
+    ``rec(oracle, profile, outcome, message, evidence=..., names=...)``.
+    """
+
+    def __init__(self, ev: Evidence, suite: str, workload: str) -> None:
+        self.ev, self.suite, self.workload = ev, suite, workload
+        self.records: list[OracleRecord] = []
+
+    def __call__(self, oracle: str, profile: str, outcome: Outcome, message: str, *,
+                 evidence: Mapping[str, Any] | None = None,
+                 names: Sequence[str] = ()) -> OracleRecord:
+        r = OracleRecord(suite=self.suite, oracle=oracle, profile=profile, workload=self.workload,
+                         outcome=outcome, message=message, image=self.ev.image_slot,
+                         evidence=dict(evidence or {}), names=tuple(names))
+        self.records.append(r)
+        return r
+
+    def skip_all(self, oracles: Sequence[str], profile: str, why: str) -> None:
+        """Record every oracle of ``oracles`` on ``profile`` as skipped, with the reason."""
+        for o in oracles:
+            self(o, profile, Outcome.SKIPPED, why)
+
+
+#: A suite: ``evaluate(evidence, workload) -> records`` over every selected profile.
+SuiteFn = Callable[[Evidence, str], list[OracleRecord]]

@@ -1,0 +1,30 @@
+"""summary.json: the msgspec JSON of the DifferentialResult, schema version included."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from proofdiff.model import serde
+from proofdiff.model.result import SCHEMA_VERSION, DifferentialResult
+
+__all__ = ["load_summary", "write_summary"]
+
+
+def write_summary(result: DifferentialResult, run_dir: Path) -> Path:
+    """Write ``run_dir/summary.json`` (indented, atomically); returns its path."""
+    return serde.write(run_dir / "summary.json", result, indent=2)
+
+
+def load_summary(path: str | Path) -> DifferentialResult:
+    """Read a summary.json (the file or its run dir) back into a DifferentialResult.
+
+    Raises:
+        proofdiff.model.serde.SerdeError: missing, not JSON, or another schema version.
+    """
+    p = Path(path)
+    p = p / "summary.json" if p.is_dir() else p
+    head = serde.decode(p.read_bytes() if p.exists() else b"{}", dict, where=str(p))
+    if head.get("schema_version") != SCHEMA_VERSION:
+        raise serde.SerdeError(f"{p}: schema_version {head.get('schema_version')!r}; this "
+                               f"proofdiff reads {SCHEMA_VERSION}")
+    return serde.read(p, DifferentialResult)

@@ -1,0 +1,284 @@
+"""Start one profile's daemon, or attach to it, and wait until it answers (DESIGN.md
+section 2).
+
+The profile's ``target`` says how: a container (``docker``), a process on this host
+(``process``: the same spec, rewritten by :mod:`proofdiff.runtime.process`) or the daemon
+already running at ``address`` (``attach``: never started or stopped here).
+
+Readiness = ``GetStatus`` answers, polled with a 20-50 ms backoff (a fixed 1 s poll would
+quantise start-to-ready time), within the profile's ``ready_timeout_s`` (default 60 s). A
+daemon that exits meanwhile, or never answers, raises :class:`LaunchError` with its exit code,
+OOMKilled and a log tail; what was started is removed.
+"""
+
+from __future__ import annotations
+
+import stat
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import tomli_w
+
+from proofdiff.model.profile import DEFAULT_BINARY, DEFAULT_CONFIG_PATH, Profile
+from proofdiff.model.runs import DaemonFacts
+
+from proofdiff.runtime.attached import AttachedHandle
+from proofdiff.runtime.host import gpu_hint
+from proofdiff.runtime.resources import ProcessSampler, ResourceSampler, sampler_for
+from proofdiff.runtime.runner import Runner
+from proofdiff.runtime.spec import CONTAINER_USER, ContainerError, ContainerSpec, Handle, Mount
+from proofdiff.runtime.daemon_status import fetch_status
+
+__all__ = ["CONFIG_FLAGS", "LOG_TAIL_LINES", "Daemon", "LaunchError", "ProbeFactory",
+           "ReadyProbe", "daemon_spec", "start_daemon"]
+
+#: Lines of the daemon log kept in a run record.
+LOG_TAIL_LINES = 200
+#: The config-file flags of cuzk-daemon and refprover (cuzk-daemon --help: ``-c, --config``).
+CONFIG_FLAGS = ("-c", "--config")
+
+
+class LaunchError(ContainerError):
+    """A daemon could not be started or never became ready (see :class:`ContainerError` for the
+    attributes); the message says what was seen and the fix."""
+
+
+class ReadyProbe(Protocol):
+    """Asks one daemon whether it answers its API (cuzk: ``GetStatus``); made per daemon by a
+    :data:`ProbeFactory` from its address (the drivers know the API: this package does not)."""
+
+    def ask(self, timeout_s: float) -> str | None:
+        """``None`` when the daemon answered within ``timeout_s`` seconds, else what was seen
+        instead (one line: the gRPC code and details)."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection (idempotent)."""
+        ...
+
+
+#: ``probe(address)`` -> a :class:`ReadyProbe` for the daemon at ``127.0.0.1:PORT``.
+ProbeFactory = Callable[[str], ReadyProbe]
+
+
+@dataclass
+class Daemon:
+    """A ready daemon.
+
+    Attributes:
+        profile: the profile it runs. handle: its container, process or attached address.
+        address: gRPC ``127.0.0.1:PORT`` on this host (an attached daemon's ``address``).
+        start_to_ready_ms: from the start call to the first GetStatus answer, ms (attach: to
+            the first answer).
+        config_text: the daemon TOML as written ('' when attached: it is not ours).
+        sampler: memory / CPU sampling under the profile's limits (``None`` without).
+    """
+
+    profile: Profile
+    handle: Handle
+    address: str = ""
+    start_to_ready_ms: float | None = None
+    config_text: str = ""
+    sampler: ResourceSampler | ProcessSampler | None = None
+
+    @property
+    def started_here(self) -> bool:
+        """proofdiff started this daemon (not an attached one), so it saw its first proof."""
+        return self.handle.runtime != "attach"
+
+    @property
+    def what(self) -> str:
+        """How it is named in messages: ``container 1a2b3c4d5e6f``, ``process pid-42
+        (refprover)``, ``attached 127.0.0.1:9820``."""
+        h = self.handle
+        return {"docker": f"container {h.short_id}", "process": f"process {h.short_id} "
+                f"({self.profile.program})"}.get(h.runtime, h.short_id)
+
+    @property
+    def status_port(self) -> int | None:
+        """Host port of the daemon's ``GET /status`` listener (``None`` when not published)."""
+        return self.handle.host_port("status")
+
+    def logs(self, tail: int | None = None) -> str:
+        """The daemon log, the last ``tail`` lines or all ('' for an attached daemon)."""
+        return self.handle.logs(tail)
+
+    def state(self) -> dict[str, Any]:
+        """Its state now (docker's ``State`` shape: Status, ExitCode, OOMKilled)."""
+        return self.handle.state()
+
+    def facts(self, settle_s: float = 0.0, *, srs_loaded: tuple[str, ...] = ()) -> DaemonFacts:
+        """What the daemon shows now: state, the settings it runs with, the log tail;
+        ``srs_loaded``: the circuits its API says are loaded (asked by the caller, who speaks
+        the API).
+
+        ``settle_s``: when jobs just lost their connection, the engine may take a moment to
+        record the daemon's death (an OOM kill); wait up to this many seconds for it to leave
+        the running state before reading (default 0: read at once).
+        """
+        deadline = time.monotonic() + settle_s
+        while time.monotonic() < deadline and self.state().get("Status") == "running":
+            time.sleep(0.1)
+        state = self.state()
+        keep: dict[str, Any] = {k: state.get(k) for k in ("Status", "ExitCode", "OOMKilled",
+                                                           "Error") if k in state}
+        alive = keep.get("Status") == "running"
+        return DaemonFacts(container_id=self.handle.short_id, runtime=self.handle.runtime,
+                           address=self.address, start_to_ready_ms=self.start_to_ready_ms,
+                           state=keep, inspect_view=self.handle.view(),
+                           log_tail=self.logs(LOG_TAIL_LINES),
+                           status=fetch_status(self.status_port) if alive else None,
+                           resources=self.sampler.usage() if self.sampler else None,
+                           srs_loaded=srs_loaded if alive else ())
+
+    def remove(self) -> None:
+        """Stop (SIGTERM, 5 s grace) and remove it (idempotent; an attached daemon is left
+        alone)."""
+        if self.sampler is not None:
+            self.sampler.stop()
+        try:
+            self.handle.stop(grace_s=5)
+        finally:
+            self.handle.remove()
+
+
+def _cache_problems(profile: Profile, param_cache: Path) -> list[str]:
+    if not param_cache.is_dir():
+        return [f"param cache {str(param_cache)!r} does not exist on the host; generate the "
+                "params with `proofdiff build` / `make image`"]
+    if not any(param_cache.glob("*.vk")):
+        return [f"param cache {str(param_cache)!r} holds no .vk files, so the daemon would find "
+                f"no params at {profile.param_read_path()!r}; regenerate with `proofdiff build`"]
+    if profile.target == "docker" and stat.S_IMODE(param_cache.stat().st_mode) & 0o005 != 0o005:
+        return [f"param cache {str(param_cache)!r} is not readable by the container user "
+                f"{CONTAINER_USER}; run `chmod -R a+rX {param_cache}`"]
+    return []
+
+
+def daemon_spec(profile: Profile, param_cache: Path, name: str = "") -> ContainerSpec:
+    """The container of ``profile``'s daemon: its image, env, command, limits and GPUs, the
+    param cache mounted read-only at ``mounts.params`` and its config
+    (:meth:`~proofdiff.model.profile.Profile.written_config`) at
+    :data:`~proofdiff.model.profile.DEFAULT_CONFIG_PATH`.
+
+    A process target runs ``binary`` instead of the image's entrypoint, and gets
+    ``-c <config>`` first when its command names no config file (a container finds the config
+    at the daemon's default path; a process on this host would not).
+    """
+    config = tomli_w.dumps(profile.written_config()).encode("utf-8")
+    process = profile.target == "process"
+    command = profile.command
+    if process and not any(a in CONFIG_FLAGS or a.startswith("--config=") for a in command):
+        command = ("-c", DEFAULT_CONFIG_PATH, *command)
+    return ContainerSpec(
+        image=profile.binary or DEFAULT_BINARY if process else profile.image_tag, role="daemon",
+        profile=profile.name, command=command, env=profile.env,
+        entrypoint=(profile.binary or DEFAULT_BINARY,) if process else None,
+        mounts=(Mount(param_cache, profile.param_mount_path()),),
+        files={DEFAULT_CONFIG_PATH: config}, network=profile.network, ports=profile.ports,
+        cpus=profile.cpus, mem_limit=profile.mem_limit, gpus=profile.gpus, name=name,
+        runtime="process" if process else "docker")
+
+
+def start_daemon(runner: Runner, profile: Profile, param_cache: Path, *, probe: ProbeFactory,
+                 name: str = "") -> Daemon:
+    """Create, start and wait for one profile's daemon (attach: wait for the running one):
+    ready when ``probe(address)`` answers (:func:`proofdiff.drivers.cuzk_client.status_probe`
+    for a cuzk-compatible daemon).
+
+    Raises:
+        LaunchError: a profile mismatch (params mounted where the daemon does not read, a port
+            that differs from ``daemon.listen``, attach without ``address``), an unusable
+            param cache, the image or program missing, docker refused the container (with the
+            GPU fix when the engine has no NVIDIA runtime), the daemon exited (exit code,
+            OOMKilled, log tail) or never answered in time. Nothing started is left behind.
+    """
+    problems = profile.launch_problems()
+    if profile.target != "attach":
+        problems += _cache_problems(profile, Path(param_cache))
+    if problems:
+        raise LaunchError("; ".join(problems), role="daemon", profile=profile.name)
+    t0 = time.monotonic()
+    if profile.target == "attach":
+        daemon = Daemon(profile=profile, handle=AttachedHandle(
+            profile.address, profile.status_url, profile.name, probe=probe),
+            address=profile.address)
+        _wait_ready(daemon, t0, profile.ready_timeout_s, probe)
+        return daemon
+    spec = daemon_spec(profile, Path(param_cache), name)
+    try:
+        handle = runner.start(spec)
+    except ContainerError as exc:
+        hint = gpu_hint(str(exc)) if profile.gpus is not None else None
+        extra = f"; profile {profile.name!r} requests gpus={profile.gpus!r}: {hint}" if hint else ""
+        raise LaunchError(exc.headline + extra, role="daemon", profile=profile.name) from None
+    daemon = Daemon(profile=profile, handle=handle,
+                    config_text=spec.files[DEFAULT_CONFIG_PATH].decode("utf-8"))
+    try:
+        _wait_ready(daemon, t0, profile.ready_timeout_s, probe)
+    except BaseException:  # KeyboardInterrupt too: never leave it running
+        handle.remove()
+        raise
+    if profile.mem_limit is not None or profile.cpus is not None:
+        daemon.sampler = sampler_for(handle)
+    return daemon
+
+
+def _exited(daemon: Daemon) -> LaunchError | None:
+    if not daemon.started_here:
+        return None  # an attached daemon is not ours to watch: only its answer counts
+    st = daemon.state()
+    if st.get("Status") not in ("exited", "dead"):
+        return None
+    code, oom = st.get("ExitCode"), bool(st.get("OOMKilled"))
+    why = " (OOM-killed: raise mem_limit)" if oom else ""
+    return LaunchError(
+        f"profile {daemon.profile.name!r}: daemon {daemon.what} exited "
+        f"with code {code}{why} before answering GetStatus; read the log below, check the "
+        f"config ({DEFAULT_CONFIG_PATH}) and command {list(daemon.profile.command)}",
+        role="daemon", profile=daemon.profile.name, container_id=daemon.handle.short_id,
+        exit_code=code, oom_killed=oom, log_tail=daemon.logs(40))
+
+
+
+def _wait_ready(daemon: Daemon, t0: float, timeout_s: float, probe: ProbeFactory) -> None:
+    deadline = t0 + timeout_s
+    delay, last = 0.02, "no answer yet"
+    client: ReadyProbe | None = None
+    try:
+        while True:
+            err = _exited(daemon)  # a fresh inspect also refreshes the port bindings
+            if err is not None:
+                raise err
+            if client is None:
+                if daemon.handle.runtime == "attach":
+                    client = probe(daemon.address)
+                elif port := daemon.handle.host_port("grpc"):
+                    daemon.address = f"127.0.0.1:{port}"
+                    client = probe(daemon.address)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            if client is not None:
+                said = client.ask(min(0.5, remaining))
+                if said is None:
+                    daemon.start_to_ready_ms = (time.monotonic() - t0) * 1000.0
+                    return
+                last = said
+            time.sleep(max(0.0, min(delay, deadline - time.monotonic())))
+            delay = min(delay * 1.5, 0.05)
+    finally:
+        if client is not None:
+            client.close()
+    fix = ("is it running? start it, or fix `address`" if daemon.handle.runtime == "attach"
+           else "check daemon.listen and ports in the profile")
+    raise LaunchError(
+        f"profile {daemon.profile.name!r}: daemon {daemon.what} did not "
+        f"answer GetStatus on {daemon.address or '(no published port)'} within {timeout_s:.0f} s "
+        f"(status {daemon.state().get('Status')!r}, last error {last}); {fix}, or raise "
+        "ready_timeout_s",
+        role="daemon", profile=daemon.profile.name, container_id=daemon.handle.short_id,
+        log_tail=daemon.logs(40))

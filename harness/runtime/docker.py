@@ -1,0 +1,370 @@
+"""The docker side of the one runner (:class:`proofdiff.runtime.runner.Runner`): daemons, the
+verifier, the bench tool, the preflight probes and the GPU probe as containers (docker SDK).
+
+Every container gets:
+
+* labels ``proofdiff.run`` (run id), ``proofdiff.owner`` (the owning process, see
+  :mod:`proofdiff.runtime.watchdog`), ``proofdiff.role``, ``proofdiff.profile``,
+  ``proofdiff.image``, so :func:`reap` and the owner's watchdog can remove leftovers;
+* hardening: user ``65534:65534``, every capability dropped, ``no-new-privileges``, never
+  privileged, no host networking unless the spec asks (a profile's ``network = "host"``);
+* read-only mounts (params, inputs); files it needs are written into a private temp dir that
+  is bind-mounted file by file, read-only; only ``/out`` (when asked for) is writable;
+* cleanup on every path: a container that fails to start is removed, a short-lived one is
+  removed after it exits or at its deadline, temp dirs are removed with it, and the watchdog
+  removes all of it if the owner dies first.
+
+Bind-mount sources are host paths: the Docker engine must run on this machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+import requests
+from docker.models.containers import Container as SdkContainer
+from docker.types import DeviceRequest
+
+from proofdiff.runtime.spec import (BUILD_HINT, CONTAINER_USER, LABEL_IMAGE, LABEL_OWNER, LABEL_PROFILE,
+                   LABEL_ROLE, LABEL_RUN, OUT_DIR, ContainerError, ContainerSpec, Mount,
+                   ToolResult, Tracker)
+
+__all__ = [
+    "BUILD_HINT", "CONTAINER_USER", "LABEL_IMAGE", "LABEL_OWNER", "LABEL_PROFILE", "LABEL_ROLE",
+    "LABEL_RUN", "OUT_DIR", "Container", "ContainerError", "ContainerSpec", "DockerBackend",
+    "Mount", "ToolResult", "Tracker", "docker_client", "inspect_view", "reap",
+]
+
+#: How often a waiting runner checks its stop condition, seconds.
+POLL_S = 0.5
+
+
+def docker_client(timeout_s: float = 60.0) -> docker.DockerClient:
+    """A docker SDK client for the engine (DOCKER_HOST / the CLI context); every HTTP call to
+    the engine is bounded by ``timeout_s`` seconds (default 60).
+
+    Raises:
+        ContainerError: the engine does not answer (with the fix).
+    """
+    try:
+        client = docker.from_env(timeout=int(timeout_s))
+        client.ping()
+    except docker.errors.DockerException as exc:
+        raise ContainerError(f"cannot reach the Docker engine: {exc}; start it (systemctl start "
+                             "docker / dockerd) or point DOCKER_HOST at it") from None
+    return client
+
+
+def inspect_view(inspect: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a ``docker inspect`` result that a profile controls: ``{image, entrypoint,
+    cmd, user, env: {K: V}, mounts: {dest: "src (ro|rw)"}, limits, security, network_mode,
+    ports}``."""
+    cfg, host = inspect.get("Config") or {}, inspect.get("HostConfig") or {}
+    env = dict(kv.partition("=")[::2] for kv in cfg.get("Env") or [])
+    mounts = {m.get("Destination"): f"{m.get('Source')} ({'rw' if m.get('RW') else 'ro'})"
+              for m in inspect.get("Mounts") or []}
+    return {
+        "image": cfg.get("Image"), "entrypoint": cfg.get("Entrypoint"), "cmd": cfg.get("Cmd"),
+        "user": cfg.get("User"), "env": env, "mounts": mounts,
+        "limits": {"nano_cpus": host.get("NanoCpus"), "memory_bytes": host.get("Memory"),
+                   "pids_limit": host.get("PidsLimit"), "shm_size_bytes": host.get("ShmSize"),
+                   "device_requests": host.get("DeviceRequests")},
+        "security": {"privileged": host.get("Privileged"), "cap_drop": host.get("CapDrop"),
+                     "cap_add": host.get("CapAdd"), "security_opt": host.get("SecurityOpt"),
+                     "readonly_rootfs": host.get("ReadonlyRootfs")},
+        "network_mode": host.get("NetworkMode"),
+        "ports": sorted((host.get("PortBindings") or {}).keys()),
+    }
+
+
+def _text(raw: Any) -> str:
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+
+
+def _gpu_request(gpus: str | int | tuple[str, ...]) -> DeviceRequest:
+    if isinstance(gpus, tuple):
+        return DeviceRequest(device_ids=list(gpus), capabilities=[["gpu"]])
+    return DeviceRequest(count=-1 if gpus == "all" else int(gpus), capabilities=[["gpu"]])
+
+
+class Container:
+    """A started container (long-lived: a daemon). Use :meth:`remove` when done."""
+
+    runtime = "docker"
+
+    def __init__(self, runner: DockerBackend, sdk: SdkContainer, spec: ContainerSpec,
+                 workdir: Path | None) -> None:
+        self.runner, self.sdk, self.spec, self.workdir = runner, sdk, spec, workdir
+
+    @property
+    def short_id(self) -> str:
+        """12-hex container id."""
+        return str(self.sdk.short_id)
+
+    def inspect(self) -> dict[str, Any]:
+        """A fresh ``docker inspect`` snapshot (``{}`` when the container is gone)."""
+        try:
+            self.sdk.reload()
+        except docker.errors.NotFound:
+            return {}
+        return dict(self.sdk.attrs)
+
+    def state(self) -> dict[str, Any]:
+        """``State`` of a fresh snapshot: Status, ExitCode, OOMKilled, Error, ..."""
+        return dict(self.inspect().get("State") or {})
+
+    def view(self) -> dict[str, Any]:
+        """The settings it really runs with (:func:`inspect_view` of a fresh inspect; ``{}``
+        when it is gone)."""
+        got = self.inspect()
+        return inspect_view(got) if got else {}
+
+    def see(self, path: str) -> str:
+        """``path``: a container sees its own paths."""
+        return path
+
+    def logs(self, tail: int | None = None) -> str:
+        """stdout + stderr, the last ``tail`` lines or all ('' when the container is gone)."""
+        try:
+            return _text(self.sdk.logs(stdout=True, stderr=True, tail=tail or "all"))
+        except docker.errors.DockerException as exc:
+            return f"(log unavailable: {exc})"
+
+    def host_port(self, name: str) -> int | None:
+        """The 127.0.0.1 host port published for ``spec.ports[name]`` (``None`` when none)."""
+        if self.spec.network == "host":
+            return self.spec.ports.get(name)
+        port = self.spec.ports.get(name)
+        bindings = (self.sdk.attrs.get("NetworkSettings") or {}).get("Ports") or {}
+        for b in bindings.get(f"{port}/tcp") or []:
+            if b.get("HostIp") in ("127.0.0.1", "0.0.0.0", ""):
+                return int(b["HostPort"])
+        return None
+
+    def ip(self) -> str:
+        """The container's address on its docker network ('' when it has none)."""
+        attrs = self.inspect()
+        settings = attrs.get("NetworkSettings") or {}
+        nets = settings.get("Networks") or {}
+        net = nets.get(self.spec.network or "") or {}
+        return str(net.get("IPAddress") or settings.get("IPAddress") or "")
+
+    def exec(self, argv: list[str]) -> tuple[int, str]:
+        """Run ``argv`` inside the container as its user; (exit code, output)."""
+        res = self.sdk.exec_run(argv, stdout=True, stderr=True)
+        return int(res.exit_code), _text(res.output)
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL after ``grace_s`` seconds (default 10); gone is fine."""
+        try:
+            self.sdk.stop(timeout=int(max(grace_s, 0)))
+        except docker.errors.NotFound:
+            pass
+
+    def remove(self) -> None:
+        """Force-remove the container and its temp dir (idempotent)."""
+        try:
+            self.sdk.remove(force=True, v=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:
+            if "already in progress" not in str(exc):
+                raise
+        self.runner._drop_dir(self.workdir)
+        self.workdir = None
+
+
+class DockerBackend:
+    """Runs containers for one run id on one engine.
+
+    Args:
+        client: docker client (default :func:`docker_client`).
+        run_id: the ``proofdiff.run`` label.
+        tracker: the owner's watchdog (labels every container with its owner and removes temp
+            dirs if the owner dies); ``None`` labels the owner ``unwatched``.
+    """
+
+    def __init__(self, run_id: str, *, client: docker.DockerClient | None = None,
+                 tracker: Tracker | None = None) -> None:
+        self.run_id, self.tracker = run_id, tracker
+        self.client = client or docker_client()
+
+    # -- images --------------------------------------------------------------------------
+    def image(self, tag: str) -> Any:
+        """The local image ``tag``; never pulls.
+
+        Raises:
+            ContainerError: it is not present locally (says how to build it).
+        """
+        try:
+            return self.client.images.get(tag)
+        except docker.errors.ImageNotFound:
+            raise ContainerError(f"image {tag!r} is not present locally; {BUILD_HINT}, or pass "
+                                 "an existing tag with --image / --proofdiff-image") from None
+
+    # -- containers ----------------------------------------------------------------------
+    def start(self, spec: ContainerSpec) -> Container:
+        """Create and start a long-lived container.
+
+        Raises:
+            ContainerError: the image is missing, or docker refused to create or start it
+                (the engine's words). Nothing is left behind.
+        """
+        self.image(spec.image)
+        workdir, kwargs = self._kwargs(spec)
+        try:
+            sdk = self.client.containers.create(**kwargs)
+        except docker.errors.DockerException as exc:
+            self._drop_dir(workdir)
+            raise ContainerError(f"{self._who(spec)}: docker refused to create the container: "
+                                 f"{_said(exc)}", role=spec.role, profile=spec.profile) from None
+        container = Container(self, sdk, spec, workdir)
+        try:
+            sdk.start()
+        except BaseException as exc:  # KeyboardInterrupt too: never leave it behind
+            container.remove()
+            if isinstance(exc, docker.errors.DockerException):
+                raise ContainerError(f"{self._who(spec)}: container {container.short_id} did not "
+                                     f"start: {_said(exc)}", role=spec.role,
+                                     profile=spec.profile) from None
+            raise
+        return container
+
+    def run(self, spec: ContainerSpec, *, timeout_s: float,
+            should_stop: Callable[[], bool] | None = None) -> ToolResult:
+        """Run a short-lived container to its end and remove it.
+
+        Args:
+            spec: what to run. timeout_s: its deadline, seconds; past it the container is
+                killed and the result says ``timed_out``.
+            should_stop: polled every 0.5 s; when it returns true the container is killed and
+                the result says ``stopped`` (the hang guard of a flow).
+
+        Raises:
+            ContainerError: the image is missing or docker refused the container.
+        """
+        container = self.start(spec)
+        try:
+            code, timed_out, stopped = self._wait(container, timeout_s, should_stop)
+            out = {}
+            if spec.want_out and container.workdir is not None:
+                out_dir = container.workdir / "out"
+                out = {p.name: p.read_bytes() for p in sorted(out_dir.iterdir()) if p.is_file()}
+            return ToolResult(
+                exit_code=code, timed_out=timed_out, stopped=stopped, out_files=out,
+                stdout=_text(container.sdk.logs(stdout=True, stderr=False)),
+                stderr=_text(container.sdk.logs(stdout=False, stderr=True)),
+                container_id=container.short_id)
+        finally:
+            container.remove()
+
+    def _wait(self, container: Container, timeout_s: float,
+              should_stop: Callable[[], bool] | None) -> tuple[int, bool, bool]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or (should_stop is not None and should_stop()):
+                try:
+                    container.sdk.kill()
+                except docker.errors.DockerException:
+                    pass  # it exited meanwhile
+                return -1, remaining <= 0, remaining > 0
+            try:
+                res = container.sdk.wait(timeout=max(0.1, min(POLL_S, remaining)))
+                return int(res.get("StatusCode", -1)), False, False
+            except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+                continue
+
+    def _who(self, spec: ContainerSpec) -> str:
+        return f"profile {spec.profile!r} ({spec.role})" if spec.profile else spec.role
+
+    def _labels(self, spec: ContainerSpec) -> dict[str, str]:
+        return {LABEL_RUN: self.run_id, LABEL_OWNER: self.tracker.owner if self.tracker
+                else "unwatched", LABEL_ROLE: spec.role, LABEL_PROFILE: spec.profile,
+                LABEL_IMAGE: spec.image}
+
+    def _kwargs(self, spec: ContainerSpec) -> tuple[Path | None, dict[str, Any]]:
+        volumes = {str(m.source.resolve()): {"bind": m.target, "mode": "ro" if m.read_only
+                                             else "rw"} for m in spec.mounts}
+        workdir = None
+        if spec.files or spec.want_out:
+            workdir = Path(tempfile.mkdtemp(prefix=f"proofdiff-{spec.role}-"))
+            if self.tracker is not None:
+                self.tracker.track_dir(workdir)
+            os.chmod(workdir, 0o755)
+            for i, (target, data) in enumerate(spec.files.items()):
+                src = workdir / f"{i}-{Path(target).name}"
+                src.write_bytes(data)
+                os.chmod(src, 0o644)
+                volumes[str(src)] = {"bind": target, "mode": "ro"}
+            if spec.want_out:
+                (workdir / "out").mkdir()
+                os.chmod(workdir / "out", 0o777)  # written by the container user 65534
+                volumes[str(workdir / "out")] = {"bind": OUT_DIR, "mode": "rw"}
+        kwargs: dict[str, Any] = {
+            "image": spec.image, "command": list(spec.command), "environment": dict(spec.env),
+            "labels": self._labels(spec), "volumes": volumes, "detach": True,
+            "user": CONTAINER_USER, "privileged": False, "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"],
+        }
+        if spec.entrypoint is not None:
+            kwargs["entrypoint"] = list(spec.entrypoint)
+        if spec.name:
+            kwargs["name"] = spec.name
+        if spec.network is None:
+            kwargs["network_disabled"] = True
+        else:
+            kwargs["network_mode"] = spec.network
+            if spec.network == "bridge" and spec.ports:
+                kwargs["ports"] = {f"{p}/tcp": ("127.0.0.1", None) for p in spec.ports.values()}
+        if spec.cpus is not None:
+            kwargs["nano_cpus"] = int(spec.cpus * 1e9)
+        if spec.mem_limit is not None:
+            kwargs["mem_limit"] = spec.mem_limit
+        if spec.gpus is not None:
+            kwargs["device_requests"] = [_gpu_request(spec.gpus)]
+        return workdir, kwargs
+
+    def _drop_dir(self, workdir: Path | None) -> None:
+        if workdir is None:
+            return
+        shutil.rmtree(workdir, ignore_errors=True)
+        if self.tracker is not None:
+            self.tracker.untrack_dir(workdir)
+
+
+
+def _said(exc: BaseException) -> str:
+    return str(getattr(exc, "explanation", None) or exc).strip()
+
+
+def reap(*, run_id: str | None = None, owner: str | None = None,
+         client: docker.DockerClient | None = None) -> list[str]:
+    """Force-remove labelled proofdiff containers: one run's, one owner's, or every run's when
+    neither is given. Returns the removed containers' names.
+
+    Raises:
+        ContainerError: the engine does not answer.
+    """
+    client = client or docker_client()
+    label = (f"{LABEL_OWNER}={owner}" if owner else f"{LABEL_RUN}={run_id}" if run_id
+             else LABEL_RUN)
+    removed = []
+    for c in client.api.containers(all=True, filters={"label": label}):
+        try:
+            client.api.remove_container(c["Id"], force=True, v=True)
+            removed.append(str((c.get("Names") or [c["Id"][:12]])[0]).lstrip("/"))
+        except docker.errors.NotFound:
+            continue
+        except docker.errors.APIError as exc:
+            if "already in progress" not in str(exc):
+                raise
+    return removed

@@ -1,0 +1,78 @@
+"""What runs a profile's daemon, and its digest: the evidence a report ties its results to.
+
+* docker: the image's id (``sha256:...``, the content digest) and any registry digests;
+* process: the program file's SHA-256 (``sha256:...``), read once per path, size and mtime;
+* attach: nothing proofdiff can see.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+from proofdiff.model.profile import Profile
+
+from proofdiff.runtime.runner import Runner
+from proofdiff.runtime.spec import ContainerError, ContainerSpec
+
+__all__ = ["PARAMGEN", "Identity", "file_sha256", "program_identity"]
+
+#: refprover's paramgen in a bin dir (process and attach targets).
+PARAMGEN = "paramgen"
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Name (image tag or program path), digest (``sha256:...``, '' when unknown), one
+    phrase on where it came from, and registry digests (images pulled from one)."""
+
+    name: str
+    digest: str
+    detail: str
+    repo_digests: tuple[str, ...] = ()
+
+
+@lru_cache(maxsize=64)
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 22):
+            h.update(chunk)
+    return "sha256:" + h.hexdigest()
+
+
+def file_sha256(path: str) -> str:
+    """``sha256:<hex>`` of a file (cached by path, size and mtime).
+
+    Raises:
+        OSError: it cannot be read.
+    """
+    st = os.stat(path)
+    return _sha256(path, st.st_size, st.st_mtime_ns)
+
+
+def program_identity(runner: Runner, profile: Profile) -> Identity:
+    """What runs ``profile``'s daemon (module docstring).
+
+    Raises:
+        ContainerError: the image is not present, or the program is not an executable file
+            here (each with the fix).
+    """
+    if profile.target == "attach":
+        return Identity(profile.program, "", "an attached daemon: not started by proofdiff")
+    if profile.target == "process":
+        spec = ContainerSpec(image=profile.program, role="daemon", profile=profile.name,
+                             entrypoint=(profile.program,), runtime="process")
+        path = runner.processes.program(spec)
+        try:
+            return Identity(path, file_sha256(path), f"the program file, {os.path.getsize(path)}"
+                            " bytes")
+        except OSError as exc:
+            raise ContainerError(f"profile {profile.name!r}: program {path} cannot be read "
+                                 f"({exc.strerror})", role="daemon", profile=profile.name) from None
+    img = runner.image(profile.image_tag)
+    repo = tuple(img.attrs.get("RepoDigests") or ())
+    return Identity(profile.image_tag, str(img.id), f"{repo[0]}" if repo
+                    else "local build, no registry digest", repo)

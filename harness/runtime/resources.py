@@ -1,0 +1,141 @@
+"""Memory and CPU use of a daemon under its limits, sampled.
+
+* a container (:class:`ResourceSampler`): a thread follows the engine's stats stream (one
+  sample about every second) for as long as it runs and keeps the peaks. Memory use is the
+  cgroup's usage less its inactive file cache (what ``docker stats`` shows); CPU use is the
+  share of the host's CPU time it took between two samples, in cores;
+* a process (:class:`ProcessSampler`, psutil): every second, the resident memory of the
+  process and its children, and their CPU time between two samples, in cores.
+
+:func:`sampler_for` picks the one for a handle.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import docker.errors
+import psutil
+import requests
+
+from proofdiff.model.runs import ResourceUsage
+
+from proofdiff.runtime.docker import Container
+from proofdiff.runtime.process import ProcessHandle
+from proofdiff.runtime.spec import Handle
+
+__all__ = ["ProcessSampler", "ResourceSampler", "cpu_cores", "memory_bytes", "sampler_for"]
+
+#: Seconds between two samples of a process.
+PROCESS_SAMPLE_S = 1.0
+
+
+def memory_bytes(stats: dict[str, Any]) -> int:
+    """Memory in use in one stats sample, bytes (usage less inactive file cache)."""
+    mem = stats.get("memory_stats") or {}
+    cache = (mem.get("stats") or {}).get("inactive_file", 0)
+    return max(0, int(mem.get("usage", 0)) - int(cache))
+
+
+def cpu_cores(stats: dict[str, Any]) -> float:
+    """CPU in use between a sample and the one before it (``precpu_stats``), in cores."""
+    cpu, pre = stats.get("cpu_stats") or {}, stats.get("precpu_stats") or {}
+    used = (cpu.get("cpu_usage") or {}).get("total_usage", 0) - \
+        (pre.get("cpu_usage") or {}).get("total_usage", 0)
+    system = cpu.get("system_cpu_usage", 0) - pre.get("system_cpu_usage", 0)
+    online = cpu.get("online_cpus") or len((cpu.get("cpu_usage") or {}).get("percpu_usage") or [1])
+    return used / system * online if used > 0 and system > 0 else 0.0
+
+
+class ResourceSampler:
+    """Follows ``container``'s stats until it stops (or :meth:`stop`); :meth:`usage` gives the
+    peaks so far with the limits from ``docker inspect``."""
+
+    def __init__(self, container: Container) -> None:
+        self.container = container
+        self.peak_mem, self.peak_cpu, self.samples = 0, 0.0, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._follow, name="proofdiff-stats", daemon=True)
+        self._thread.start()
+
+    def _follow(self) -> None:
+        try:
+            for stats in self.container.sdk.stats(stream=True, decode=True):
+                if self._stop.is_set():
+                    return
+                if not stats.get("read", "").startswith("0001"):  # a real sample
+                    self.peak_mem = max(self.peak_mem, memory_bytes(stats))
+                    self.peak_cpu = max(self.peak_cpu, cpu_cores(stats))
+                    self.samples += 1
+        except (docker.errors.DockerException, requests.exceptions.RequestException, ValueError):
+            return  # the container went away: the peaks so far stand
+
+    def stop(self) -> None:
+        """Stop following (the stream ends with the container anyway)."""
+        self._stop.set()
+
+    def usage(self) -> ResourceUsage:
+        """The peaks so far and the container's limits."""
+        host = (self.container.inspect().get("HostConfig") or {})
+        mem, nano = host.get("Memory") or 0, host.get("NanoCpus") or 0
+        return ResourceUsage(mem_limit_bytes=int(mem) or None, cpus=nano / 1e9 if nano else None,
+                             peak_mem_bytes=self.peak_mem, peak_cpu_cores=round(self.peak_cpu, 3),
+                             samples=self.samples, enforced_by="docker")
+
+
+class ProcessSampler:
+    """Samples a process target and its children every :data:`PROCESS_SAMPLE_S` until it
+    ends (or :meth:`stop`); :meth:`usage` gives the peaks with the limits it runs under."""
+
+    def __init__(self, handle: ProcessHandle) -> None:
+        self.handle = handle
+        self.peak_mem, self.peak_cpu, self.samples = 0, 0.0, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._follow, name="proofdiff-psutil", daemon=True)
+        self._thread.start()
+
+    def _follow(self) -> None:
+        try:
+            root = psutil.Process(self.handle.pid)
+            last: tuple[float, float] | None = None
+            while not self._stop.is_set() and self.handle.proc.poll() is None:
+                procs = [root, *root.children(recursive=True)]
+                rss = cpu = 0.0
+                for p in procs:
+                    try:
+                        rss += p.memory_info().rss
+                        t = p.cpu_times()
+                        cpu += t.user + t.system + t.children_user + t.children_system
+                    except (psutil.NoSuchProcess, psutil.AccessDenied):
+                        continue
+                now = time.monotonic()
+                if last is not None and now > last[0]:
+                    self.peak_cpu = max(self.peak_cpu, (cpu - last[1]) / (now - last[0]))
+                last = (now, cpu)
+                self.peak_mem = max(self.peak_mem, int(rss))
+                self.samples += 1
+                self._stop.wait(PROCESS_SAMPLE_S)
+        except psutil.Error:
+            return  # it ended: the peaks so far stand
+
+    def stop(self) -> None:
+        """Stop sampling."""
+        self._stop.set()
+
+    def usage(self) -> ResourceUsage:
+        """The peaks so far and the limits (with how they were enforced)."""
+        lim = self.handle.limits
+        return ResourceUsage(mem_limit_bytes=lim.mem_limit_bytes, cpus=lim.cpus,
+                             peak_mem_bytes=self.peak_mem, peak_cpu_cores=round(self.peak_cpu, 3),
+                             samples=self.samples, enforced_by=lim.enforced_by, note=lim.note)
+
+
+def sampler_for(handle: Handle) -> ResourceSampler | ProcessSampler | None:
+    """The sampler of a container or a process; ``None`` for an attached daemon."""
+    if isinstance(handle, Container):
+        return ResourceSampler(handle)
+    if isinstance(handle, ProcessHandle):
+        return ProcessSampler(handle)
+    return None
