@@ -58,10 +58,10 @@ class Artifacts:
         cache_root: the cache root everything lies under.
         steps: what each step did and how long it took (seconds).
         bin_dir: the dir of refprover's host binaries (``refprover``, ``verify``, ``bench``,
-            ``paramgen``, ``seal``): what a process or attach target runs.
+            ``paramgen``, ``seal``): what a process or attach runtime runs.
         verifier_tag, verifier_id, verifier_tree: the pinned verifier's image tag, image id
             and the git tree it was built from (harness/artifacts/pinned_verifier.py); what judges every
-            proof of a docker target.
+            proof of a docker runtime.
     """
 
     image_tag: str
@@ -182,7 +182,7 @@ def ensure_artifacts(
         cache_root: default ``$PROOFDIFF_CACHE``, else ``~/.cache/proofdiff``.
         crate_dir: the refprover crate; default :func:`locate_crate`.
         docker: build the base and refprover images (default); ``False`` for a host without
-            Docker (process and attach targets): params and workloads only.
+            Docker (process and attach runtimes): params and workloads only.
         bin_dir: refprover binaries built elsewhere (a GPU host without cargo); default: cargo
             builds them from the crate.
 

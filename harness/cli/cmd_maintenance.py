@@ -20,7 +20,7 @@ def add_build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--crate", metavar="DIR", type=Path, default=None,
                    help="the refprover crate. Default: $PROOFDIFF_CRATE, else ./targets/refprover")
     p.add_argument("--no-docker", action="store_true",
-                   help="a host without Docker (process and attach targets): build no image, "
+                   help="a host without Docker (process and attach runtimes): build no image, "
                         "only the binaries, params and workloads. Default: build the images too")
     p.add_argument("--bin-dir", metavar="DIR", type=Path, default=None,
                    help="use refprover binaries built elsewhere (refprover, verify, bench, "

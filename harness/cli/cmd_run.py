@@ -71,7 +71,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    "param cache")
     p.add_argument("--bin-dir", metavar="DIR", type=Path, default=None,
                    help="refprover's host binaries (refprover, verify, bench, paramgen, seal) "
-                   "for process and attach targets, e.g. carried to a host without cargo. "
+                   "for process and attach runtimes, e.g. carried to a host without cargo. "
                    "Default: the build's (cargo)")
     p.add_argument("--run-id", metavar="ID", help="run id. Default: a new one")
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from proofdiff.model.choices import Runtime
 from proofdiff.artifacts.errors import BuildError
 from proofdiff.model.config_delta import ConfigDelta
 from proofdiff.model.oracle_records import OracleRecord
@@ -42,7 +43,7 @@ def _images(plans: Sequence[Plan], runs: Sequence[RunRecord]) -> tuple[ImageInfo
         seen.setdefault(r.image, r.image_digest)
     for plan in plans:
         for p in plan.profiles.values():
-            seen.setdefault((p.image or "") if p.target == "docker" else p.program, "")
+            seen.setdefault((p.image or "") if p.runtime is Runtime.DOCKER else p.program, "")
     ref = next((p.reference for p in plans if p.reference), None)
     if ref is not None and ref.tag in seen and not seen[ref.tag]:
         seen[ref.tag] = ref.digest
@@ -114,7 +115,7 @@ def run_differential(profiles: Mapping[str, Profile] | str | Path | None = None,
             cached by content). verify_timeout_s: deadline of one verifier container, seconds.
         params_manifest: the parameters.json to check the params against (default: the one the
             build wrote into the param cache; the published one for the official params).
-        bin_dir: refprover's host binaries for process and attach targets (default: the
+        bin_dir: refprover's host binaries for process and attach runtimes (default: the
             build's).
         log: progress lines. write_report: write summary.json, index.html, junit.xml and
             allure-results (default true).

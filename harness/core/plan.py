@@ -14,6 +14,7 @@ from pathlib import Path
 
 import msgspec
 
+from proofdiff.model.choices import Runtime
 from proofdiff.model.profile import Profile
 from proofdiff.model.result import ImageInfo
 from proofdiff.oracles.suite_table import select_suites
@@ -39,7 +40,7 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
         verify_timeout_s: deadline of one verifier container, seconds (default 300).
         params_manifest: a parameters.json to check the params against ('' = the one in the
             param cache).
-        bin_dir: refprover's host binaries (process and attach targets find their programs,
+        bin_dir: refprover's host binaries (process and attach runtimes find their programs,
             the verifier and paramgen there by name; '' = none).
     """
 
@@ -89,7 +90,7 @@ def plan_runs(profiles: Mapping[str, Profile], *, workloads: Sequence[str] = (),
         verify_timeout_s: deadline of one verifier container, seconds.
         params_manifest: a parameters.json for the params (default: the param cache's own).
         crate_dir: the refprover crate to build from (default: proofdiff.artifacts.locate_crate).
-        bin_dir: refprover's host binaries for process and attach targets (default: the
+        bin_dir: refprover's host binaries for process and attach runtimes (default: the
             build's; given, cargo is not needed).
 
     Raises:
@@ -102,7 +103,7 @@ def plan_runs(profiles: Mapping[str, Profile], *, workloads: Sequence[str] = (),
     wls = tuple(dict.fromkeys(workloads or [p.workload for p in profiles.values()]))
     files = {n: str(p) for n, p in (workload_files or {}).items()}
     reference = None
-    in_docker = [p for p in profiles.values() if p.target == "docker"]
+    in_docker = [p for p in profiles.values() if p.runtime is Runtime.DOCKER]
     needs_build = (param_cache is None or not set(wls) <= set(files)
                    or (bool(in_docker) and verifier_image is None)
                    or (not images and any(p.image is None for p in in_docker))
@@ -125,7 +126,7 @@ def plan_runs(profiles: Mapping[str, Profile], *, workloads: Sequence[str] = (),
 
     def pinned(image: str | None) -> dict[str, Profile]:
         return {n: msgspec.structs.replace(p, image=image or p.image or ref_tag)
-                if p.target == "docker" else p for n, p in profiles.items()}
+                if p.runtime is Runtime.DOCKER else p for n, p in profiles.items()}
 
     slots = list(images) or [""]
     return [Plan(run_id=rid, profiles=pinned(slot or None), workloads=wls, suites=chosen,

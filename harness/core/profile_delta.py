@@ -28,8 +28,8 @@ def profile_view(profile: Profile) -> dict[str, Any]:
     (driver ``bench-cli``).
     """
     return {
-        "image": profile.image, "workload": profile.workload, "driver": profile.driver,
-        "concurrency": profile.concurrency, "job_ids": profile.job_ids,
+        "image": profile.image, "workload": profile.workload, "driver": profile.driver.value,
+        "concurrency": profile.concurrency, "job_ids": profile.job_ids.value,
         "miner_id": profile.miner_id, "jobs": profile.jobs, "env": dict(profile.env),
         "config": profile.effective_config(), "command": list(profile.command),
         "mounts": {"params": profile.param_mount_path(), **profile.mounts},

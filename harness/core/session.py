@@ -15,6 +15,7 @@ from typing import TypeVar
 
 import msgspec
 
+from proofdiff.model.choices import Role, Runtime
 from proofdiff.drivers.protocol import Driver, Mode, plan_workload
 from proofdiff.drivers.bench_cli import BenchCliDriver
 from proofdiff.drivers.cuzk_client import loaded_srs, status_probe
@@ -149,14 +150,14 @@ class Session:
         """
         def start() -> Daemon:
             p = self.profiles[profile]
-            self.log(f"starting {profile} ({p.target}: {p.program})")
+            self.log(f"starting {profile} ({p.runtime}: {p.program})")
             try:
                 d = start_daemon(self.runner, p, self.param_cache, probe=status_probe,
                                  name=self.runner.unique_name(profile, self.worker))
             except ContainerError as exc:  # no engine: as good as a daemon that did not start
                 if isinstance(exc, LaunchError):
                     raise
-                raise LaunchError(str(exc), role="daemon", profile=profile) from None
+                raise LaunchError(str(exc), role=Role.DAEMON, profile=profile) from None
             self.log(f"{profile} ready in {d.start_to_ready_ms:.0f} ms at {d.address}")
             return d
         return _once(self._daemons, profile, start, LaunchError)
@@ -174,14 +175,14 @@ class Session:
 
     def verifier(self, profile: str) -> ToolVerifier:
         """The independent verifier for ``profile``'s proofs: the plan's verifier image for a
-        docker target, else the profile's ``verifier_binary`` (default: the bin dir's)."""
+        docker runtime, else the profile's ``verifier_binary`` (default: the bin dir's)."""
         p = self.profiles[profile]
-        if p.target == "docker":
+        if p.runtime is Runtime.DOCKER:
             return ToolVerifier(self.runner, self.plan.verifier_image, self.param_cache,
                                 profile=profile, timeout_s=self.plan.verify_timeout_s)
         return ToolVerifier(self.runner, p.verifier_binary or DEFAULT_VERIFIER, self.param_cache,
                             profile=profile, timeout_s=self.plan.verify_timeout_s,
-                            runtime="process")
+                            runtime=Runtime.PROCESS)
 
     def identity(self, profile: str) -> Identity:
         """What runs ``profile``'s daemon: the image tag and id, or the program's resolved

@@ -9,7 +9,7 @@ benchmark (cuzk-bench's flags, curio e0294b0f ``extern/cuzk/cuzk-bench``)::
 
 The tool takes one input per run, so a flow's jobs are grouped by workload job; each group is
 one short-lived run of the tool (a container of the profile's image, role ``bench``, on the
-daemon's docker network; a process for a process or attach target), with ``-j`` = the group's
+daemon's docker network; a process for a process or attach runtime), with ``-j`` = the group's
 share of the flow's concurrency; groups run side by side up to that concurrency. The tool
 prints one line per proof (:mod:`proofdiff.drivers.bench_output`); each becomes a
 :class:`~proofdiff.model.jobs.JobRecord`.
@@ -37,12 +37,13 @@ from collections.abc import Sequence
 
 import msgspec
 
+from proofdiff.model.choices import Role, Runtime
 from proofdiff.model.jobs import JobRecord, JobSpec
 from proofdiff.model.profile import Profile
 from proofdiff.model.status import JobStatus
 from proofdiff.model.workload import POREP, Workload, WorkloadJob
 from proofdiff.runtime.runner import Runner
-from proofdiff.runtime.spec import OUT_DIR, ContainerError, ContainerSpec, Handle, ToolResult
+from proofdiff.runtime.spec import OUT_DIR, ContainerError, LaunchSpec, Handle, ToolResult
 
 from proofdiff.drivers.protocol import Log, Mode
 from proofdiff.drivers.bench_inputs import BenchToolError, bench_input, bench_type, input_path, starts
@@ -70,7 +71,7 @@ class BenchCliDriver:
         runner: the run's container runner. profile: the profile (image, tool, args).
         daemon: the daemon's handle (its network address); ``None`` when only the command
             line is checked (:meth:`check_command_line` needs no daemon). For a process or
-            attach target, the tool runs as a process on this host and reaches the daemon on
+            attach runtime, the tool runs as a process on this host and reaches the daemon on
             loopback.
     """
 
@@ -194,7 +195,7 @@ class BenchCliDriver:
 
     def _daemon_url(self) -> str:
         port = self.profile.grpc_port()
-        if self.daemon is not None and self.daemon.runtime != "docker":
+        if self.daemon is not None and self.daemon.runtime is not Runtime.DOCKER:
             return f"http://{self.daemon.ip()}:{self.daemon.host_port('grpc')}"
         if self.profile.network == "host":
             return f"http://127.0.0.1:{port}"
@@ -211,13 +212,13 @@ class BenchCliDriver:
 
     def _tool(self, argv: tuple[str, ...], *, network: str | None, files: dict[str, bytes],
               timeout_s: float, want_out: bool = False, guard: Guard | None = None) -> ToolResult:
-        process = self.profile.target != "docker"
-        spec = ContainerSpec(image=self.profile.bench_tool if process else self.profile.image_tag,
-                             role="bench", profile=self.profile.name,
+        process = self.profile.runtime is not Runtime.DOCKER
+        spec = LaunchSpec(image=self.profile.bench_tool if process else self.profile.image_tag,
+                             role=Role.BENCH, profile=self.profile.name,
                              entrypoint=(self.profile.bench_tool,), command=argv, files=files,
                              want_out=want_out, network=network,
                              name=self.runner.unique_name(self.profile.name, "bench"),
-                             runtime="process" if process else "docker")
+                             runtime=Runtime.PROCESS if process else Runtime.DOCKER)
         try:
             return self.runner.run(spec, timeout_s=timeout_s,
                                    should_stop=guard.expired if guard else None)
@@ -227,7 +228,7 @@ class BenchCliDriver:
                                  f"({self.profile.bench_tool!r} on {where}) did not "
                                  f"start: {exc.headline}; set bench_tool to the "
                                  "cuzk-bench-compatible client (refprover: 'bench', cuzk: "
-                                 "'cuzk-bench'; a path for a process target)") from None
+                                 "'cuzk-bench'; a path for a process runtime)") from None
 
     def _batch(self, workload: Workload, group: list[JobSpec], workers: int,
                flags: frozenset[str], kind: str, addr: str, guard: Guard, deadlines: Deadlines,

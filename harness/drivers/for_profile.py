@@ -15,7 +15,7 @@ __all__ = ["driver_for"]
 
 def driver_for(profile: Profile, daemon: Daemon, runner: Runner) -> Driver:
     """``grpc`` talks to the daemon's published address; ``bench-cli`` runs the image's bench
-    tool in containers next to the daemon (processes for a process or attach target). A cuzk
+    tool in containers next to the daemon (processes for a process or attach runtime). A cuzk
     daemon gets WindowPoSt one partition per request (it proves no more in one)."""
     if profile.driver == "bench-cli":
         return BenchCliDriver(runner, profile, daemon.handle)

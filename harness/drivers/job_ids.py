@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from proofdiff.model.profile import JOB_ID_SCHEMES
+from proofdiff.model.choices import JobIdScheme
 
 __all__ = ["FIXED_ID", "JobIdError", "make_job_id", "partition_request_id"]
 
@@ -39,12 +39,12 @@ def _go_bytes(data: bytes) -> str:
     return "[" + " ".join(str(b) for b in data) + "]"
 
 
-def make_job_id(scheme: str, *, proof_kind: str, miner_id: int, sector_ids: Sequence[int],
+def make_job_id(scheme: JobIdScheme | str, *, proof_kind: str, miner_id: int, sector_ids: Sequence[int],
                 randomness: bytes = b"", partition: int = 0) -> str | None:
     """Make the request id for one job.
 
     Args:
-        scheme: ``uuid`` | ``curio`` | ``fixed``.
+        scheme: a :class:`~proofdiff.model.choices.JobIdScheme` (or its value).
         proof_kind: ``ProofKind`` name, e.g. ``WINDOW_POST_PARTITION``.
         miner_id: the miner id (curio only).
         sector_ids: the job's sector numbers (curio's PoRep id uses the first).
@@ -58,11 +58,16 @@ def make_job_id(scheme: str, *, proof_kind: str, miner_id: int, sector_ids: Sequ
         JobIdError: unknown scheme (lists the valid ones), unknown proof kind or no sectors for
             ``curio``.
     """
-    if scheme == "uuid":
+    try:
+        scheme = JobIdScheme(scheme)
+    except ValueError:
+        raise JobIdError(f"unknown job id scheme {scheme!r}; valid: "
+                         f"{', '.join(s.value for s in JobIdScheme)}") from None
+    if scheme is JobIdScheme.UUID:
         return None  # the driver makes a fresh UUID v4 per job
-    if scheme == "fixed":
+    if scheme is JobIdScheme.FIXED:
         return FIXED_ID
-    if scheme == "curio":
+    if scheme is JobIdScheme.CURIO:
         prefix = _CURIO_PREFIX.get(proof_kind)
         if prefix is None:
             raise JobIdError(f"curio job ids: unknown proof kind {proof_kind!r}; "
@@ -73,7 +78,7 @@ def make_job_id(scheme: str, *, proof_kind: str, miner_id: int, sector_ids: Sequ
         if proof_kind == "WINDOW_POST_PARTITION":
             return f"{prefix}-{miner_id}-{partition}-{_go_bytes(randomness[:8])}"
         return f"{prefix}-{miner_id}-{sector_ids[0]}"
-    raise JobIdError(f"unknown job id scheme {scheme!r}; valid: {', '.join(JOB_ID_SCHEMES)}")
+    raise AssertionError(scheme)  # every member is handled above
 
 
 _WDPOST = re.compile(r"wdpost-(\d+)-\d+-(\[[\d ]*\])")

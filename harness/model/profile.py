@@ -12,20 +12,20 @@ from typing import Any
 
 import msgspec
 
+from proofdiff.model.choices import DriverKind, JobIdScheme, Runtime
+
 __all__ = [
     "DEFAULT_BINARY",
     "DEFAULT_CONFIG_PATH",
     "DEFAULT_PARAM_PATH",
     "DEFAULT_VERIFIER",
-    "DRIVERS",
-    "JOB_ID_SCHEMES",
     "MOUNT_NAMES",
     "NETWORKS",
     "PROFILE_KEYS",
     "CUZK_DEFAULTS",
     "DAEMON_DEFAULTS",
     "REFPROVER_DEFAULTS",
-    "TARGETS", "TIMING_METRICS",
+    "TIMING_METRICS",
     "Profile",
     "deep_merge",
 ]
@@ -62,15 +62,11 @@ CUZK_DEFAULTS: dict[str, Any] = {
 DAEMON_DEFAULTS: dict[str, dict[str, Any]] = {"refprover": REFPROVER_DEFAULTS,
                                               "cuzk": CUZK_DEFAULTS}
 
-DRIVERS = ("grpc", "bench-cli")
-#: How the daemon is run: a container, a process on this host, or one already running.
-TARGETS = ("docker", "process", "attach")
 #: The gate's timing metrics (proofdiff.gate.timing_rounds).
 TIMING_METRICS = ("latency", "throughput", "in-progress")
 #: Program names of the refprover build, found in the bin dir (``--bin-dir``) of a process
 #: target when the profile names no path.
 DEFAULT_BINARY, DEFAULT_VERIFIER = "refprover", "verify"
-JOB_ID_SCHEMES = ("uuid", "curio", "fixed")
 NETWORKS = ("bridge", "host", "none")
 MOUNT_NAMES = ("params",)
 
@@ -78,23 +74,23 @@ MOUNT_NAMES = ("params",)
 PROFILE_KEYS: dict[str, str] = {
     "daemon": f"which daemon the config is for, one of {tuple(DAEMON_DEFAULTS)} (default "
               "'refprover'): its defaults are what an unset key means",
-    "target": f"how the daemon runs, one of {TARGETS} (default 'docker'): 'process' starts "
+    "runtime": f"how the daemon runs, one of {[r.value for r in Runtime]} (default 'docker'): 'process' starts "
               "`binary` on this host, 'attach' uses the daemon already running at `address`",
     "image": "image tag, e.g. 'proofdiff/refprover:0.1.0-91b2e8688208' (default: the reference image the "
              "build made)",
-    "binary": "process target: the daemon program, a path or a name in the bin dir (default "
+    "binary": "process runtime: the daemon program, a path or a name in the bin dir (default "
               "'refprover', the build's)",
-    "verifier_binary": "process / attach targets: the independent verifier program (default "
+    "verifier_binary": "process / attach runtimes: the independent verifier program (default "
                        "'verify' in the bin dir, the build's)",
-    "address": "attach target: HOST:PORT of the running daemon's gRPC, e.g. '127.0.0.1:9820'",
-    "status_url": "attach target: the running daemon's GET /status URL, e.g. "
+    "address": "attach runtime: HOST:PORT of the running daemon's gRPC, e.g. '127.0.0.1:9820'",
+    "status_url": "attach runtime: the running daemon's GET /status URL, e.g. "
                   "'http://127.0.0.1:9821/status' (default none)",
     "timing_floor": "the gate's timing floor: a fraction such as 0.05 (5 %, the default) or a "
                     "table by metric, e.g. {latency = 0.05, throughput = 0.10}",
     "workload": "workload name, e.g. 'wpost-2k'",
-    "driver": f"client driver, one of {DRIVERS}",
+    "driver": f"client driver, one of {[d.value for d in DriverKind]}",
     "concurrency": "jobs in flight at once (int >= 1)",
-    "job_ids": f"request id scheme, one of {JOB_ID_SCHEMES}",
+    "job_ids": f"request id scheme, one of {[j.value for j in JobIdScheme]}",
     "miner_id": "miner id used in curio-style job ids (int; default: the workload's)",
     "env": "container environment (table of strings)",
     "config": "daemon TOML (table): written into the daemon's config file, and read over the "
@@ -112,7 +108,7 @@ PROFILE_KEYS: dict[str, str] = {
     "bench_tool": "bench-cli driver: the cuzk-bench-style client in the image, run as the "
                   "entrypoint of a short-lived container (default 'bench', refprover's; "
                   "'cuzk-bench' in a cuzk image); a path or a bin-dir name for a process or "
-                  "attach target",
+                  "attach runtime",
     "bench_args": "bench-cli driver: extra args appended to `<bench_tool> -a ADDR batch -t TYPE "
                   "--c1 FILE --sector-num N --miner-id M -c COUNT -j CONCURRENCY` "
                   "(list of strings; default none)",
@@ -141,7 +137,7 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
 
     Attributes:
         name: profile name (``bench``, ``prod``).
-        target: ``docker`` | ``process`` | ``attach`` (:data:`TARGETS`).
+        runtime: how the daemon runs (:class:`~proofdiff.model.choices.Runtime`).
         daemon: ``refprover`` | ``cuzk`` (:data:`DAEMON_DEFAULTS`): whose defaults an unset
             config key has.
         workload: workload name.
@@ -161,9 +157,9 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
         timeout_s: deadline per job, seconds (default 600).
         ready_timeout_s: deadline for readiness, seconds (default 60).
         bench_tool, bench_args: the bench client of the ``bench-cli`` driver and its extra args.
-        binary, verifier_binary: the daemon and verifier programs of a process target
+        binary, verifier_binary: the daemon and verifier programs of a process runtime
             (``None``: the build's, by name in the bin dir).
-        address, status_url: where an attached daemon answers (attach target).
+        address, status_url: where an attached daemon answers (attach runtime).
         timing_floor: the gate's effect-size floor by metric (:data:`TIMING_METRICS`; unset =
             5 %): a change smaller than this is the same.
         source: the file the profile came from. overrides: the ``--set`` overrides applied.
@@ -171,12 +167,12 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
 
     name: str
     workload: str
-    target: str = "docker"
+    runtime: Runtime = Runtime.DOCKER
     daemon: str = "refprover"
     image: str | None = None
-    driver: str = "grpc"
+    driver: DriverKind = DriverKind.GRPC
     concurrency: int = 1
-    job_ids: str = "uuid"
+    job_ids: JobIdScheme = JobIdScheme.UUID
     miner_id: int | None = None
     env: dict[str, str] = msgspec.field(default_factory=dict)
     config: dict[str, Any] = msgspec.field(default_factory=dict)
@@ -204,9 +200,9 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
     def program(self) -> str:
         """What runs the daemon, for records and messages: the image tag (docker), the
         daemon program (process) or the address (attach)."""
-        if self.target == "process":
+        if self.runtime is Runtime.PROCESS:
             return self.binary or DEFAULT_BINARY
-        if self.target == "attach":
+        if self.runtime is Runtime.ATTACH:
             return f"attached {self.address}"
         return self.image_tag
 
@@ -253,9 +249,9 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
         daemon: params mounted where the daemon does not read, or a gRPC port that differs
         from ``daemon.listen``. One sentence with the fix per problem (empty when fine)."""
         problems = []
-        if self.target == "attach":
+        if self.runtime is Runtime.ATTACH:
             return [] if self.address else [
-                f"profile {self.name!r}: target 'attach' needs `address` (HOST:PORT of the "
+                f"profile {self.name!r}: runtime 'attach' needs `address` (HOST:PORT of the "
                 f"running daemon) in {self.source or 'the profile file'}"]
         read, mounted = self.param_read_path(), self.param_mount_path()
         if read != mounted:

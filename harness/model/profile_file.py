@@ -17,13 +17,15 @@ import importlib.resources
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
-from proofdiff.model.profile import (DAEMON_DEFAULTS, DRIVERS, JOB_ID_SCHEMES, MOUNT_NAMES, NETWORKS,
-                      PROFILE_KEYS, TARGETS, TIMING_METRICS, Profile, deep_merge)
+from proofdiff.model.choices import DriverKind, JobIdScheme, Runtime
+from proofdiff.model.profile import (DAEMON_DEFAULTS, MOUNT_NAMES, NETWORKS, PROFILE_KEYS,
+                                     TIMING_METRICS, Profile, deep_merge)
 
 __all__ = ["ALL_PROFILES", "DEFAULT_PROFILE_SET", "Override", "ProfileError", "build_profiles",
            "load_profiles", "parse_override", "profile_file", "profile_table", "select_profiles",
@@ -116,6 +118,23 @@ def _expect(cond: bool, where: str, key: str, want: str, got: Any) -> None:
         raise ProfileError(f"{where}: key {key!r} must be {want}, got {got!r}")
 
 
+E = TypeVar("E", bound=StrEnum)
+
+
+def _choice(raw: Mapping[str, Any], key: str, enum: type[E], default: E, where: str) -> E:
+    """``raw[key]`` as a member of ``enum`` (default when unset).
+
+    Raises:
+        ProfileError: a value that is no member (lists the valid ones).
+    """
+    value = raw.get(key, default)
+    try:
+        return enum(value)
+    except ValueError:
+        raise ProfileError(f"{where}: key {key!r} must be one of "
+                           f"{tuple(m.value for m in enum)}, got {value!r}") from None
+
+
 def _is_int(v: Any, minimum: int) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= minimum
 
@@ -137,6 +156,11 @@ def _gpus(raw: Any, where: str) -> str | int | tuple[str, ...] | None:
 
 def _build(name: str, raw: Mapping[str, Any], source: str, overrides: tuple[str, ...]) -> Profile:
     where = f"{source} [profiles.{name}]"
+    if "target" in raw:
+        raise ProfileError(f"{where}: key 'target' is now called 'runtime' (how the daemon runs; "
+                           "'target' means only the prover under test): write runtime = "
+                           f"{raw['target']!r} in the file, or --set {name}.runtime="
+                           f"{raw['target']} on the command line")
     unknown = sorted(set(raw) - set(PROFILE_KEYS))
     if unknown:
         valid = "\n".join(f"  {k}: {v}" for k, v in PROFILE_KEYS.items())
@@ -144,8 +168,7 @@ def _build(name: str, raw: Mapping[str, Any], source: str, overrides: tuple[str,
                            + (f" (also {unknown[1:]})" if len(unknown) > 1 else "")
                            + f"; valid keys:\n{valid}")
     workload, image = raw.get("workload"), raw.get("image")
-    target = raw.get("target", "docker")
-    _expect(target in TARGETS, where, "target", f"one of {TARGETS}", target)
+    runtime = _choice(raw, "runtime", Runtime, Runtime.DOCKER, where)
     daemon = raw.get("daemon", "refprover")
     _expect(daemon in DAEMON_DEFAULTS, where, "daemon", f"one of {tuple(DAEMON_DEFAULTS)}", daemon)
     for key in ("binary", "verifier_binary"):
@@ -157,19 +180,17 @@ def _build(name: str, raw: Mapping[str, Any], source: str, overrides: tuple[str,
             where, "address", "HOST:PORT, e.g. '127.0.0.1:9820'", address)
     _expect(isinstance(status_url, str) and (not status_url or status_url.startswith("http")),
             where, "status_url", "an http URL, e.g. 'http://127.0.0.1:9821/status'", status_url)
-    if target == "attach":
-        _expect(bool(address), where, "address", "set for target 'attach' (HOST:PORT of the "
+    if runtime is Runtime.ATTACH:
+        _expect(bool(address), where, "address", "set for runtime 'attach' (HOST:PORT of the "
                 "running daemon)", address)
     _expect(isinstance(workload, str) and bool(workload), where, "workload",
             "a non-empty string (set it in [defaults] or the profile)", workload)
     _expect(image is None or (isinstance(image, str) and bool(image)), where, "image",
             "a non-empty image tag", image)
-    driver = raw.get("driver", "grpc")
-    _expect(driver in DRIVERS, where, "driver", f"one of {DRIVERS}", driver)
-    job_ids = raw.get("job_ids", "uuid")
-    _expect(job_ids in JOB_ID_SCHEMES, where, "job_ids", f"one of {JOB_ID_SCHEMES}", job_ids)
-    if driver == "bench-cli":
-        _expect(job_ids == "uuid", where, "job_ids", "'uuid' with driver 'bench-cli' (the bench "
+    driver = _choice(raw, "driver", DriverKind, DriverKind.GRPC, where)
+    job_ids = _choice(raw, "job_ids", JobIdScheme, JobIdScheme.UUID, where)
+    if driver is DriverKind.BENCH_CLI:
+        _expect(job_ids is JobIdScheme.UUID, where, "job_ids", "'uuid' with driver 'bench-cli' (the bench "
                 "tool makes a fresh UUID per proof; use driver 'grpc' for curio or fixed ids)",
                 job_ids)
     conc = raw.get("concurrency", 1)
@@ -188,7 +209,7 @@ def _build(name: str, raw: Mapping[str, Any], source: str, overrides: tuple[str,
     ports = raw.get("ports", {"grpc": 9820})
     _expect(isinstance(ports, Mapping) and all(_is_int(v, 1) for v in ports.values()),
             where, "ports", "a table of container port numbers, e.g. {grpc = 9820}", ports)
-    if driver == "grpc" and "grpc" not in ports:
+    if driver is DriverKind.GRPC and "grpc" not in ports:
         ports = {**ports, "grpc": 9820}
     network = raw.get("network", "bridge")
     _expect(network in NETWORKS, where, "network", f"one of {NETWORKS}", network)
@@ -217,7 +238,7 @@ def _build(name: str, raw: Mapping[str, Any], source: str, overrides: tuple[str,
         _expect(isinstance(val, (int, float)) and not isinstance(val, bool) and val > 0,
                 where, key, "a positive number of seconds", val)
     return Profile(
-        name=name, target=target, daemon=daemon, image=image, binary=raw.get("binary"),
+        name=name, runtime=runtime, daemon=daemon, image=image, binary=raw.get("binary"),
         verifier_binary=raw.get("verifier_binary"), address=address, status_url=status_url,
         workload=str(workload), driver=driver, concurrency=conc,
         job_ids=job_ids, miner_id=miner, env=_env(raw.get("env", {}), where),

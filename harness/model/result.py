@@ -43,7 +43,7 @@ class DifferentialResult(msgspec.Struct, frozen=True, kw_only=True):
         errors: run-level errors (a profile file, the build, Docker), as text.
         extra: workflow-specific sections (``catch_matrix`` ...).
         wall_s: the run's wall time, plan to last cleanup, seconds (0 when not measured).
-        verifier: the image whose ``verify`` judged every proof of a docker target, with its
+        verifier: the image whose ``verify`` judged every proof of a docker runtime, with its
             id (the pinned verifier, harness/artifacts/pinned_verifier.py); ``None`` when none ran.
         machine: the host it ran on (:func:`proofdiff.runtime.host.machine_facts`: CPUs,
             memory, GPUs from NVML or nvidia-smi).

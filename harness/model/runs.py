@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 
+from proofdiff.model.choices import Runtime
 from proofdiff.model.jobs import FlowRecord
 
 __all__ = ["DaemonFacts", "ResourceUsage", "RunRecord"]
@@ -40,7 +41,7 @@ class DaemonFacts(msgspec.Struct, frozen=True, kw_only=True):
     Attributes:
         container_id: how the daemon is named: the container's short id, ``pid-N`` for a
             process, ``attached HOST:PORT`` ('' when none was started).
-        runtime: ``docker``, ``process`` or ``attach`` (the profile's target).
+        runtime: how the daemon ran (the profile's ``runtime``).
         address: its gRPC ``127.0.0.1:PORT`` on this host.
         start_to_ready_ms: from the start call to the first ``GetStatus`` answer, ms.
         state: ``docker inspect`` ``State`` fields that matter (``Status``, ``ExitCode``,
@@ -55,7 +56,7 @@ class DaemonFacts(msgspec.Struct, frozen=True, kw_only=True):
     """
 
     container_id: str = ""
-    runtime: str = "docker"
+    runtime: Runtime = Runtime.DOCKER
     address: str = ""
     start_to_ready_ms: float | None = None
     state: dict[str, Any] = msgspec.field(default_factory=dict)

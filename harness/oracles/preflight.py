@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from proofdiff.model.choices import Role, Runtime
 from proofdiff.drivers.bench_cli import BenchCliDriver
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.profile import Profile
@@ -39,7 +40,7 @@ from proofdiff.model.workload import WorkloadError
 from proofdiff.runtime.daemon import Daemon, LaunchError
 from proofdiff.artifacts.param_manifest import MANIFEST, DigestCache, read_manifest
 from proofdiff.runtime.identity import PARAMGEN, program_identity
-from proofdiff.runtime.spec import ContainerError, ContainerSpec
+from proofdiff.runtime.spec import ContainerError, LaunchSpec
 from proofdiff.runtime.daemon_status import (deprecated_keys_from_log, fetch_status,
                                    ignored_keys_from_log, param_cache_from_log)
 
@@ -70,10 +71,10 @@ PARAM_PATHS = ("config.srs.param_cache", "mounts.params", "env.FIL_PROOFS_PARAME
 
 
 def required_param_files(ev: Evidence, image: str, workload: str, profile: str,
-                         timeout_s: float, *, target: str = "docker") -> tuple[list[str], str]:
+                         timeout_s: float, *, runtime: Runtime = Runtime.DOCKER) -> tuple[list[str], str]:
     """The ``.params``/``.vk`` names ``workload`` needs, and where the list came from: the
     circuits of ``proofdiff.artifacts.WORKLOADS``, named by the cache ids the image's own ``paramgen
-    --print-cache-id`` prints (a process or attach target: the bin dir's paramgen); every file
+    --print-cache-id`` prints (a process or attach runtime: the bin dir's paramgen); every file
     of the host cache when there is no paramgen.
 
     Raises:
@@ -86,13 +87,13 @@ def required_param_files(ev: Evidence, image: str, workload: str, profile: str,
     spec = WORKLOADS.get(workload)
     if spec is None:
         return every, f"every .params/.vk of {cache} (a workload the build does not know)"
-    in_image = target == "docker"
+    in_image = runtime is Runtime.DOCKER
     try:
-        res = ev.runner.run(ContainerSpec(
-            image=image, role="preflight", profile=profile,
+        res = ev.runner.run(LaunchSpec(
+            image=image, role=Role.PREFLIGHT, profile=profile,
             entrypoint=(PARAMGEN_TOOL if in_image else PARAMGEN,),
             command=("--param-cache", "/nonexistent", "--print-cache-id", *spec.circuits),
-            runtime="docker" if in_image else "process"), timeout_s=timeout_s)
+            runtime=Runtime.DOCKER if in_image else Runtime.PROCESS), timeout_s=timeout_s)
         code, out = res.exit_code, res.stdout
     except ContainerError:
         code, out = -1, ""
@@ -135,7 +136,7 @@ def _params(ev: Evidence, rec: Recorder, daemon: Daemon, status: dict[str, objec
     p = daemon.profile
     try:
         files, listed_by = required_param_files(ev, p.program, rec.workload, p.name,
-                                                ev.deadlines(p.name).tool_s, target=p.target)
+                                                ev.deadlines(p.name).tool_s, runtime=p.runtime)
     except RuntimeError as exc:
         rec("params", p.name, Outcome.FAIL, str(exc), names=PARAM_PATHS)
         return None
@@ -294,7 +295,7 @@ def _config_keys(rec: Recorder, p: Profile, status: dict[str, object] | None, lo
 def _image(ev: Evidence, rec: Recorder, p: Profile) -> None:
     """What runs the daemon, with its digest: the image (docker), the program file
     (process: sha256 of the file), nothing proofdiff can see (attach: skipped)."""
-    if p.target == "attach":
+    if p.runtime is Runtime.ATTACH:
         rec("image", p.name, Outcome.SKIPPED, f"attached daemon at {p.address}: proofdiff did "
             "not start it, so its image or program is not known here")
         return

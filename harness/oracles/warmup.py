@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from proofdiff.model.choices import Runtime
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.runs import RunRecord
 from proofdiff.model.serde import to_builtins
@@ -110,7 +111,7 @@ def liveness(rec: Recorder, run: RunRecord) -> None:
         rec("liveness", run.profile, Outcome.PASS, f"daemon {facts.container_id} of profile "
             f"{run.profile!r} is still running after the run", evidence=ev)
         return
-    if facts.runtime == "attach":
+    if facts.runtime is Runtime.ATTACH:
         rec("liveness", run.profile, Outcome.FAIL, f"the attached daemon at {facts.address} of "
             f"profile {run.profile!r} no longer answers GetStatus after the run "
             f"({st.get('Error', 'no answer')}); proofdiff cannot see why: read its own log"
@@ -144,7 +145,7 @@ def evaluate(ev: Evidence, workload: str) -> list[OracleRecord]:
     rec = Recorder(ev, "warmup", workload)
     for name, profile in ev.profiles.items():
         run = ev.run(name, workload)
-        if profile.target == "attach":
+        if profile.runtime is Runtime.ATTACH:
             rec("first-proof", name, Outcome.SKIPPED, f"profile {name!r} is attached to the "
                 f"daemon at {profile.address}: proofdiff did not start it, so its first proof "
                 "after start (the SRS load) is not this run's; use target 'process' or "

@@ -1,4 +1,4 @@
-"""The attach target: a daemon that is already running, at a profile's ``address``.
+"""The attach runtime: a daemon that is already running, at a profile's ``address``.
 
 proofdiff never starts, stops or signals it. Its state is whether it answers ``GetStatus``; it
 has no log proofdiff can read; on a loopback address, commands (the preflight's param probes)
@@ -12,6 +12,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from proofdiff.model.choices import Runtime
+from proofdiff.model.choices import Role
 from proofdiff.runtime.spec import ContainerError
 
 __all__ = ["AttachedHandle", "LOOPBACK"]
@@ -30,7 +32,7 @@ class AttachedHandle:
     it has none). The same surface as a container (:class:`proofdiff.runtime.spec.Handle`);
     ``probe(address)`` asks whether it answers (:class:`proofdiff.runtime.daemon.ReadyProbe`)."""
 
-    runtime = "attach"
+    runtime = Runtime.ATTACH
 
     def __init__(self, address: str, status_url: str = "", profile: str = "", *,
                  probe: Callable[[str], _Probe]) -> None:
@@ -88,7 +90,7 @@ class AttachedHandle:
         if not self.local:
             raise ContainerError(f"profile {self.profile!r}: the attached daemon at "
                                  f"{self.address} is on another host; nothing can be run where "
-                                 "it reads its files", role="daemon", profile=self.profile)
+                                 "it reads its files", role=Role.DAEMON, profile=self.profile)
         try:
             res = subprocess.run(argv, capture_output=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as exc:

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import tomli_w
 
+from proofdiff.model.choices import Role, Runtime
 from proofdiff.model.profile import DEFAULT_BINARY, DEFAULT_CONFIG_PATH, Profile
 from proofdiff.model.runs import DaemonFacts
 
@@ -29,7 +30,7 @@ from proofdiff.runtime.attached import AttachedHandle
 from proofdiff.runtime.host import gpu_hint
 from proofdiff.runtime.resources import ProcessSampler, ResourceSampler, sampler_for
 from proofdiff.runtime.runner import Runner
-from proofdiff.runtime.spec import CONTAINER_USER, ContainerError, ContainerSpec, Handle, Mount
+from proofdiff.runtime.spec import CONTAINER_USER, ContainerError, LaunchSpec, Handle, Mount
 from proofdiff.runtime.daemon_status import fetch_status
 
 __all__ = ["CONFIG_FLAGS", "LOG_TAIL_LINES", "Daemon", "LaunchError", "ProbeFactory",
@@ -87,7 +88,7 @@ class Daemon:
     @property
     def started_here(self) -> bool:
         """proofdiff started this daemon (not an attached one), so it saw its first proof."""
-        return self.handle.runtime != "attach"
+        return self.handle.runtime is not Runtime.ATTACH
 
     @property
     def what(self) -> str:
@@ -152,35 +153,35 @@ def _cache_problems(profile: Profile, param_cache: Path) -> list[str]:
     if not any(param_cache.glob("*.vk")):
         return [f"param cache {str(param_cache)!r} holds no .vk files, so the daemon would find "
                 f"no params at {profile.param_read_path()!r}; regenerate with `proofdiff build`"]
-    if profile.target == "docker" and stat.S_IMODE(param_cache.stat().st_mode) & 0o005 != 0o005:
+    if profile.runtime is Runtime.DOCKER and stat.S_IMODE(param_cache.stat().st_mode) & 0o005 != 0o005:
         return [f"param cache {str(param_cache)!r} is not readable by the container user "
                 f"{CONTAINER_USER}; run `chmod -R a+rX {param_cache}`"]
     return []
 
 
-def daemon_spec(profile: Profile, param_cache: Path, name: str = "") -> ContainerSpec:
+def daemon_spec(profile: Profile, param_cache: Path, name: str = "") -> LaunchSpec:
     """The container of ``profile``'s daemon: its image, env, command, limits and GPUs, the
     param cache mounted read-only at ``mounts.params`` and its config
     (:meth:`~proofdiff.model.profile.Profile.written_config`) at
     :data:`~proofdiff.model.profile.DEFAULT_CONFIG_PATH`.
 
-    A process target runs ``binary`` instead of the image's entrypoint, and gets
+    A process runtime runs ``binary`` instead of the image's entrypoint, and gets
     ``-c <config>`` first when its command names no config file (a container finds the config
     at the daemon's default path; a process on this host would not).
     """
     config = tomli_w.dumps(profile.written_config()).encode("utf-8")
-    process = profile.target == "process"
+    process = profile.runtime is Runtime.PROCESS
     command = profile.command
     if process and not any(a in CONFIG_FLAGS or a.startswith("--config=") for a in command):
         command = ("-c", DEFAULT_CONFIG_PATH, *command)
-    return ContainerSpec(
-        image=profile.binary or DEFAULT_BINARY if process else profile.image_tag, role="daemon",
+    return LaunchSpec(
+        image=profile.binary or DEFAULT_BINARY if process else profile.image_tag, role=Role.DAEMON,
         profile=profile.name, command=command, env=profile.env,
         entrypoint=(profile.binary or DEFAULT_BINARY,) if process else None,
         mounts=(Mount(param_cache, profile.param_mount_path()),),
         files={DEFAULT_CONFIG_PATH: config}, network=profile.network, ports=profile.ports,
         cpus=profile.cpus, mem_limit=profile.mem_limit, gpus=profile.gpus, name=name,
-        runtime="process" if process else "docker")
+        runtime=Runtime.PROCESS if process else Runtime.DOCKER)
 
 
 def start_daemon(runner: Runner, profile: Profile, param_cache: Path, *, probe: ProbeFactory,
@@ -197,12 +198,12 @@ def start_daemon(runner: Runner, profile: Profile, param_cache: Path, *, probe: 
             OOMKilled, log tail) or never answered in time. Nothing started is left behind.
     """
     problems = profile.launch_problems()
-    if profile.target != "attach":
+    if profile.runtime is not Runtime.ATTACH:
         problems += _cache_problems(profile, Path(param_cache))
     if problems:
-        raise LaunchError("; ".join(problems), role="daemon", profile=profile.name)
+        raise LaunchError("; ".join(problems), role=Role.DAEMON, profile=profile.name)
     t0 = time.monotonic()
-    if profile.target == "attach":
+    if profile.runtime is Runtime.ATTACH:
         daemon = Daemon(profile=profile, handle=AttachedHandle(
             profile.address, profile.status_url, profile.name, probe=probe),
             address=profile.address)
@@ -214,7 +215,7 @@ def start_daemon(runner: Runner, profile: Profile, param_cache: Path, *, probe: 
     except ContainerError as exc:
         hint = gpu_hint(str(exc)) if profile.gpus is not None else None
         extra = f"; profile {profile.name!r} requests gpus={profile.gpus!r}: {hint}" if hint else ""
-        raise LaunchError(exc.headline + extra, role="daemon", profile=profile.name) from None
+        raise LaunchError(exc.headline + extra, role=Role.DAEMON, profile=profile.name) from None
     daemon = Daemon(profile=profile, handle=handle,
                     config_text=spec.files[DEFAULT_CONFIG_PATH].decode("utf-8"))
     try:
@@ -239,7 +240,7 @@ def _exited(daemon: Daemon) -> LaunchError | None:
         f"profile {daemon.profile.name!r}: daemon {daemon.what} exited "
         f"with code {code}{why} before answering GetStatus; read the log below, check the "
         f"config ({DEFAULT_CONFIG_PATH}) and command {list(daemon.profile.command)}",
-        role="daemon", profile=daemon.profile.name, container_id=daemon.handle.short_id,
+        role=Role.DAEMON, profile=daemon.profile.name, container_id=daemon.handle.short_id,
         exit_code=code, oom_killed=oom, log_tail=daemon.logs(40))
 
 
@@ -254,7 +255,7 @@ def _wait_ready(daemon: Daemon, t0: float, timeout_s: float, probe: ProbeFactory
             if err is not None:
                 raise err
             if client is None:
-                if daemon.handle.runtime == "attach":
+                if daemon.handle.runtime is Runtime.ATTACH:
                     client = probe(daemon.address)
                 elif port := daemon.handle.host_port("grpc"):
                     daemon.address = f"127.0.0.1:{port}"
@@ -273,12 +274,12 @@ def _wait_ready(daemon: Daemon, t0: float, timeout_s: float, probe: ProbeFactory
     finally:
         if client is not None:
             client.close()
-    fix = ("is it running? start it, or fix `address`" if daemon.handle.runtime == "attach"
+    fix = ("is it running? start it, or fix `address`" if daemon.handle.runtime is Runtime.ATTACH
            else "check daemon.listen and ports in the profile")
     raise LaunchError(
         f"profile {daemon.profile.name!r}: daemon {daemon.what} did not "
         f"answer GetStatus on {daemon.address or '(no published port)'} within {timeout_s:.0f} s "
         f"(status {daemon.state().get('Status')!r}, last error {last}); {fix}, or raise "
         "ready_timeout_s",
-        role="daemon", profile=daemon.profile.name, container_id=daemon.handle.short_id,
+        role=Role.DAEMON, profile=daemon.profile.name, container_id=daemon.handle.short_id,
         log_tail=daemon.logs(40))

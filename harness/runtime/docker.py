@@ -33,13 +33,14 @@ import requests
 from docker.models.containers import Container as SdkContainer
 from docker.types import DeviceRequest
 
+from proofdiff.model.choices import Runtime
 from proofdiff.runtime.spec import (BUILD_HINT, CONTAINER_USER, LABEL_IMAGE, LABEL_OWNER, LABEL_PROFILE,
-                   LABEL_ROLE, LABEL_RUN, OUT_DIR, ContainerError, ContainerSpec, Mount,
+                   LABEL_ROLE, LABEL_RUN, OUT_DIR, ContainerError, LaunchSpec, Mount,
                    ToolResult, Tracker)
 
 __all__ = [
     "BUILD_HINT", "CONTAINER_USER", "LABEL_IMAGE", "LABEL_OWNER", "LABEL_PROFILE", "LABEL_ROLE",
-    "LABEL_RUN", "OUT_DIR", "Container", "ContainerError", "ContainerSpec", "DockerBackend",
+    "LABEL_RUN", "OUT_DIR", "Container", "ContainerError", "LaunchSpec", "DockerBackend",
     "Mount", "ToolResult", "Tracker", "docker_client", "inspect_view", "reap",
 ]
 
@@ -98,9 +99,9 @@ def _gpu_request(gpus: str | int | tuple[str, ...]) -> DeviceRequest:
 class Container:
     """A started container (long-lived: a daemon). Use :meth:`remove` when done."""
 
-    runtime = "docker"
+    runtime = Runtime.DOCKER
 
-    def __init__(self, runner: DockerBackend, sdk: SdkContainer, spec: ContainerSpec,
+    def __init__(self, runner: DockerBackend, sdk: SdkContainer, spec: LaunchSpec,
                  workdir: Path | None) -> None:
         self.runner, self.sdk, self.spec, self.workdir = runner, sdk, spec, workdir
 
@@ -211,7 +212,7 @@ class DockerBackend:
                                  "an existing tag with --image / --proofdiff-image") from None
 
     # -- containers ----------------------------------------------------------------------
-    def start(self, spec: ContainerSpec) -> Container:
+    def start(self, spec: LaunchSpec) -> Container:
         """Create and start a long-lived container.
 
         Raises:
@@ -238,7 +239,7 @@ class DockerBackend:
             raise
         return container
 
-    def run(self, spec: ContainerSpec, *, timeout_s: float,
+    def run(self, spec: LaunchSpec, *, timeout_s: float,
             should_stop: Callable[[], bool] | None = None) -> ToolResult:
         """Run a short-lived container to its end and remove it.
 
@@ -283,15 +284,15 @@ class DockerBackend:
             except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
                 continue
 
-    def _who(self, spec: ContainerSpec) -> str:
+    def _who(self, spec: LaunchSpec) -> str:
         return f"profile {spec.profile!r} ({spec.role})" if spec.profile else spec.role
 
-    def _labels(self, spec: ContainerSpec) -> dict[str, str]:
+    def _labels(self, spec: LaunchSpec) -> dict[str, str]:
         return {LABEL_RUN: self.run_id, LABEL_OWNER: self.tracker.owner if self.tracker
                 else "unwatched", LABEL_ROLE: spec.role, LABEL_PROFILE: spec.profile,
                 LABEL_IMAGE: spec.image}
 
-    def _kwargs(self, spec: ContainerSpec) -> tuple[Path | None, dict[str, Any]]:
+    def _kwargs(self, spec: LaunchSpec) -> tuple[Path | None, dict[str, Any]]:
         volumes = {str(m.source.resolve()): {"bind": m.target, "mode": "ro" if m.read_only
                                              else "rw"} for m in spec.mounts}
         workdir = None

@@ -20,8 +20,9 @@ from typing import Any
 
 import psutil
 
+from proofdiff.model.choices import Role
 from proofdiff.runtime.runner import Runner
-from proofdiff.runtime.spec import ContainerError, ContainerSpec
+from proofdiff.runtime.spec import ContainerError, LaunchSpec
 
 __all__ = ["NO_GPU_DRIVER", "gpu_facts", "gpu_hint", "machine_facts", "probe_gpu_support"]
 
@@ -144,7 +145,7 @@ def probe_gpu_support(runner: Runner, image: str, *, timeout_s: float = 60.0) ->
     Raises:
         ContainerError: the engine failed for a reason unrelated to GPUs (image missing, ...).
     """
-    spec = ContainerSpec(image=image, role="gpu-probe", entrypoint=("true",), gpus="all")
+    spec = LaunchSpec(image=image, role=Role.GPU_PROBE, entrypoint=("true",), gpus="all")
     try:
         runner.run(spec, timeout_s=timeout_s)
     except ContainerError as exc:

@@ -1,8 +1,8 @@
 """What a container would see, given to a plain process: container paths and published ports
 rewritten to their host counterparts.
 
-A :class:`~proofdiff.runtime.spec.ContainerSpec` names container paths (mount targets, files it
-is given, ``/out``) and container ports (``0.0.0.0:9820``). A process target has no mount or
+A :class:`~proofdiff.runtime.spec.LaunchSpec` names container paths (mount targets, files it
+is given, ``/out``) and container ports (``0.0.0.0:9820``). A process runtime has no mount or
 port namespace, so :class:`HostView` rewrites every occurrence in the command line, the env
 values and the text files it writes:
 

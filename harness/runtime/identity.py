@@ -12,14 +12,15 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 
+from proofdiff.model.choices import Role, Runtime
 from proofdiff.model.profile import Profile
 
 from proofdiff.runtime.runner import Runner
-from proofdiff.runtime.spec import ContainerError, ContainerSpec
+from proofdiff.runtime.spec import ContainerError, LaunchSpec
 
 __all__ = ["PARAMGEN", "Identity", "file_sha256", "program_identity"]
 
-#: refprover's paramgen in a bin dir (process and attach targets).
+#: refprover's paramgen in a bin dir (process and attach runtimes).
 PARAMGEN = "paramgen"
 
 
@@ -60,18 +61,18 @@ def program_identity(runner: Runner, profile: Profile) -> Identity:
         ContainerError: the image is not present, or the program is not an executable file
             here (each with the fix).
     """
-    if profile.target == "attach":
+    if profile.runtime is Runtime.ATTACH:
         return Identity(profile.program, "", "an attached daemon: not started by proofdiff")
-    if profile.target == "process":
-        spec = ContainerSpec(image=profile.program, role="daemon", profile=profile.name,
-                             entrypoint=(profile.program,), runtime="process")
+    if profile.runtime is Runtime.PROCESS:
+        spec = LaunchSpec(image=profile.program, role=Role.DAEMON, profile=profile.name,
+                             entrypoint=(profile.program,), runtime=Runtime.PROCESS)
         path = runner.processes.program(spec)
         try:
             return Identity(path, file_sha256(path), f"the program file, {os.path.getsize(path)}"
                             " bytes")
         except OSError as exc:
             raise ContainerError(f"profile {profile.name!r}: program {path} cannot be read "
-                                 f"({exc.strerror})", role="daemon", profile=profile.name) from None
+                                 f"({exc.strerror})", role=Role.DAEMON, profile=profile.name) from None
     img = runner.image(profile.image_tag)
     repo = tuple(img.attrs.get("RepoDigests") or ())
     return Identity(profile.image_tag, str(img.id), f"{repo[0]}" if repo

@@ -1,4 +1,4 @@
-"""The first moments of a process target: settle its limits and its tie to the owner, then
+"""The first moments of a process runtime: settle its limits and its tie to the owner, then
 ``exec`` the program (so nothing runs in the parent between fork and exec, where threads make
 ``preexec_fn`` unsafe).
 

@@ -1,4 +1,4 @@
-"""Memory and CPU limits for a process target: a cgroup v2 where this host lets us make one,
+"""Memory and CPU limits for a process runtime: a cgroup v2 where this host lets us make one,
 else ``prlimit``-style limits, and always a sentence saying which.
 
 * cgroup v2: a child of this process's own cgroup (``/proc/self/cgroup`` ``0::PATH``), with
@@ -165,4 +165,4 @@ def plan_limits(name: str, mem_limit: str | None, cpus: float | None, *,
                      enforced_by="prlimit",
                      note=f"{asked}: no cgroup v2 to enforce them ({why}), so applied "
                           f"{' and '.join(parts)}; run on a host with a writable cgroup v2, or "
-                          "the docker target, for the real limits")
+                          "the docker runtime, for the real limits")

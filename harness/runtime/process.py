@@ -1,4 +1,4 @@
-"""The process target: a :class:`~proofdiff.runtime.spec.ContainerSpec` run as a plain process on
+"""The process runtime: a :class:`~proofdiff.runtime.spec.LaunchSpec` run as a plain process on
 this host, for hosts without Docker (a vast.ai box, a GPU CI runner).
 
 What a container gets, a process gets as near as the host allows:
@@ -35,9 +35,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from proofdiff.model.choices import Runtime
 from proofdiff.runtime import launch
 from proofdiff.runtime.limits import LimitPlan, plan_limits
-from proofdiff.runtime.spec import OUT_DIR, ContainerError, ContainerSpec, ToolResult, Tracker
+from proofdiff.runtime.spec import OUT_DIR, ContainerError, LaunchSpec, ToolResult, Tracker
 from proofdiff.runtime.hostview import HostView
 
 __all__ = ["ProcessBackend", "ProcessHandle", "free_port"]
@@ -67,16 +68,16 @@ def _tail(path: Path, lines: int | None) -> str:
 
 
 class ProcessHandle:
-    """A started process target (long-lived: a daemon). Use :meth:`remove` when done.
+    """A started process runtime (long-lived: a daemon). Use :meth:`remove` when done.
 
     The same surface as a container (:class:`proofdiff.runtime.docker.Container`):
     ``short_id``, ``state``, ``logs``, ``host_port``, ``ip``, ``exec``, ``view``, ``stop``,
     ``remove``.
     """
 
-    runtime = "process"
+    runtime = Runtime.PROCESS
 
-    def __init__(self, backend: ProcessBackend, proc: subprocess.Popen[bytes], spec: ContainerSpec,
+    def __init__(self, backend: ProcessBackend, proc: subprocess.Popen[bytes], spec: LaunchSpec,
                  workdir: Path, view: HostView, limits: LimitPlan, argv: list[str],
                  env: dict[str, str], streams: tuple[IO[bytes], ...]) -> None:
         self.backend, self.proc, self.spec, self.workdir = backend, proc, spec, workdir
@@ -186,7 +187,7 @@ class ProcessHandle:
 
 
 class ProcessBackend:
-    """Starts process targets for one owner.
+    """Starts process runtimes for one owner.
 
     Args:
         tracker: the owner's watchdog (kills the process groups and removes the dirs if the
@@ -201,14 +202,14 @@ class ProcessBackend:
         self._live: dict[int, ProcessHandle] = {}
         self._lock = threading.Lock()
 
-    def program(self, spec: ContainerSpec) -> str:
+    def program(self, spec: LaunchSpec) -> str:
         """The host path of the spec's program (its entrypoint's first word).
 
         Raises:
             ContainerError: no entrypoint, or it is not an executable file here.
         """
         if not spec.entrypoint:
-            raise ContainerError(f"{_who(spec)}: the process target needs a program path (the "
+            raise ContainerError(f"{_who(spec)}: the process runtime needs a program path (the "
                                  "profile's `binary`, `verifier_binary` or `bench_tool`)",
                                  role=spec.role, profile=spec.profile)
         name = spec.entrypoint[0]
@@ -225,7 +226,7 @@ class ProcessBackend:
                                  profile=spec.profile)
         return str(Path(found).resolve())
 
-    def start(self, spec: ContainerSpec, *, split_streams: bool = False) -> ProcessHandle:
+    def start(self, spec: LaunchSpec, *, split_streams: bool = False) -> ProcessHandle:
         """Start ``spec`` as a process (see the module docstring).
 
         Raises:
@@ -242,7 +243,7 @@ class ProcessBackend:
             self._drop(workdir)
             raise
 
-    def _start(self, spec: ContainerSpec, program: str, workdir: Path,
+    def _start(self, spec: LaunchSpec, program: str, workdir: Path,
                split_streams: bool) -> ProcessHandle:
         for sub in ("cwd", "tmp", "files", "out"):
             (workdir / sub).mkdir()
@@ -294,7 +295,7 @@ class ProcessBackend:
             self._live[proc.pid] = handle
         return handle
 
-    def run(self, spec: ContainerSpec, *, timeout_s: float,
+    def run(self, spec: LaunchSpec, *, timeout_s: float,
             should_stop: Callable[[], bool] | None = None) -> ToolResult:
         """Run ``spec`` to its end as a process and remove it (the same contract as
         :meth:`proofdiff.runtime.docker.DockerBackend.run`).
@@ -349,5 +350,5 @@ class ProcessBackend:
             h.remove()
 
 
-def _who(spec: ContainerSpec) -> str:
+def _who(spec: LaunchSpec) -> str:
     return f"profile {spec.profile!r} ({spec.role})" if spec.profile else spec.role

@@ -86,7 +86,7 @@ class ResourceSampler:
 
 
 class ProcessSampler:
-    """Samples a process target and its children every :data:`PROCESS_SAMPLE_S` until it
+    """Samples a process runtime and its children every :data:`PROCESS_SAMPLE_S` until it
     ends (or :meth:`stop`); :meth:`usage` gives the peaks with the limits it runs under."""
 
     def __init__(self, handle: ProcessHandle) -> None:

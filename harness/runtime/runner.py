@@ -1,10 +1,10 @@
 """The one way proofdiff runs anything: daemons, the verifier, the bench tool, the preflight
-probes and the GPU probe are each a :class:`~proofdiff.runtime.spec.ContainerSpec`, run by
+probes and the GPU probe are each a :class:`~proofdiff.runtime.spec.LaunchSpec`, run by
 :class:`Runner` as a docker container (:mod:`proofdiff.runtime.docker`) or, where the spec
 says ``runtime = "process"``, as a plain process on this host (:mod:`proofdiff.runtime.process`).
 
 The Docker engine is contacted on first docker use only, so a run whose profiles are all
-process or attach targets works on a host without Docker.
+process or attach runtimes works on a host without Docker.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from typing import Any
 
 from docker import DockerClient
 
+from proofdiff.model.choices import Runtime
 from proofdiff.runtime.docker import DockerBackend, docker_client
 from proofdiff.runtime.process import ProcessBackend
-from proofdiff.runtime.spec import ContainerError, ContainerSpec, Handle, ToolResult, Tracker
+from proofdiff.runtime.spec import ContainerError, LaunchSpec, Handle, ToolResult, Tracker
 
 __all__ = ["Runner"]
 
@@ -66,20 +67,20 @@ class Runner:
         """
         return self.docker.image(tag)
 
-    def start(self, spec: ContainerSpec) -> Handle:
+    def start(self, spec: LaunchSpec) -> Handle:
         """Start a long-lived spec (a daemon).
 
         Raises:
             ContainerError: it could not be created or started; nothing is left behind.
         """
-        if spec.runtime == "process":
+        if spec.runtime is Runtime.PROCESS:
             return self.processes.start(spec)
-        if spec.runtime != "docker":
+        if spec.runtime is not Runtime.DOCKER:
             raise ContainerError(f"unknown runtime {spec.runtime!r}; use docker or process",
                                  role=spec.role, profile=spec.profile)
         return self.docker.start(spec)
 
-    def run(self, spec: ContainerSpec, *, timeout_s: float,
+    def run(self, spec: LaunchSpec, *, timeout_s: float,
             should_stop: Callable[[], bool] | None = None) -> ToolResult:
         """Run a short-lived spec to its end and remove it.
 
@@ -91,7 +92,7 @@ class Runner:
         Raises:
             ContainerError: it could not be started.
         """
-        if spec.runtime == "process":
+        if spec.runtime is Runtime.PROCESS:
             return self.processes.run(spec, timeout_s=timeout_s, should_stop=should_stop)
         return self.docker.run(spec, timeout_s=timeout_s, should_stop=should_stop)
 
@@ -100,6 +101,6 @@ class Runner:
         return "-".join(p for p in ("proofdiff", self.run_id, *parts, secrets.token_hex(3)) if p)
 
     def close(self) -> None:
-        """Remove every process target still running (containers are removed by their
+        """Remove every process runtime still running (containers are removed by their
         owners and the watchdog)."""
         self.processes.close()

@@ -1,4 +1,4 @@
-"""What a container is asked to be (:class:`ContainerSpec`), what a short-lived one gives back
+"""What a container is asked to be (:class:`LaunchSpec`), what a short-lived one gives back
 (:class:`ToolResult`), the labels every container carries, and the one container error; the
 runner that acts on them is :mod:`proofdiff.runtime.docker`."""
 
@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from proofdiff.model.choices import Role, Runtime
+
 __all__ = ["BUILD_HINT", "CONTAINER_USER", "LABEL_IMAGE", "LABEL_OWNER", "LABEL_PROFILE",
-           "LABEL_ROLE", "LABEL_RUN", "OUT_DIR", "RUNTIMES", "ContainerError", "ContainerSpec",
+           "LABEL_ROLE", "LABEL_RUN", "OUT_DIR", "ContainerError", "LaunchSpec",
            "Handle", "Mount", "ToolResult", "Tracker"]
 
 LABEL_RUN, LABEL_OWNER, LABEL_ROLE = "proofdiff.run", "proofdiff.owner", "proofdiff.role"
@@ -18,8 +20,6 @@ LABEL_PROFILE, LABEL_IMAGE = "proofdiff.profile", "proofdiff.image"
 CONTAINER_USER = "65534:65534"
 #: The writable output directory of a short-lived container that asks for one.
 OUT_DIR = "/out"
-#: How a spec is run: a docker container, or a plain process on this host.
-RUNTIMES = ("docker", "process")
 BUILD_HINT = "build it with `make image` or `proofdiff build` (no registry is used; nothing is pulled)"
 
 
@@ -71,7 +71,7 @@ class Handle(Protocol):
     (:class:`proofdiff.runtime.process.ProcessHandle`) or a daemon proofdiff attached to
     (:class:`proofdiff.runtime.attached.AttachedHandle`)."""
 
-    runtime: str
+    runtime: Runtime
 
     @property
     def short_id(self) -> str:
@@ -131,7 +131,7 @@ class Mount:
 
 
 @dataclass(frozen=True)
-class ContainerSpec:
+class LaunchSpec:
     """What to run.
 
     Attributes:
@@ -152,7 +152,7 @@ class ContainerSpec:
     """
 
     image: str
-    role: str
+    role: Role
     profile: str = ""
     entrypoint: tuple[str, ...] | None = None
     command: tuple[str, ...] = ()
@@ -166,7 +166,7 @@ class ContainerSpec:
     mem_limit: str | None = None
     gpus: str | int | tuple[str, ...] | None = None
     name: str = ""
-    runtime: str = "docker"
+    runtime: Runtime = Runtime.DOCKER
 
 
 @dataclass(frozen=True)

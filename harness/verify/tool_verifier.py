@@ -1,5 +1,5 @@
 """Independent verification: refprover's ``verify`` tool, in a short-lived container of the
-verifier image, or as a process on this host (process and attach targets).
+verifier image, or as a process on this host (process and attach runtimes).
 
 The verifier sees only public inputs, the proof and the ``.vk`` files (params mounted read-only
 at ``/params``, no network), never the daemon's state. Input and output formats: refprover
@@ -16,11 +16,12 @@ from typing import Any, Protocol
 
 import msgspec
 
+from proofdiff.model.choices import Role, Runtime
 from proofdiff.model.jobs import FlowRecord, JobRecord, ProofVerdict
 from proofdiff.model.workload import POREP, Workload, WorkloadJob
 
 from proofdiff.runtime.runner import Runner
-from proofdiff.runtime.spec import ContainerError, ContainerSpec, Mount
+from proofdiff.runtime.spec import ContainerError, LaunchSpec, Mount
 
 __all__ = ["VERIFY_BIN", "ToolVerifier", "VerifyError", "Verifier", "attach_verdicts",
            "verify_item"]
@@ -75,14 +76,15 @@ class ToolVerifier:
 
     Args:
         runner: the run's runner. program: a docker image with the tool at
-            :data:`VERIFY_BIN` (``runtime="docker"``), or the tool's path or bin-dir name
-            (``runtime="process"``).
+            :data:`VERIFY_BIN` (``runtime=Runtime.DOCKER``), or the tool's path or bin-dir name
+            (``runtime=Runtime.PROCESS``).
         param_cache: host dir with the ``.vk`` files. profile: whose proofs are checked (label).
         timeout_s: deadline of one verifier run, seconds (default 300).
     """
 
     def __init__(self, runner: Runner, program: str, param_cache: Path, *,
-                 profile: str = "", timeout_s: float = 300.0, runtime: str = "docker") -> None:
+                 profile: str = "", timeout_s: float = 300.0,
+                 runtime: Runtime = Runtime.DOCKER) -> None:
         self.runner, self.program, self.param_cache = runner, program, Path(param_cache)
         self.profile, self.timeout_s, self.runtime = profile, timeout_s, runtime
 
@@ -90,9 +92,9 @@ class ToolVerifier:
         """See :class:`Verifier`. No items: no container, ``{}``."""
         if not items:
             return {}
-        spec = ContainerSpec(
-            image=self.program, role="verifier", profile=self.profile,
-            entrypoint=(VERIFY_BIN if self.runtime == "docker" else self.program,),
+        spec = LaunchSpec(
+            image=self.program, role=Role.VERIFIER, profile=self.profile,
+            entrypoint=(VERIFY_BIN if self.runtime is Runtime.DOCKER else self.program,),
             command=("--param-cache", "/params", "--input", "/in/batch.json"),
             mounts=(Mount(self.param_cache, "/params"),),
             files={"/in/batch.json": json.dumps({"items": list(items)}).encode("utf-8")},

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
+from proofdiff.model.choices import Role
 from proofdiff.model.profile_file import load_profiles
 from msgspec.structs import replace
 
 from proofdiff.runtime.runner import Runner
-from proofdiff.runtime.spec import ContainerError, ContainerSpec, Mount
+from proofdiff.runtime.spec import ContainerError, LaunchSpec, Mount
 from proofdiff.drivers.cuzk_client import status_probe
 from proofdiff.runtime.daemon import LaunchError, start_daemon
 
@@ -32,7 +33,7 @@ def test_a_tool_container_is_labelled_hardened_and_removed(artifacts: Any,
     (tmp_path / "ro.txt").chmod(0o644)
     script = ("id -u; echo $(cat /in/msg); echo $(cat /p/ro.txt); echo x > /p/ro.txt 2>/dev/null || echo ro; "
               "echo out > /out/result; grep CapEff /proc/self/status")
-    spec = ContainerSpec(image=artifacts.image_tag, role="preflight", profile="bench",
+    spec = LaunchSpec(image=artifacts.image_tag, role=Role.PREFLIGHT, profile="bench",
                          entrypoint=("sh", "-c"), command=(script,),
                          mounts=(Mount(tmp_path, "/p"),), files={"/in/msg": b"hello"},
                          want_out=True)
@@ -47,7 +48,7 @@ def test_a_tool_container_is_labelled_hardened_and_removed(artifacts: Any,
 
 def test_labels_carry_run_owner_role_profile_and_image(artifacts: Any,
                                                        runner: Runner) -> None:
-    spec = ContainerSpec(image=artifacts.image_tag, role="bench", profile="prod",
+    spec = LaunchSpec(image=artifacts.image_tag, role=Role.BENCH, profile="prod",
                          entrypoint=("sleep",), command=("30",))
     c = runner.start(spec)
     try:
@@ -66,7 +67,7 @@ def test_labels_carry_run_owner_role_profile_and_image(artifacts: Any,
 
 def test_deadline_and_stop_condition_kill_the_container(artifacts: Any,
                                                         runner: Runner) -> None:
-    spec = ContainerSpec(image=artifacts.image_tag, role="bench", entrypoint=("sleep",),
+    spec = LaunchSpec(image=artifacts.image_tag, role=Role.BENCH, entrypoint=("sleep",),
                          command=("60",))
     late = runner.run(spec, timeout_s=1.0)
     assert late.timed_out and not late.stopped and late.exit_code == -1
@@ -77,7 +78,7 @@ def test_deadline_and_stop_condition_kill_the_container(artifacts: Any,
 
 def test_a_missing_image_is_said_once_with_the_fix(runner: Runner) -> None:
     with pytest.raises(ContainerError) as ei:
-        runner.run(ContainerSpec(image="proofdiff/refprover:does-not-exist", role="verifier"),
+        runner.run(LaunchSpec(image="proofdiff/refprover:does-not-exist", role=Role.VERIFIER),
                    timeout_s=10)
     text = str(ei.value)
     assert text.count("not present locally") == 1 and "make image" in text

@@ -17,12 +17,13 @@ import docker
 OWNER = """
 import json, sys, time
 from pathlib import Path
+from proofdiff.model.choices import Role
 from proofdiff.runtime.runner import Runner
-from proofdiff.runtime.spec import ContainerSpec
+from proofdiff.runtime.spec import LaunchSpec
 from proofdiff.runtime.watchdog import Watchdog
 dog = Watchdog().start()
 runner = Runner(sys.argv[1], tracker=dog)
-c = runner.start(ContainerSpec(image=sys.argv[2], role="daemon", profile="bench",
+c = runner.start(LaunchSpec(image=sys.argv[2], role=Role.DAEMON, profile="bench",
                                entrypoint=("sleep",), command=("600",), files={"/in/x": b"x"}))
 print(json.dumps({"owner": dog.owner, "id": c.sdk.id, "dir": str(c.workdir)}), flush=True)
 time.sleep(600)

@@ -16,6 +16,7 @@ import psutil
 import pytest
 import tomli_w
 
+from proofdiff.model.choices import Runtime
 from proofdiff.cli.cmd_catch_matrix import cells_of
 from proofdiff.model.profile import Profile
 from proofdiff.model.profile_file import profile_file
@@ -36,7 +37,7 @@ FAULTS = {"partition-race": ("validity", "proofs"), "param-path-default": ("pref
 def _process_profiles(tmp_path: Path) -> Path:
     """The shipped refprover set as processes, prod replaced by one copy per fault."""
     doc = tomllib.loads(profile_file("refprover").read_text(encoding="utf-8"))
-    doc["defaults"]["target"] = "process"
+    doc["defaults"]["runtime"] = "process"
     prod = doc["profiles"].pop("prod")
     for fault in FAULTS:
         doc["profiles"][f"prod-{fault}"] = {**prod, "env": {**prod["env"],
@@ -49,13 +50,13 @@ def _process_profiles(tmp_path: Path) -> Path:
 
 
 def _leftovers() -> list[str]:
-    """Command lines of processes still running from a proofdiff process target's dir."""
+    """Command lines of processes still running from a proofdiff process runtime's dir."""
     return [" ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])
             if any("proofdiff-daemon-" in a for a in p.info["cmdline"] or [])]
 
 
 def test_bench_vs_prod_as_processes_agree(cli_run: Any) -> None:
-    r = cli_run("--set", "*.target=process", run_id="e2e-process-clean")
+    r = cli_run("--set", "*.runtime=process", run_id="e2e-process-clean")
     res = r.result
     assert r.rc == 0 and res.verdict is Verdict.SAME, (res.verdict_line, cells_of(res))
     assert {x.suite for x in res.records} == {"preflight", "validity", "warmup", "isolation",
@@ -86,7 +87,7 @@ def test_catalog_rows_as_processes(cli_run: Any, tmp_path: Path) -> None:
 def test_attached_daemon_is_checked_and_left_running(cli_run: Any, artifacts: Any,
                                                      tmp_path: Path) -> None:
     doc = tomllib.loads(profile_file("refprover").read_text(encoding="utf-8"))
-    prod = Profile(name="prod", workload="wpost-2k", target="process",
+    prod = Profile(name="prod", workload="wpost-2k", runtime=Runtime.PROCESS,
                    config=doc["profiles"]["prod"]["config"],
                    mounts={"params": doc["profiles"]["prod"]["mounts"]["params"]},
                    ports={"grpc": 9820, "status": 9821})
@@ -94,9 +95,9 @@ def test_attached_daemon_is_checked_and_left_running(cli_run: Any, artifacts: An
     runner = Runner("e2e-attach-target", tracker=dog, tool_dirs=[artifacts.bin_dir])
     daemon = start_daemon(runner, prod, artifacts.param_cache, probe=status_probe)  # "someone else's" daemon
     try:
-        doc["defaults"]["target"] = "process"
+        doc["defaults"]["runtime"] = "process"
         doc["profiles"]["prod"] = {
-            "target": "attach", "address": daemon.address, "concurrency": 4, "job_ids": "curio",
+            "runtime": "attach", "address": daemon.address, "concurrency": 4, "job_ids": "curio",
             "status_url": f"http://127.0.0.1:{daemon.status_port}/status",
             "config": doc["profiles"]["prod"]["config"],
             "mounts": doc["profiles"]["prod"]["mounts"]}

@@ -1,5 +1,5 @@
 """The host tier: refprover binaries built by proofdiff.artifacts, run on this host as proofdiff's
-process target (no container, free 127.0.0.1 ports): real proofs, real transport, real
+process runtime (no container, free 127.0.0.1 ports): real proofs, real transport, real
 deadlines."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from proofdiff.model.choices import Runtime
 from proofdiff.core.plan import new_run_id
 from proofdiff.model.profile import Profile
 from proofdiff.model.workload import Workload, load_workload
@@ -40,7 +41,7 @@ def workload(artifacts: Any) -> Workload:
 
 @pytest.fixture
 def runner(binary: Path) -> Iterator[Runner]:
-    """A runner for process targets (the build's bin dir), watched; nothing of it is left."""
+    """A runner for process runtimes (the build's bin dir), watched; nothing of it is left."""
     dog = Watchdog().start()
     r = Runner(f"t-{new_run_id()}", tracker=dog, tool_dirs=[binary.parent])
     yield r
@@ -51,7 +52,7 @@ def runner(binary: Path) -> Iterator[Runner]:
 def process_profile(config: dict[str, Any] | None = None, faults: str = "",
                     **keys: Any) -> Profile:
     """A process-target profile of the build's refprover with ``config`` (default prod's)."""
-    return Profile(name="host", workload="wpost-2k", target="process",
+    return Profile(name="host", workload="wpost-2k", runtime=Runtime.PROCESS,
                    config=config if config is not None else PROD_CONFIG,
                    env={"REFPROVER_FAULTS": faults} if faults else {},
                    **keys)
@@ -59,7 +60,7 @@ def process_profile(config: dict[str, Any] | None = None, faults: str = "",
 
 @pytest.fixture
 def started(runner: Runner, artifacts: Any) -> Callable[..., AbstractContextManager[Daemon]]:
-    """``started(profile)``: the profile's daemon, started by proofdiff's process target."""
+    """``started(profile)``: the profile's daemon, started by proofdiff's process runtime."""
     @contextmanager
     def start(profile: Profile) -> Iterator[Daemon]:
         d = start_daemon(runner, profile, artifacts.param_cache, probe=status_probe)

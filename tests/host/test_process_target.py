@@ -1,4 +1,4 @@
-"""The process and attach targets with the build's refprover binaries on this host: a daemon
+"""The process and attach runtimes with the build's refprover binaries on this host: a daemon
 started as a process answers where its published port was rewritten to, sees its params and
 config at host paths, is removed with its working dir; tools run to their end or deadline; an
 owner killed with SIGKILL leaves no process behind; an attached daemon is used and never
@@ -20,6 +20,7 @@ from typing import Any
 import psutil
 import pytest
 
+from proofdiff.model.choices import Role, Runtime
 from proofdiff.model.profile import Profile
 from proofdiff.runtime.attached import AttachedHandle
 from proofdiff.drivers.cuzk_client import ProverClient
@@ -27,7 +28,7 @@ from proofdiff.drivers.cuzk_client import status_probe
 from proofdiff.runtime.daemon import Daemon, LaunchError, start_daemon
 from proofdiff.runtime.process import free_port
 from proofdiff.runtime.runner import Runner
-from proofdiff.runtime.spec import ContainerError, ContainerSpec, Mount
+from proofdiff.runtime.spec import ContainerError, LaunchSpec, Mount
 from proofdiff.runtime.daemon_status import fetch_status
 
 from tests.host.conftest import PROD_CONFIG, process_profile
@@ -43,7 +44,7 @@ def test_a_process_daemon_reads_its_config_and_params_at_host_paths(
     profile = process_profile(config, mounts={"params": "/var/tmp/filecoin-proof-parameters"},
                               ports={"grpc": 9820, "status": 9821})
     with started(profile) as d:
-        assert d.handle.runtime == "process" and d.address.startswith("127.0.0.1:")
+        assert d.handle.runtime is Runtime.PROCESS and d.address.startswith("127.0.0.1:")
         assert d.address != "127.0.0.1:9820"  # a free port, as docker would publish it
         status = fetch_status(d.status_port)
         assert status is not None and status["param_cache"] == str(
@@ -51,7 +52,7 @@ def test_a_process_daemon_reads_its_config_and_params_at_host_paths(
         assert status["pipeline_enabled"] is True
         pgid, workdir = d.handle.pid, d.handle.workdir  # type: ignore[attr-defined]
         facts = d.facts()
-        assert facts.runtime == "process" and facts.state["Status"] == "running"
+        assert facts.runtime is Runtime.PROCESS and facts.state["Status"] == "running"
         assert facts.inspect_view["runtime"] == "process"
         assert facts.inspect_view["cmd"][:1] == ["-c"]  # the config file proofdiff wrote
     assert not psutil.pid_exists(pgid) or psutil.Process(pgid).status() == psutil.STATUS_ZOMBIE
@@ -75,10 +76,10 @@ def test_a_missing_program_names_the_fix(runner: Runner, artifacts: Any) -> None
 
 def test_a_tool_gets_its_files_mounts_and_out_dir(runner: Runner, artifacts: Any) -> None:
     script = 'cat /in/x.txt > /out/copy.txt; ls /params > /out/params.txt; echo "$P"'
-    res = runner.run(ContainerSpec(
-        image="sh", role="preflight", entrypoint=("sh", "-c", script), files={"/in/x.txt": b"hi"},
+    res = runner.run(LaunchSpec(
+        image="sh", role=Role.PREFLIGHT, entrypoint=("sh", "-c", script), files={"/in/x.txt": b"hi"},
         mounts=(Mount(Path(artifacts.param_cache), "/params"),), want_out=True,
-        env={"P": "/params/x.vk"}, runtime="process"), timeout_s=30)
+        env={"P": "/params/x.vk"}, runtime=Runtime.PROCESS), timeout_s=30)
     assert res.exit_code == 0, res.stderr
     assert res.out_files["copy.txt"] == b"hi"
     assert b".vk" in res.out_files["params.txt"]
@@ -87,16 +88,16 @@ def test_a_tool_gets_its_files_mounts_and_out_dir(runner: Runner, artifacts: Any
 
 def test_a_tool_past_its_deadline_is_killed(runner: Runner) -> None:
     t0 = time.monotonic()
-    res = runner.run(ContainerSpec(image="sleep", role="bench", entrypoint=("sleep", "60"),
-                                   runtime="process"), timeout_s=1)
+    res = runner.run(LaunchSpec(image="sleep", role=Role.BENCH, entrypoint=("sleep", "60"),
+                                   runtime=Runtime.PROCESS), timeout_s=1)
     assert res.timed_out and res.exit_code == -1 and time.monotonic() - t0 < 10
 
 
 def test_the_verifier_runs_as_a_process(runner: Runner, artifacts: Any) -> None:
-    res = runner.run(ContainerSpec(image="verify", role="verifier", entrypoint=("verify",),
+    res = runner.run(LaunchSpec(image="verify", role=Role.VERIFIER, entrypoint=("verify",),
                                    command=("--param-cache", "/params", "--input", "/in/b.json"),
                                    mounts=(Mount(Path(artifacts.param_cache), "/params"),),
-                                   files={"/in/b.json": b"not json"}, runtime="process"),
+                                   files={"/in/b.json": b"not json"}, runtime=Runtime.PROCESS),
                      timeout_s=60)
     assert res.exit_code == 2, res.output  # refprover README: 2 = unreadable input
 
@@ -104,8 +105,8 @@ def test_the_verifier_runs_as_a_process(runner: Runner, artifacts: Any) -> None:
 def test_without_a_writable_cgroup_the_memory_limit_is_prlimit_and_said(
         runner: Runner) -> None:
     grab = "bytearray(1 << 30)"  # 1 GiB under a 256 MiB address-space limit
-    spec = ContainerSpec(image="python", role="preflight", mem_limit="256m",
-                         entrypoint=(sys.executable, "-c", grab), runtime="process")
+    spec = LaunchSpec(image="python", role=Role.PREFLIGHT, mem_limit="256m",
+                         entrypoint=(sys.executable, "-c", grab), runtime=Runtime.PROCESS)
     handle = runner.processes.start(spec, split_streams=True)
     try:
         handle.proc.wait(timeout=30)
@@ -124,13 +125,14 @@ OWNER = """
 import json, sys, time
 from pathlib import Path
 from proofdiff.drivers.cuzk_client import status_probe
+from proofdiff.model.choices import Runtime
 from proofdiff.model.profile import Profile
 from proofdiff.runtime.daemon import start_daemon
 from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.watchdog import Watchdog
 dog = Watchdog().start()
 runner = Runner("t-sigkill", tracker=dog, tool_dirs=[Path(sys.argv[1])])
-d = start_daemon(runner, Profile(name="p", workload="wpost-2k", target="process"), Path(sys.argv[2]),
+d = start_daemon(runner, Profile(name="p", workload="wpost-2k", runtime=Runtime.PROCESS), Path(sys.argv[2]),
                  probe=status_probe)
 print(json.dumps({"pid": d.handle.pid, "dir": str(d.handle.workdir)}), flush=True)
 time.sleep(600)
@@ -166,10 +168,10 @@ def _alive(pid: int) -> bool:
 def test_an_attached_daemon_is_used_and_never_stopped(started: Started, runner: Runner,
                                                       artifacts: Any) -> None:
     with started(process_profile()) as running:
-        attached = Profile(name="prod", workload="wpost-2k", target="attach",
+        attached = Profile(name="prod", workload="wpost-2k", runtime=Runtime.ATTACH,
                            address=running.address)
         d = start_daemon(runner, attached, artifacts.param_cache, probe=status_probe)
-        assert d.handle.runtime == "attach" and not d.started_here
+        assert d.handle.runtime is Runtime.ATTACH and not d.started_here
         assert d.facts().state == {"Status": "running"}
         d.remove()  # never stops what it did not start
         with ProverClient(running.address) as client:
@@ -177,7 +179,7 @@ def test_an_attached_daemon_is_used_and_never_stopped(started: Started, runner: 
 
 
 def test_attach_to_nothing_says_to_start_it(runner: Runner, artifacts: Any) -> None:
-    nobody = Profile(name="prod", workload="wpost-2k", target="attach",
+    nobody = Profile(name="prod", workload="wpost-2k", runtime=Runtime.ATTACH,
                      address=f"127.0.0.1:{free_port()}", ready_timeout_s=2)
     with pytest.raises(LaunchError, match="is it running\\? start it, or fix `address`"):
         start_daemon(runner, nobody, artifacts.param_cache, probe=status_probe)

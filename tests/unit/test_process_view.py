@@ -1,4 +1,4 @@
-"""How a process target sees a container spec: paths and listen addresses rewritten as a
+"""How a process runtime sees a container spec: paths and listen addresses rewritten as a
 bind mount and a published port would give them; limits planned with the reason."""
 
 from __future__ import annotations
