@@ -49,10 +49,10 @@ sysdeps:
 	  { apt-get update -qq && apt-get install -y -qq protobuf-compiler debootstrap; }
 
 image: setup
-	$(BIN)/python -m proofdiff.artifacts --workload wpost-2k
+	$(BIN)/proofdiff build --workload wpost-2k
 
 image-full: setup
-	$(BIN)/python -m proofdiff.artifacts --workload wpost-2k --workload porep-2k --workload porep-2k-2p
+	$(BIN)/proofdiff build --workload wpost-2k --workload porep-2k --workload porep-2k-2p
 
 rust-test:
 	cd $(CRATE) && CARGO_TARGET_DIR=$(CACHE)/cargo-target cargo test --release --locked -q

@@ -31,15 +31,13 @@ import msgspec
 from rich.console import Console
 from rich.table import Table
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from proofdiff.artifacts import resolve_artifacts  # noqa: E402
-from proofdiff.core.plan import new_run_id, plan_runs  # noqa: E402
-from proofdiff.core.session import Session  # noqa: E402
-from proofdiff.gate.gate_result import ProfileTiming  # noqa: E402
-from proofdiff.gate.timing_rounds import measure_profile  # noqa: E402
-from proofdiff.model.jobs import JobSpec  # noqa: E402
-from proofdiff.model.profile_file import load_profiles  # noqa: E402
+from proofdiff.core.plan import new_run_id, pin_artifacts, plan_runs
+from proofdiff.core.session import Session
+from proofdiff.gate.gate_result import ProfileTiming
+from proofdiff.gate.timing_rounds import measure_profile
+from proofdiff.model.jobs import JobSpec
+from proofdiff.model.profile_file import load_profiles
+from proofdiff.model.run_options import RunOptions
 
 
 def derive(client: docker.DockerClient, base: str, faults: str) -> str:
@@ -52,7 +50,7 @@ def derive(client: docker.DockerClient, base: str, faults: str) -> str:
 
 
 def condition(name: str, baseline: str, candidate: str, *, profile: str, reps: int,
-              art: object, report_dir: Path, log: Console) -> list[ProfileTiming]:
+              opts: RunOptions, log: Console) -> list[ProfileTiming]:
     """``reps`` timing arms of ``profile``, ``baseline`` vs ``candidate``, on one session."""
     p = load_profiles("refprover")[profile]
     pair = {f"{profile}-baseline": msgspec.structs.replace(p, name=f"{profile}-baseline",
@@ -60,10 +58,9 @@ def condition(name: str, baseline: str, candidate: str, *, profile: str, reps: i
             f"{profile}-candidate": msgspec.structs.replace(p, name=f"{profile}-candidate",
                                                             image=candidate)}
     wl = p.workload
-    plan = plan_runs(pair, workloads=[wl], suites=["validity"], run_id=f"power-{new_run_id()}",
-                     report_dir=report_dir, param_cache=art.param_cache,  # type: ignore[attr-defined]
-                     workload_files=art.workloads,  # type: ignore[attr-defined]
-                     verifier_image=art.verifier_tag, log=lambda _l: None)[0]  # type: ignore[attr-defined]
+    plan = plan_runs(pair, msgspec.structs.replace(
+        opts, workloads=(wl,), suites=("validity",), run_id=f"power-{new_run_id()}"),
+        log=lambda _l: None)[0]
     session = Session(plan, log=lambda _l: None)
     out: list[ProfileTiming] = []
     try:
@@ -106,21 +103,23 @@ def main() -> int:
     ap.add_argument("--report-dir", type=Path, default=Path("/tmp/proofdiff-power"))
     a = ap.parse_args()
     con = Console()
-    art = resolve_artifacts(["wpost-2k"], log=lambda _l: None)
+    opts, reference = pin_artifacts(RunOptions.from_env(report_dir=str(a.report_dir)),
+                                    ["wpost-2k"], reference=True, log=lambda _l: None)
+    assert reference is not None, "no reference image: run `make image` first"
+    ref = reference.tag
     client = docker.from_env()
     made: list[str] = []
     results: dict[str, tuple[float, list[ProfileTiming]]] = {}
     t0 = time.monotonic()
     try:
-        results["A/A"] = (0.0, condition("A/A", art.image_tag, art.image_tag, profile=a.profile,
-                                         reps=a.aa_reps, art=art, report_dir=a.report_dir,
-                                         log=con))
+        results["A/A"] = (0.0, condition("A/A", ref, ref, profile=a.profile, reps=a.aa_reps,
+                                         opts=opts, log=con))
         for f in a.factor or [1.05, 1.10, 1.25]:
-            tag = derive(client, art.image_tag, f"slow-prove={f:g}")
+            tag = derive(client, ref, f"slow-prove={f:g}")
             made.append(tag)
             results[f"slow-prove={f:g}"] = (f - 1.0, condition(
-                f"slow-prove={f:g}", art.image_tag, tag, profile=a.profile, reps=a.reps,
-                art=art, report_dir=a.report_dir, log=con))
+                f"slow-prove={f:g}", ref, tag, profile=a.profile, reps=a.reps, opts=opts,
+                log=con))
     finally:
         for tag in made:
             client.images.remove(tag, force=True)

@@ -53,7 +53,7 @@ def main() -> int:
         for i in range(a.repeat):
             rid = f"overhead-{i}"
             t0 = time.monotonic()
-            proc = subprocess.run([a.python, "-m", "proofdiff.cli", "run", "--report-dir", tmp,
+            proc = subprocess.run([a.python, "-m", "proofdiff", "run", "--report-dir", tmp,
                                    "--run-id", rid, *a.args], cwd=a.repo, capture_output=True,
                                   text=True, timeout=3600)
             wall = time.monotonic() - t0

@@ -23,11 +23,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from proofdiff.artifacts import resolve_artifacts  # noqa: E402
-from proofdiff.oracles.preflight import integrity_problems  # noqa: E402
-from proofdiff.artifacts.param_manifest import DigestCache, read_manifest, write_manifest  # noqa: E402
+from proofdiff.artifacts.param_manifest import DigestCache, read_manifest, write_manifest
+from proofdiff.core.plan import run_artifacts
+from proofdiff.model.run_options import RunOptions
+from proofdiff.oracles.preflight import integrity_problems
 
 #: Workload -> the param file stem its circuit uses (filecoin-proofs v28 cache ids).
 STEMS = {"wpost-2k": "proof-of-spacetime-fallback", "porep-2k": "032d3138d22506ec"}
@@ -53,7 +52,8 @@ def main() -> int:
     for col in ("workload", "files", "MB", "page cache", "cold s", "cached s", "cold MB/s"):
         table.add_column(col, justify="right")
     for w in workloads:
-        cache_dir = a.param_cache or Path(resolve_artifacts(workloads=[w], log=lambda _l: None).param_cache)
+        cache_dir = a.param_cache or Path(run_artifacts(RunOptions.from_env(), [w], docker=True,
+                                                        log=lambda _l: None).param_cache)
         files = sorted(f for f in cache_dir.iterdir() if f.suffix in (".params", ".vk")
                        and STEMS[w] in f.name)
         size_mb = sum(f.stat().st_size for f in files) / 1e6

@@ -11,36 +11,43 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
-from proofdiff.regressions import Case, CaseError, cases_dir, discover, load_case, replay
+from proofdiff.regressions import CaseError, RegressionCase, discover, load_case, replay
+from proofdiff_pytest.plugin_options import Options
+from proofdiff_pytest.plugin import options_of
 
 
 class BugPresent(AssertionError):
     """The replay failed exactly as the case records: the bug is still there."""
 
 
-def _params() -> list[object]:
-    out: list[object] = []
-    for folder in discover(cases_dir()):
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """One test per case folder under the run options' ``regressions_dir``."""
+    if "case" not in metafunc.fixturenames:
+        return
+    root = options_of(metafunc.config).run.regressions_dir
+    params: list[object] = []
+    for folder in discover(root):
         try:
             case = load_case(folder)
         except CaseError as exc:
-            out.append(pytest.param(None, str(exc), id=folder.name))
+            params.append(pytest.param(None, str(exc), id=folder.name))
             continue
         marks = [pytest.mark.xfail(strict=True, raises=BugPresent,
                                    reason=f"open: {case.title}")] if case.status == "open" else []
-        out.append(pytest.param(case, "", id=case.id, marks=marks))
-    return out or [pytest.param(None, "", id="no-cases",
-                                marks=pytest.mark.skip(reason=f"no case under {cases_dir()}"))]
+        params.append(pytest.param(case, "", id=case.id, marks=marks))
+    metafunc.parametrize(("case", "error"), params or [pytest.param(
+        None, "", id="no-cases", marks=pytest.mark.skip(reason=f"no case under {root}"))])
 
 
 @pytest.mark.proofdiff
-@pytest.mark.parametrize(("case", "error"), _params())
-def test_regression(case: Case | None, error: str, tmp_path: Path) -> None:
+def test_regression(case: RegressionCase | None, error: str, proofdiff_options: Options,
+                    tmp_path: Path) -> None:
     if case is None:
         pytest.fail(f"malformed case: {error}", pytrace=False)
-    got = replay(case, report_dir=tmp_path)
+    got = replay(case, msgspec.structs.replace(proofdiff_options.run, report_dir=str(tmp_path)))
     if got.status == "missing":
         pytest.skip(f"{case.id}: {got.message}")
     if got.status == "reproduces":

@@ -1,4 +1,4 @@
-"""Timing (DESIGN.md section 5): steady latency and throughput per profile; A/A on the
+"""Timing (docs/timing.md): steady latency and throughput per profile; A/A on the
 baseline; throughput and jobs really in progress at once, each profile vs the baseline.
 Samples are interleaved through each profile's own driver; verdicts are three-valued
 (``proofdiff.oracles.timing``). INCONCLUSIVE passes with a warning, never a false alarm."""

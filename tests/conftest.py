@@ -18,6 +18,8 @@ from typing import Any
 import docker
 import pytest
 
+from proofdiff.model.image import ImageInfo
+from proofdiff.model.run_options import RunOptions
 from proofdiff.model.jobs import FlowRecord, JobRecord, ProofVerdict
 from proofdiff.model.runs import DaemonFacts, RunRecord
 from proofdiff.model.status import JobStatus
@@ -44,8 +46,20 @@ def artifacts() -> Any:
         pytest.skip(f"no Docker engine reachable ({exc}); start dockerd to run this tier")
     from proofdiff.artifacts import ensure_artifacts
 
-    return ensure_artifacts(workloads=["wpost-2k"], log=lambda _line: None, crate_dir=REPO /
-                            "targets" / "refprover")
+    return ensure_artifacts(["wpost-2k"], lambda _line: None,
+                            cache_root=Path(RunOptions.from_env().cache_root),
+                            crate_dir=REPO / "targets" / "refprover")
+
+
+@pytest.fixture
+def run_opts(artifacts: Any, tmp_path: Path) -> RunOptions:
+    """Run options over the build's artifacts (nothing is built again), reports in
+    ``tmp_path``; a test replaces what it needs (``msgspec.structs.replace``)."""
+    return RunOptions.from_env(
+        param_cache=str(artifacts.param_cache),
+        workload_files={n: str(p) for n, p in artifacts.workloads.items()},
+        verifier_image=artifacts.verifier_image, bin_dir=str(artifacts.bin_dir),
+        report_dir=str(tmp_path))
 
 
 def workload_doc(jobs: int = 4, sectors: int = 4) -> dict[str, Any]:
@@ -93,8 +107,8 @@ def run(profile: str, jobs: Sequence[JobRecord], *, errors: Sequence[str] = (),
     """A run of ``jobs`` on a daemon whose final state is ``state`` (default: running)."""
     flow = FlowRecord(name="workload", jobs=tuple(jobs), concurrency=1, wall_ms=4000.0,
                       errors=tuple(flow_errors))
-    return RunRecord(profile=profile, workload=workload, image="proofdiff/refprover:test",
-                     image_digest="sha256:" + "ab" * 32, partitions=2,
+    return RunRecord(profile=profile, workload=workload, image=ImageInfo(
+        tag="proofdiff/refprover:test", digest="sha256:" + "ab" * 32), partitions=2,
                      flows=(flow,) if not errors else (),
                      daemon=DaemonFacts(container_id="abc123", address="127.0.0.1:40000",
                                         start_to_ready_ms=180.0,

@@ -1,11 +1,12 @@
 """Build everything a proofdiff run needs, locally and without a registry, cached by content.
 
     from proofdiff.artifacts import ensure_artifacts
-    art = ensure_artifacts(workloads=["wpost-2k"], log=print)
+    art = ensure_artifacts(["wpost-2k"], print, cache_root=Path("~/.cache/proofdiff"),
+                           crate_dir=Path("targets/refprover"))
     art.image_tag, art.param_cache, art.workloads
 
 Steps (each cached under the cache root, ``$PROOFDIFF_CACHE`` or ``~/.cache/proofdiff``, keyed by
-content, see keys.py): ``binaries`` (cargo build of targets/refprover), ``rootfs`` (debootstrap +
+content, see content_keys.py): ``binaries`` (cargo build of targets/refprover), ``rootfs`` (debootstrap +
 docker import -> proofdiff/base), ``image`` (proofdiff/refprover:<version>-<key12>; no shared tag
 such as ``:latest`` is ever re-pointed), ``verifier`` (the pinned verifier image, verifier.py),
 ``params`` (paramgen), ``workloads`` (seal). Cold: minutes (a cold cargo build ~25 min on 2
@@ -25,7 +26,7 @@ from proofdiff.artifacts.cache_dir import cache_root as _cache_root
 from proofdiff.artifacts.cache_dir import write_json
 from proofdiff.artifacts.engine import connect as _connect
 from proofdiff.artifacts.binaries import build_binaries as _build_binaries
-from proofdiff.artifacts.errors import BuildError, StepReport
+from proofdiff.artifacts.build_errors import BuildError, StepReport
 from proofdiff.artifacts.refprover_image import ensure_refprover_image as _ensure_image
 from proofdiff.artifacts.params import ensure_params as _ensure_params
 from proofdiff.artifacts.base_image import ensure_base_image as _ensure_base
@@ -35,18 +36,17 @@ from proofdiff.artifacts.sealed_workloads import ensure_workload as _ensure_work
 from proofdiff.artifacts.sealed_workloads import resolve as _resolve
 
 __all__ = [
-    "Artifacts",
+    "BuiltArtifacts",
     "BuildError",
     "StepReport",
     "WORKLOADS",
     "ensure_artifacts",
-    "locate_crate",
     "resolve_artifacts",
 ]
 
 
 @dataclass(frozen=True)
-class Artifacts:
+class BuiltArtifacts:
     """What a run needs, all present on this host.
 
     Attributes:
@@ -99,22 +99,11 @@ def _given_binaries(bin_dir: Path) -> tuple[dict[str, Path], StepReport]:
     return bins, StepReport("binaries", "given", 0.0, f"{len(bins)} binaries in {bin_dir}")
 
 
-def locate_crate(explicit: Path | None = None) -> Path | None:
-    """The refprover crate to build: ``explicit``, else ``$PROOFDIFF_CRATE``, else
-    ``targets/refprover`` under the current directory (a checkout); ``None`` when there is none
-    (an installed proofdiff then uses the last build's artifacts, :func:`resolve_artifacts`).
-    Read at call time."""
-    for cand in (explicit, os.environ.get("PROOFDIFF_CRATE"), Path.cwd() / "targets" / "refprover"):
-        if cand and (Path(cand) / "Cargo.toml").is_file():
-            return Path(cand).resolve()
-    return None
-
-
 def _manifest(root: Path, workloads: Sequence[str]) -> Path:
     return root / "artifacts" / ("+".join(sorted(set(workloads))) + ".json")
 
 
-def _write_manifest(root: Path, art: Artifacts) -> None:
+def _write_manifest(root: Path, art: BuiltArtifacts) -> None:
     path = _manifest(root, list(art.workloads))
     try:  # a build without Docker keeps the image an earlier build recorded
         old = json.loads(path.read_text(encoding="utf-8"))
@@ -129,19 +118,18 @@ def _write_manifest(root: Path, art: Artifacts) -> None:
            for k in ("verifier_tag", "verifier_id", "verifier_tree")}})
 
 
-def resolve_artifacts(workloads: Sequence[str] = ("wpost-2k",), log: Callable[[str], None] = print,
-                      *, crate_dir: Path | None = None, cache_root: Path | None = None,
-                      docker: bool = True, bin_dir: Path | None = None) -> Artifacts:
-    """The artifacts of ``workloads``: built (or reused) from the crate when one is found
-    (:func:`locate_crate`), else the last build's, recorded in the cache by
-    :func:`ensure_artifacts`. ``docker`` and ``bin_dir``: as for :func:`ensure_artifacts`.
+def resolve_artifacts(workloads: Sequence[str], log: Callable[[str], None], *, cache_root: Path,
+                      crate_dir: Path | None, docker: bool = True,
+                      bin_dir: Path | None = None) -> BuiltArtifacts:
+    """The artifacts of ``workloads``: built (or reused) from ``crate_dir`` when there is one,
+    else the last build's, recorded in ``cache_root`` by :func:`ensure_artifacts`. ``docker``
+    and ``bin_dir``: as for :func:`ensure_artifacts`.
 
     Raises:
         BuildError: no crate and no earlier build of these workloads, or the build failed.
     """
-    crate = locate_crate(crate_dir)
-    if crate is not None:
-        return ensure_artifacts(workloads, log, cache_root=cache_root, crate_dir=crate,
+    if crate_dir is not None:
+        return ensure_artifacts(workloads, log, cache_root=cache_root, crate_dir=crate_dir,
                                 docker=docker, bin_dir=bin_dir)
     root = _cache_root(cache_root)
     path = _manifest(root, workloads)
@@ -158,7 +146,7 @@ def resolve_artifacts(workloads: Sequence[str] = ("wpost-2k",), log: Callable[[s
         raise BuildError("artifacts", f"the last build's artifacts are gone: {gone}",
                          "rebuild from a checkout (`make image`)")
     bin_dir = Path(doc["bin_dir"]) if doc.get("bin_dir") else None
-    return Artifacts(image_tag=doc["image_tag"], image_id=doc["image_id"],
+    return BuiltArtifacts(image_tag=doc["image_tag"], image_id=doc["image_id"],
                      param_cache=Path(doc["param_cache"]), workloads=files, cache_root=root,
                      bin_dir=bin_dir, verifier_tag=doc.get("verifier_tag", ""),
                      verifier_id=doc.get("verifier_id", ""),
@@ -166,21 +154,21 @@ def resolve_artifacts(workloads: Sequence[str] = ("wpost-2k",), log: Callable[[s
 
 
 def ensure_artifacts(
-    workloads: Sequence[str] = ("wpost-2k",),
-    log: Callable[[str], None] = print,
+    workloads: Sequence[str],
+    log: Callable[[str], None],
     *,
-    cache_root: Path | None = None,
-    crate_dir: Path | None = None,
+    cache_root: Path,
+    crate_dir: Path,
     docker: bool = True,
     bin_dir: Path | None = None,
-) -> Artifacts:
+) -> BuiltArtifacts:
     """Build or reuse the binaries, images, params and workload files; idempotent.
 
     Args:
         workloads: workload names (see WORKLOADS). Default: ``("wpost-2k",)``.
         log: called with one line of progress at a time.
-        cache_root: default ``$PROOFDIFF_CACHE``, else ``~/.cache/proofdiff``.
-        crate_dir: the refprover crate; default :func:`locate_crate`.
+        cache_root: where everything is cached (``RunOptions.cache_root``).
+        crate_dir: the refprover crate (``RunOptions.crate_dir``).
         docker: build the base and refprover images (default); ``False`` for a host without
             Docker (process and attach runtimes): params and workloads only.
         bin_dir: refprover binaries built elsewhere (a GPU host without cargo); default: cargo
@@ -192,11 +180,11 @@ def ensure_artifacts(
     """
     specs = _resolve(list(workloads))
     root = _cache_root(cache_root)
-    crate = locate_crate(crate_dir)
-    if crate is None:
-        raise BuildError("binaries", "no refprover crate: not given, not in $PROOFDIFF_CRATE and "
-                         "no targets/refprover under the current directory",
-                         "run from the proofdiff checkout or set PROOFDIFF_CRATE=<path>")
+    crate = Path(crate_dir).resolve()
+    if not (crate / "Cargo.toml").is_file():
+        raise BuildError("binaries", f"no refprover crate at {crate} (no Cargo.toml there)",
+                         "run from the proofdiff checkout, pass --crate DIR or set "
+                         "PROOFDIFF_CRATE=<path>")
     steps: list[StepReport] = []
 
     def done(report: StepReport) -> None:
@@ -217,8 +205,11 @@ def ensure_artifacts(
             tag, image, report = _ensure_image(client, root, base, bins, log=log, crate_dir=crate)
             image_id = str(image.id)
             done(report)
-            # binaries given from elsewhere are not known to come from the pinned tree
-            main_verify = bins["verify"] if bin_dir is None else root / "absent"
+            # binaries given from elsewhere are not known to come from the pinned tree, unless
+            # they are this cache's own build (a caller passing the build's bin dir back)
+            own = root / "cargo-target" / "release"
+            main_verify = (bins["verify"] if bin_dir is None or Path(bin_dir).resolve()
+                           == own.resolve() else root / "absent")
             pinned, report = _ensure_verifier(client, root, base, crate, main_verify, log=log)
             done(report)
         finally:
@@ -239,7 +230,7 @@ def ensure_artifacts(
             sealed.append(spec.name)
     detail = ", ".join(f"{n}={p}" for n, p in files.items())
     done(StepReport("workloads", "built" if sealed else "reused", time.monotonic() - start, detail))
-    art = Artifacts(
+    art = BuiltArtifacts(
         image_tag=tag,
         param_cache=param_cache,
         workloads=files,

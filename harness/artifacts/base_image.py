@@ -20,7 +20,7 @@ import docker.errors
 from proofdiff.artifacts import build_steps
 from proofdiff.artifacts.cache_dir import locked, scratch_dir
 from proofdiff.artifacts.engine import DOCKER_FIX, find_image
-from proofdiff.artifacts.errors import BuildError, StepReport
+from proofdiff.artifacts.build_errors import BuildError, StepReport
 from proofdiff.artifacts.content_keys import RootfsRecipe, rootfs_key
 
 BASE_REPO = "proofdiff/base"
@@ -75,7 +75,7 @@ def _build(client: Any, root: Path, recipe: RootfsRecipe, tag: str, log: build_s
         raise BuildError(
             "rootfs",
             f"building {tag} needs root (debootstrap creates device nodes and root-owned files)",
-            "run the build once as root: `sudo -E python -m proofdiff.artifacts`",
+            "run the build once as root: `sudo -E proofdiff build`",
         )
     logs = root / "logs"
     debootstrap = build_steps.ensure_apt_tool(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from proofdiff.artifacts import build_steps
 from proofdiff.artifacts.cache_dir import locked
-from proofdiff.artifacts.errors import BuildError, StepReport
+from proofdiff.artifacts.build_errors import BuildError, StepReport
 
 #: The binaries the image ships, all built from targets/refprover.
 BINARIES: tuple[str, ...] = ("refprover", "paramgen", "seal", "verify", "bench")

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from proofdiff.artifacts.errors import BuildError
+from proofdiff.artifacts.build_errors import BuildError
 
 Log = Callable[[str], None]
 

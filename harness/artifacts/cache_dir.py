@@ -13,18 +13,12 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from proofdiff.artifacts.errors import BuildError
+from proofdiff.artifacts.build_errors import BuildError
 
 
-def cache_root(explicit: Path | None = None) -> Path:
-    """Return the cache root: ``explicit``, else ``$PROOFDIFF_CACHE``, else ``~/.cache/proofdiff``.
-
-    Read at call time (never at import time), created if missing.
-    """
-    if explicit is None:
-        env = os.environ.get("PROOFDIFF_CACHE")
-        explicit = Path(env) if env else Path.home() / ".cache" / "proofdiff"
-    root = explicit.expanduser().resolve()
+def cache_root(root: Path | str) -> Path:
+    """The cache root ``root`` (``RunOptions.cache_root``), resolved and created if missing."""
+    root = Path(root).expanduser().resolve()
     root.mkdir(parents=True, exist_ok=True)
     return root
 

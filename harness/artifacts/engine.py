@@ -7,7 +7,7 @@ from typing import Any
 import docker
 import docker.errors
 
-from proofdiff.artifacts.errors import BuildError
+from proofdiff.artifacts.build_errors import BuildError
 
 #: Client timeout in seconds for one engine API call (an import or a build of ~100 MB).
 API_TIMEOUT_S = 600

@@ -22,8 +22,8 @@ from typing import Any
 
 import filelock
 
-__all__ = ["MANIFEST", "DigestCache", "digest_bytes", "file_digest", "read_manifest",
-           "write_manifest"]
+__all__ = ["MANIFEST", "DigestCache", "digest_bytes", "digest_cache_file", "file_digest",
+           "read_manifest", "write_manifest"]
 
 #: The manifest's file name inside a param cache.
 MANIFEST = "parameters.json"
@@ -52,14 +52,10 @@ class DigestCache:
     """File digests kept by (resolved path, size in bytes, mtime in ns).
 
     Args:
-        path: the cache file (default ``<cache root>/param-digests.json``).
+        path: the cache file (:func:`digest_cache_file` of the cache root).
     """
 
-    def __init__(self, path: Path | None = None) -> None:
-        if path is None:
-            from proofdiff.artifacts.cache_dir import cache_root
-
-            path = cache_root() / "param-digests.json"
+    def __init__(self, path: Path) -> None:
         self.path = path
         self.hits = self.misses = 0
 
@@ -94,6 +90,11 @@ class DigestCache:
         return out
 
 
+def digest_cache_file(cache_root: Path | str) -> Path:
+    """Where the digests of a cache root are kept: ``<cache root>/param-digests.json``."""
+    return Path(cache_root) / "param-digests.json"
+
+
 def read_manifest(path: Path) -> dict[str, dict[str, Any]]:
     """A parameters.json: file name -> entry (``digest`` at least).
 
@@ -111,11 +112,11 @@ def read_manifest(path: Path) -> dict[str, dict[str, Any]]:
     return doc
 
 
-def write_manifest(param_dir: Path, sector_sizes: Mapping[str, int] | None = None,
-                   cache: DigestCache | None = None) -> Path:
+def write_manifest(param_dir: Path, cache: DigestCache,
+                   sector_sizes: Mapping[str, int] | None = None) -> Path:
     """Write ``param_dir/parameters.json`` for every ``.params``/``.vk`` file there."""
     files = sorted(p for p in param_dir.iterdir() if p.suffix in (".params", ".vk"))
-    got = (cache or DigestCache()).digests(files)
+    got = cache.digests(files)
     doc = {f.name: {"cid": "", "digest": got[f], "sector_size": (sector_sizes or {}).get(f.name, 2048)}
            for f in files}
     tmp = param_dir / f".{MANIFEST}.{os.getpid()}.tmp"

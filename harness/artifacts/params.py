@@ -23,7 +23,7 @@ from pathlib import Path
 
 from proofdiff.artifacts import build_steps
 from proofdiff.artifacts.cache_dir import dir_size_bytes, locked, publish_dir, scratch_dir, write_json
-from proofdiff.artifacts.errors import BuildError, StepReport
+from proofdiff.artifacts.build_errors import BuildError, StepReport
 from proofdiff.artifacts.content_keys import circuit_params_key, params_set_key
 from proofdiff.artifacts.param_manifest import MANIFEST, DigestCache, write_manifest
 
@@ -107,7 +107,7 @@ def _cache_id(paramgen: Path, circuit: str, root: Path) -> str:
         raise BuildError(
             "params",
             f"`{' '.join(argv)}` did not print a cache id: {exc}",
-            "rebuild refprover (`python -m proofdiff.artifacts`) and run the command by hand",
+            "rebuild refprover (`proofdiff build`) and run the command by hand",
         ) from exc
 
 

@@ -15,7 +15,7 @@ exact bytes of the source whatever the working tree holds. The step:
 
 A candidate image built from a changed tree therefore brings its own ``verify``, but proofdiff
 never runs it to judge proofs: the pinned one does, recorded in the evidence by image id.
-Change the pin on purpose with ``python -m proofdiff.artifacts --pin-verifier`` (writes the tree of
+Change the pin on purpose with ``proofdiff build --pin-verifier`` (writes the tree of
 HEAD).
 """
 
@@ -35,7 +35,7 @@ from proofdiff.artifacts import build_steps
 from proofdiff.artifacts.cache_dir import locked, publish_dir, scratch_dir
 from proofdiff.artifacts.engine import find_image
 from proofdiff.artifacts.binaries import build_binaries
-from proofdiff.artifacts.errors import BuildError, StepReport
+from proofdiff.artifacts.build_errors import BuildError, StepReport
 from proofdiff.artifacts.content_keys import file_digest, image_key
 
 __all__ = ["PIN_FILE", "VERIFIER_REPO", "Pin", "PinnedVerifier", "ensure_pinned_verifier",
@@ -101,16 +101,16 @@ def read_pin(repo: Path) -> Pin:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise BuildError("verifier", f"no {path}: the verifier is not pinned",
-                         "pin it: `python -m proofdiff.artifacts --pin-verifier`, then commit "
+                         "pin it: `proofdiff build --pin-verifier`, then commit "
                          f"{PIN_FILE}") from None
     except tomllib.TOMLDecodeError as exc:
         raise BuildError("verifier", f"{path} is not TOML: {exc}",
-                         f"fix {path}, or rewrite it with `python -m proofdiff.artifacts.pinned_verifier "
-                         "--pin`") from None
+                         f"fix {path}, or rewrite it with `proofdiff build "
+                         "--pin-verifier`") from None
     tree = str(doc.get("tree", ""))
     if len(tree) != 40 or any(c not in "0123456789abcdef" for c in tree):
         raise BuildError("verifier", f"{path}: `tree` must be a 40-hex git tree id, got "
-                         f"{tree!r}", "rewrite it with `python -m proofdiff.artifacts --pin-verifier`")
+                         f"{tree!r}", "rewrite it with `proofdiff build --pin-verifier`")
     return Pin(source=str(doc.get("source", "targets/refprover")), tree=tree,
                commit=str(doc.get("commit", "")), path=path)
 
@@ -124,7 +124,7 @@ def _extract(repo: Path, root: Path, pin: Pin, log: build_steps.Log) -> Path:
         raise BuildError("verifier", f"git cannot read the pinned tree {pin.tree} ({pin.path}): "
                          f"{res.stderr.decode(errors='replace').strip()}",
                          "fetch the full history (`git fetch --unshallow`), or re-pin with "
-                         "`python -m proofdiff.artifacts --pin-verifier`")
+                         "`proofdiff build --pin-verifier`")
     tmp = scratch_dir(root, "verifier-src-")
     with tarfile.open(fileobj=io.BytesIO(res.stdout)) as tar:
         tar.extractall(tmp, filter="data")
@@ -143,16 +143,30 @@ def _binary(crate_dir: Path, src: Path, root: Path, main_verify: Path, pin: Pin,
     if _tree_files(src) == _tree_files(crate_dir) and main_verify.is_file():
         return main_verify, "reused main build (the working tree equals the pin)"
     target = root / "verifier-target"
-    main_target = main_verify.parent.parent
-    if not target.exists() and main_target.is_dir():
-        log(f"  verifier: seeding {target} from {main_target} (dependencies are not rebuilt)")
-        shutil.copytree(main_target, target, symlinks=True)
+    seed_target(root / "cargo-target", target, log)
     bins, _ = build_binaries(src, root, log=log, target_dir=target, only=("verify",),
                              step="verifier")
     keep = root / "verifier" / f"bin-{pin.tree[:16]}" / "verify"
     keep.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(bins["verify"], keep)
     return keep, "built from pin"
+
+
+def seed_target(main_target: Path, target: Path, log: build_steps.Log) -> None:
+    """Copy the main cargo target dir to ``target`` once, so that the pinned build does not
+    compile its dependencies again (nothing when ``target`` exists or there is no main one).
+
+    Raises:
+        BuildError: ``target`` lies inside ``main_target`` (or is it): a copy would never end.
+    """
+    if target.exists() or not main_target.is_dir():
+        return
+    if target.resolve().is_relative_to(main_target.resolve()):
+        raise BuildError("verifier", f"the verifier's cargo target {target} lies inside the main "
+                         f"one {main_target}: seeding it would copy it into itself",
+                         "report this as a bug of proofdiff; remove the folder meanwhile")
+    log(f"  verifier: seeding {target} from {main_target} (dependencies are not rebuilt)")
+    shutil.copytree(main_target, target, symlinks=True)
 
 
 def ensure_pinned_verifier(client: Any, root: Path, base: Any, crate_dir: Path,
@@ -229,7 +243,7 @@ def write_pin(repo: Path, source: str = "targets/refprover") -> Pin:
     (repo / PIN_FILE).write_text(
         "# The pinned verifier: the git tree of the refprover source whose `verify` judges every\n"
         "# proof (harness/artifacts/pinned_verifier.py). A candidate image never brings its own verifier.\n"
-        "# Change it on purpose only: `python -m proofdiff.artifacts --pin-verifier`.\n"
+        "# Change it on purpose only: `proofdiff build --pin-verifier`.\n"
         f'source = "{source}"\ntree = "{t}"\ncommit = "{c}"\n', encoding="utf-8")
     return read_pin(repo)
 

@@ -21,7 +21,7 @@ import docker.errors
 from proofdiff.artifacts import build_steps
 from proofdiff.artifacts.cache_dir import locked, scratch_dir
 from proofdiff.artifacts.engine import DOCKER_FIX, find_image
-from proofdiff.artifacts.errors import BuildError, StepReport
+from proofdiff.artifacts.build_errors import BuildError, StepReport
 from proofdiff.artifacts.content_keys import image_key
 
 IMAGE_REPO = "proofdiff/refprover"

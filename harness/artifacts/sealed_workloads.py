@@ -16,7 +16,7 @@ from pathlib import Path
 
 from proofdiff.artifacts import build_steps
 from proofdiff.artifacts.cache_dir import locked, publish_dir, scratch_dir, write_json
-from proofdiff.artifacts.errors import BuildError
+from proofdiff.artifacts.build_errors import BuildError
 from proofdiff.artifacts.content_keys import workload_key
 from proofdiff.artifacts.params import tool_env
 
@@ -38,7 +38,7 @@ class WorkloadSpec:
     takes_param_cache: bool = True
 
 
-#: The known workloads (DESIGN.md section 1).
+#: The known workloads (README, "Workloads").
 WORKLOADS: dict[str, WorkloadSpec] = {
     "wpost-2k": WorkloadSpec(
         "wpost-2k",

@@ -1,34 +1,51 @@
-"""A bisection's report: ``summary.json`` (the :class:`~proofdiff.bisect.bisection.BisectResult`),
-``index.html`` (the conclusion, the minimal change with both values, the probe table; template
-``harness/report/templates/bisect.html.j2``) and the console's table (rich)."""
+"""A bisection's report: its view for the one writer (``summary.json``: the
+:class:`~proofdiff.bisect.bisect_result.BisectResult`; ``index.html``: the conclusion, the
+minimal change with both values, the probe table; junit.xml and allure-results: one check per
+probe and the conclusion) and the console's table (rich)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import jinja2
 from rich.console import Console
 from rich.table import Table
 
-from proofdiff.model import serde
+from proofdiff.bisect.bisect_result import BisectResult
+from proofdiff.report.view import Check, CheckStatus, ReportView
+from proofdiff.report.writer import write_view
 
-from proofdiff.bisect.bisection import BisectResult
+__all__ = ["bisect_view", "print_bisect", "write_bisect_report"]
 
-__all__ = ["print_bisect", "write_bisect_report"]
+_PROBE = {"PASS": CheckStatus.PASSED, "FAIL": CheckStatus.FAILED,
+          "UNRESOLVED": CheckStatus.UNKNOWN}
+
+
+def bisect_view(result: BisectResult) -> ReportView:
+    """The bisection's report view (module docstring)."""
+    t = int(result.created_unix_s * 1000)
+    checks = [Check(suite="bisect-probe", name=f"probe-{p.index:02d}",
+                    status=_PROBE.get(p.outcome, CheckStatus.BROKEN),
+                    message=f"{' + '.join(p.units) or result.good}: {p.outcome} {p.reason}"[:300],
+                    text=f"units applied to {result.good}: {' + '.join(p.units) or '(none)'}\n"
+                         f"outcome {p.outcome}: {', '.join(p.failing)}\n{p.reason}",
+                    start_ms=t, stop_ms=t + int(p.wall_s * 1000)) for p in result.probes]
+    checks.append(Check(suite="bisect", name="conclusion",
+                        status=(CheckStatus.PASSED if result.status == "found" else
+                                CheckStatus.BROKEN if result.status in ("error", "interrupted")
+                                else CheckStatus.FAILED), message=result.line,
+                        text=result.line + (f"\n{result.reason}" if result.reason else ""),
+                        start_ms=t, stop_ms=t + int(result.wall_s * 1000)))
+    return ReportView(run_id=result.run_id, kind="bisect", decision=result.status,
+                      decision_line=result.line, exit_code=result.exit_code, result=result,
+                      template="bisect.html.j2", checks=tuple(checks),
+                      environment={"proofdiff.run_id": result.run_id,
+                                   "image": f"{result.image.tag}@{result.image.digest}",
+                                   "good": result.good, "bad": result.bad})
 
 
 def write_bisect_report(result: BisectResult, run_dir: Path) -> Path:
-    """Write summary.json and index.html into ``run_dir``; returns summary.json's path."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    summary = serde.write(run_dir / "summary.json", result, indent=2)
-    env = jinja2.Environment(loader=jinja2.PackageLoader("proofdiff.report", "templates"),
-                             autoescape=jinja2.select_autoescape(["html", "j2"]))
-    try:
-        html = env.get_template("bisect.html.j2").render(r=result)
-    except jinja2.TemplateError as exc:
-        html = f"<pre>{result.line}\n\nthe report did not render: {exc}</pre>"
-    (run_dir / "index.html").write_text(html, encoding="utf-8")
-    return summary
+    """Write the bisection's report into ``run_dir`` (the one writer); returns ``run_dir``."""
+    return write_view(bisect_view(result), run_dir)
 
 
 def print_bisect(result: BisectResult, console: Console) -> None:

@@ -14,86 +14,33 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from proofdiff.artifacts.errors import BuildError
-from proofdiff.core.profile_delta import profile_delta, profile_view
-from proofdiff.core.plan import new_run_id
-from proofdiff.core.suspects import rank
-from proofdiff.model.profile import Profile
-from proofdiff.model.profile_file import ProfileError, load_profiles, select_profiles
-from proofdiff.oracles.suite_table import SUITES
-from proofdiff.runtime.docker import ContainerError
-from proofdiff.runtime.host import machine_facts
-from proofdiff.runtime.runner import Runner
-
+from proofdiff.bisect.bisect_result import EXIT, BisectResult, ChangeItem
+from proofdiff.bisect.bisect_view import write_bisect_report
 from proofdiff.bisect.dd import FAIL, PASS, isolate
 from proofdiff.bisect.probe import BudgetExceeded, Probe, Prober
 from proofdiff.bisect.units import Unit, units_of
+from proofdiff.core.plan import new_run_id, pin_artifacts
+from proofdiff.core.profile_delta import profile_delta, profile_view
+from proofdiff.core.suspects import rank
+from proofdiff.model.errors import ProofdiffError
+from proofdiff.model.image import ImageInfo
+from proofdiff.model.profile import Profile
+from proofdiff.model.profile_file import load_profiles, select_profiles
+from proofdiff.model.run_options import RunOptions
+from proofdiff.oracles.suite_table import SUITES
+from proofdiff.runtime.host import machine_facts
+from proofdiff.runtime.identity import image_info
+from proofdiff.runtime.runner import Runner
+from proofdiff.runtime.spec import ContainerError
 
-__all__ = ["BisectError", "BisectResult", "ChangeItem", "bisect_profiles", "check_oracle"]
+__all__ = ["BisectError", "bisect_profiles", "check_oracle"]
 
-#: Exit codes: found, nothing to bisect, unresolved (or budget), could not run, interrupted.
-EXIT = {"found": 0, "good-fails": 1, "bad-passes": 1, "unresolved": 2, "budget": 2,
-        "error": 3, "interrupted": 130}
-
-
-class BisectError(ValueError):
+class BisectError(ProofdiffError):
     """The bisection cannot start: an unknown profile or oracle, or a missing image."""
-
-
-class ChangeItem(msgspec.Struct, frozen=True, kw_only=True):
-    """One item of the minimal change: its delta ``path``, the good and bad values, and the
-    ``unit`` it moved in (the coupled items' label)."""
-
-    path: str
-    good: Any
-    bad: Any
-    unit: str
-
-
-class BisectResult(msgspec.Struct, frozen=True, kw_only=True):
-    """What a bisection established.
-
-    Attributes:
-        run_id, created_unix_s: as a differential. status: ``found`` | ``good-fails`` |
-            ``bad-passes`` | ``unresolved`` | ``budget`` | ``error`` | ``interrupted``;
-            exit_code: :data:`EXIT`'s. line: the one-line conclusion.
-        good, bad: the profile names; workload; oracle ('' = any failure); image, digest.
-        change: the minimal failure-inducing change from good (every item, good and bad
-            value). difference: the unit labels dd isolated between the final passing and
-            failing configurations (a subset of ``change``).
-        units: every unit label, most suspect first. probes: the probe table; n_probes its
-            length. evidence: the bad profile's failing record (check and first line).
-        steps: dd's decisions. reason: why it is not ``found``. profiles: good and bad as
-            resolved. wall_s: seconds. machine: the host.
-    """
-
-    run_id: str
-    created_unix_s: float
-    status: str
-    exit_code: int
-    line: str
-    good: str
-    bad: str
-    workload: str = ""
-    oracle: str = ""
-    image: str = ""
-    digest: str = ""
-    change: tuple[ChangeItem, ...] = ()
-    difference: tuple[str, ...] = ()
-    units: tuple[str, ...] = ()
-    probes: tuple[Probe, ...] = ()
-    n_probes: int = 0
-    evidence: dict[str, str] = msgspec.field(default_factory=dict)
-    steps: tuple[str, ...] = ()
-    reason: str = ""
-    profiles: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
-    wall_s: float = 0.0
-    machine: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 def check_oracle(oracle: str | None) -> str:
@@ -122,32 +69,29 @@ def _ordered(units: Sequence[Unit], suspects: Sequence[str]) -> list[int]:
     return sorted(range(len(units)), key=key)
 
 
-def bisect_profiles(profiles: str | Path | None = None, *, overrides: Sequence[str] = (),
-                    good: str = "bench", bad: str = "prod", workload: str | None = None,
-                    oracle: str | None = None, budget_s: float = 1800.0, jobs: int = 1,
-                    report_dir: str | Path = "reports", run_id: str | None = None,
-                    resolved: dict[str, Profile] | None = None,
+def bisect_profiles(options: RunOptions | None = None, *, good: str = "bench",
+                    bad: str = "prod", oracle: str | None = None, budget_s: float = 1800.0,
+                    jobs: int = 1, resolved: dict[str, Profile] | None = None,
                     log: Callable[[str], None] = lambda _l: None,
                     write_report: bool = True) -> BisectResult:
     """Bisect the delta from ``good`` to ``bad`` (module docstring).
 
     Args:
-        profiles, overrides: the profile set or file and ``--set`` overrides; or ``resolved``:
-            the profiles themselves (a regression case's). good, bad: profile names.
-        workload: default the bad profile's. oracle: ``suite/oracle`` or ``suite``; default
-            any failure. budget_s: no probe starts after this many seconds. jobs: probes side
-            by side. report_dir: ``<report_dir>/<run id>/`` gets summary.json, index.html and
-            ``probes/``.
+        options: the profile set and ``--set`` overrides (or ``resolved``: the profiles
+            themselves, a regression case's), the workload (its first; default the bad
+            profile's), the artifacts, the report dir (``<report_dir>/<run id>/`` gets
+            summary.json, index.html and ``probes/``) and the run id.
+        good, bad: profile names. oracle: ``suite/oracle`` or ``suite``; default any failure.
+        budget_s: no probe starts after this many seconds. jobs: probes side by side.
 
     Returns:
         The :class:`BisectResult`; bad input comes back as status ``error`` with the cause,
         and the report is written in every case.
     """
-    from proofdiff.artifacts import resolve_artifacts
-
     t0 = time.monotonic()
-    rid = run_id or f"bisect-{new_run_id()}"
-    run_dir = Path(report_dir) / rid
+    opts = (options or RunOptions()).with_env()
+    rid = opts.run_id or f"bisect-{new_run_id()}"
+    run_dir = opts.report_root / rid
     status, reason, line = "error", "", ""
     prober: Prober | None = None
     units: list[Unit] = []
@@ -156,28 +100,30 @@ def bisect_profiles(profiles: str | Path | None = None, *, overrides: Sequence[s
     difference: tuple[str, ...] = ()
     steps: tuple[str, ...] = ()
     evidence: dict[str, str] = {}
-    image = digest = wl = ""
+    wl = ""
+    image = ImageInfo(tag="")
     views: dict[str, dict[str, Any]] = {}
     try:
         checked = check_oracle(oracle)
-        chosen = select_profiles(resolved or load_profiles(profiles, overrides), [good, bad])
+        chosen = select_profiles(resolved or load_profiles(opts.profiles, opts.overrides),
+                                 [good, bad])
         g, b = chosen[good], chosen[bad]
-        wl = workload or b.workload
-        art = resolve_artifacts([wl], log=log)
-        g = msgspec.structs.replace(g, workload=wl, image=g.image or art.image_tag)
-        b = msgspec.structs.replace(b, workload=wl, image=b.image or art.image_tag)
+        wl = opts.workloads[0] if opts.workloads else b.workload
+        opts, reference = pin_artifacts(opts, [wl], reference=not (g.image and b.image),
+                                        log=log)
+        ref_tag = reference.tag if reference else None
+        g = msgspec.structs.replace(g, workload=wl, image=g.image or ref_tag)
+        b = msgspec.structs.replace(b, workload=wl, image=b.image or ref_tag)
         views = {good: profile_view(g), bad: profile_view(b)}
-        image = g.image or ""
         try:
-            digest = str(Runner(rid).image(image).id)
+            image = image_info(Runner(rid), g.image or "")
         except ContainerError as exc:
-            raise BisectError(str(exc)) from None
+            raise BisectError(exc.headline, fix=exc.fix) from None
         delta = profile_delta(g, b)
         units = units_of(delta)
-        prober = Prober(g, units, workload=wl, oracle=checked or None, image_digest=digest,
+        prober = Prober(g, units, workload=wl, oracle=checked or None, image_digest=image.digest,
                         run_dir=run_dir, deadline=t0 + budget_s, jobs=jobs, log=log,
-                        artifacts={"param_cache": art.param_cache, "workload_files": art.workloads,
-                                   "verifier_image": art.verifier_image})
+                        options=opts)
         full = frozenset(range(len(units)))
         log(f"bisect {rid}: {len(delta.items)} delta items in {len(units)} units, {good} -> "
             f"{bad} on {wl}, oracle {checked or 'any failure'}")
@@ -210,7 +156,7 @@ def bisect_profiles(profiles: str | Path | None = None, *, overrides: Sequence[s
         status, reason = "budget", str(exc)
     except KeyboardInterrupt:
         status, reason = "interrupted", "interrupted: the report holds the probes so far"
-    except (BisectError, ProfileError, BuildError, ContainerError, ValueError) as exc:
+    except ProofdiffError as exc:
         status, reason = "error", str(exc)
     probes = tuple(prober.probes) if prober else ()
     n = len(probes)
@@ -221,13 +167,11 @@ def bisect_profiles(profiles: str | Path | None = None, *, overrides: Sequence[s
         line = f"{status.upper()} after {n} probes: {reason}"
     result = BisectResult(
         run_id=rid, created_unix_s=time.time(), status=status, exit_code=EXIT[status], line=line,
-        good=good, bad=bad, workload=wl, oracle=oracle or "", image=image, digest=digest,
+        good=good, bad=bad, workload=wl, oracle=oracle or "", image=image,
         change=change, difference=difference, units=tuple(units[i].label for i in order)
         or tuple(u.label for u in units), probes=probes, n_probes=n, evidence=evidence,
         steps=steps, reason=reason, profiles=views, wall_s=round(time.monotonic() - t0, 1),
         machine=machine_facts())
     if write_report:
-        from proofdiff.bisect.bisect_view import write_bisect_report
-
         write_bisect_report(result, run_dir)
     return result

@@ -26,11 +26,13 @@ from pathlib import Path
 
 import msgspec
 
+from proofdiff.model.errors import ProofdiffError
 from proofdiff.core.profile_delta import profile_view
 from proofdiff.core.differential import run_differential
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.profile import Profile
 from proofdiff.model.result import DifferentialResult
+from proofdiff.model.run_options import RunOptions
 from proofdiff.model.status import Outcome
 from proofdiff.oracles.suite_table import applies
 
@@ -44,7 +46,7 @@ __all__ = ["ANY_FAILURE_SUITES", "BudgetExceeded", "Probe", "Prober", "judge", "
 ANY_FAILURE_SUITES = ("preflight", "validity", "warmup", "isolation")
 
 
-class BudgetExceeded(RuntimeError):
+class BudgetExceeded(ProofdiffError):
     """The bisection's time budget ran out before a probe could start."""
 
 
@@ -128,17 +130,17 @@ class Prober:
     Args:
         good: the good profile, image pinned. units: the delta's units. workload, oracle: what
             a probe runs and judges. image_digest: part of the cache key. run_dir: the
-            bisection's report dir (probes go under ``probes/``). artifacts: ``param_cache``,
-            ``workload_files``, ``verifier_image`` (prebuilt). deadline: ``time.monotonic()``
+            bisection's report dir (probes go under ``probes/``). options: the bisection's run
+            options, artifacts pinned (nothing is built again). deadline: ``time.monotonic()``
             after which no probe starts. jobs: probes side by side (threads).
     """
 
     def __init__(self, good: Profile, units: Sequence[Unit], *, workload: str,
                  oracle: str | None, image_digest: str, run_dir: Path,
-                 artifacts: dict[str, object], deadline: float, jobs: int = 1,
+                 options: RunOptions, deadline: float, jobs: int = 1,
                  log: Callable[[str], None] = lambda _l: None) -> None:
         self.good, self.units, self.workload, self.oracle = good, list(units), workload, oracle
-        self.digest, self.run_dir, self.art = image_digest, run_dir, artifacts
+        self.digest, self.run_dir, self.options = image_digest, run_dir, options
         self.deadline, self.jobs, self.log = deadline, max(1, jobs), log
         self.probes: list[Probe] = []
         self.records: dict[Config, OracleRecord | None] = {}
@@ -164,12 +166,10 @@ class Prober:
         t0 = time.monotonic()
         rid = f"probe-{index:02d}"
         probe = self.profile(cfg)
-        result = run_differential({"probe": probe}, workloads=[self.workload],
-                                  suites=suites_for(self.oracle),
-                                  report_dir=self.run_dir / "probes", run_id=rid,
-                                  param_cache=self.art["param_cache"],  # type: ignore[arg-type]
-                                  workload_files=self.art["workload_files"],  # type: ignore[arg-type]
-                                  verifier_image=self.art["verifier_image"])  # type: ignore[arg-type]
+        result = run_differential(msgspec.structs.replace(
+            self.options, workloads=(self.workload,), suites=suites_for(self.oracle),
+            report_dir=str(self.run_dir / "probes"), run_id=rid, select=(), images=()),
+            profiles={"probe": probe})
         outcome, checks, reason, record = judge(result, "probe", self.oracle,
                                                 oracle_applies(self.oracle, probe))
         row = Probe(index=index, units=labels, config=tuple(sorted(cfg)), outcome=outcome,

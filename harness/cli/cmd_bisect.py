@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
 
-from proofdiff.model.profile_file import DEFAULT_PROFILE_SET
-
-from proofdiff.cli.cmd_run import positive_seconds, raise_interrupt
+from proofdiff.cli.cmd_run import console_log, raise_interrupt
+from proofdiff.cli.option_flags import add_run_options, run_options
+from proofdiff.model.run_options import positive_seconds
 
 __all__ = ["EXIT_HELP", "add_arguments", "bisect"]
 
@@ -27,28 +26,19 @@ EXIT_HELP = """exit codes:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of ``proofdiff bisect``."""
-    p.add_argument("--profiles", metavar="SET|FILE", default=DEFAULT_PROFILE_SET,
-                   help=f"a shipped profile set or a TOML file. Default: {DEFAULT_PROFILE_SET}")
     p.add_argument("--good", metavar="NAME", default="bench",
                    help="the passing profile. Default: bench")
     p.add_argument("--bad", metavar="NAME", default="prod",
                    help="the failing profile. Default: prod")
-    p.add_argument("--workload", metavar="NAME", default=None,
-                   help="workload. Default: the bad profile's")
     p.add_argument("--oracle", metavar="SUITE/ORACLE", default=None,
                    help="what counts as failing, e.g. validity/proofs or a whole suite "
                         "(isolation). Default: any failure of preflight, validity, warmup, "
                         "isolation")
-    p.add_argument("--set", metavar="PROFILE.KEY=VALUE", action="append", default=[],
-                   dest="overrides", help="override a profile key (repeatable), e.g. "
-                   "'*.env.REFPROVER_FAULTS=partition-race'")
     p.add_argument("--budget-s", metavar="SECONDS", type=positive_seconds, default=1800.0,
                    help="no probe starts after this. Default: 1800")
     p.add_argument("--jobs", metavar="N", type=int, default=max(1, (os.cpu_count() or 1) // 4),
                    help="probes side by side (each is a daemon proving). Default: cores / 4")
-    p.add_argument("--report-dir", metavar="DIR", type=Path, default=Path("reports"),
-                   help="report root. Default: ./reports")
-    p.add_argument("--run-id", metavar="ID", help="run id. Default: a new one")
+    add_run_options(p, ("select", "artifacts", "report", "deadlines"))
 
 
 def bisect(args: argparse.Namespace, console: Console) -> int:
@@ -58,12 +48,9 @@ def bisect(args: argparse.Namespace, console: Console) -> int:
     from proofdiff.bisect.bisect_view import print_bisect
 
     signal.signal(signal.SIGTERM, raise_interrupt)
-    result = bisect_profiles(args.profiles, overrides=args.overrides, good=args.good,
-                             bad=args.bad, workload=args.workload, oracle=args.oracle,
-                             budget_s=args.budget_s, jobs=args.jobs,
-                             report_dir=args.report_dir, run_id=args.run_id,
-                             log=lambda line: console.print(Text(f"proofdiff: {line}"),
-                                                            soft_wrap=True))
+    opts = run_options(args)
+    result = bisect_profiles(opts, good=args.good, bad=args.bad, oracle=args.oracle,
+                             budget_s=args.budget_s, jobs=args.jobs, log=console_log(console))
     print_bisect(result, console)
-    console.print(Text(f"report: {args.report_dir / result.run_id / 'index.html'}"))
+    console.print(Text(f"report: {opts.report_root / result.run_id / 'index.html'}"))
     return result.exit_code

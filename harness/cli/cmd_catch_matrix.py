@@ -1,6 +1,6 @@
 """``proofdiff catch-matrix``: the fault catalog self-test as one command (fault x suite).
 
-One differential run on the clean image and one per fault switch (DESIGN.md section 4), the
+One differential run on the clean image and one per fault switch (docs/fault-catalog.md), the
 fault on the faulty profile only (``--set prod.env.REFPROVER_FAULTS=...``), each through
 :func:`~proofdiff.core.differential.run_differential` with its own report. A fault row passes when
 the suite and oracle meant for it failed on the faulty profile and the baseline stayed clean;
@@ -17,9 +17,9 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+import msgspec
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -32,16 +32,17 @@ from proofdiff.model.status import Outcome
 from proofdiff.oracles.suite_table import SUITES
 from proofdiff.report.writer import write_report
 
-from proofdiff.cli.cmd_run import add_run_options
+from proofdiff.cli.option_flags import add_run_options, run_options
+from proofdiff.model.run_options import RunOptions
 
-__all__ = ["CATALOG", "HOST_MEMORY_SETS", "Case", "add_arguments", "cells_of", "judge_row",
+__all__ = ["CATALOG", "HOST_MEMORY_SETS", "MatrixRow", "add_arguments", "cells_of", "judge_row",
            "run_matrix"]
 
 ALL = tuple(SUITES)
 
 
 @dataclass(frozen=True)
-class Case:
+class MatrixRow:
     """One row: ``name``; ``faults`` = REFPROVER_FAULTS on the faulty profile ('' = clean);
     extra ``--set`` overrides (``{p}`` = the faulty profile); the suite and oracle names
     (alternatives) meant to catch it; the suites of a ``--targeted`` run; why."""
@@ -59,39 +60,39 @@ class Case:
 HOST_MEMORY_SETS = ("{p}.mem_limit=1200m", '{p}.config.memory.partition_working_set="400MiB"')
 
 #: The catalog (targets/refprover/README.md 'Faults').
-CATALOG: tuple[Case, ...] = (
-    Case("clean", why="nothing may fail on the clean image"),
-    Case("partition-race", "partition-race", meant=("validity", ("proofs",)),
+CATALOG: tuple[MatrixRow, ...] = (
+    MatrixRow("clean", why="nothing may fail on the clean image"),
+    MatrixRow("partition-race", "partition-race", meant=("validity", ("proofs",)),
          targeted=("validity",), why="shared scratch buffer: partition proofs invalid"),
-    Case("shared-assembler", "shared-assembler", sets=('{p}.job_ids="fixed"',),
+    MatrixRow("shared-assembler", "shared-assembler", sets=('{p}.job_ids="fixed"',),
          meant=("validity", ("proofs", "jobs")), targeted=("validity",),
          why="one assembler per request id: colliding ids (one id for every job, as retried "
          "sectors share curio's porep-<miner>-<sector>) mix partitions"),
-    Case("no-self-check", "partition-race,no-self-check",
+    MatrixRow("no-self-check", "partition-race,no-self-check",
          sets=("{p}.config.pipeline.self_check=true",), meant=("validity", ("proofs",)),
          targeted=("validity",), why="with self_check on, bad proofs must come back FAILED; "
          "the fault returns them COMPLETED (partition-race makes the bad proofs)"),
-    Case("param-path-default", "param-path-default", meant=("preflight", ("params",)),
+    MatrixRow("param-path-default", "param-path-default", meant=("preflight", ("params",)),
          targeted=("preflight",), why="the daemon reads /data/zk/params whatever the config says"),
-    Case("serialize-pipeline", "serialize-pipeline", meant=("timing", ("concurrency",)),
+    MatrixRow("serialize-pipeline", "serialize-pipeline", meant=("timing", ("concurrency",)),
          targeted=("timing",), why="a global lock per job: correct proofs, one job at a time"),
-    Case("queue-deadlock", "queue-deadlock", sets=("{p}.timeout_s=40",),
+    MatrixRow("queue-deadlock", "queue-deadlock", sets=("{p}.timeout_s=40",),
          meant=("isolation", ("hang",)), targeted=("isolation",),
          why="jobs submitted while >= 2 are unfinished are never answered"),
-    Case("shared-witness", "shared-witness", meant=("isolation", ("distinct-inputs",)),
+    MatrixRow("shared-witness", "shared-witness", meant=("isolation", ("distinct-inputs",)),
          targeted=("isolation",), why="concurrent distinct jobs share partition proofs"),
-    Case("ignore-priority", "ignore-priority", meant=("behaviour", ("priority",)),
+    MatrixRow("ignore-priority", "ignore-priority", meant=("behaviour", ("priority",)),
          targeted=("behaviour",), why="pipeline mode schedules FIFO: a HIGH job waits behind "
          "queued NORMAL work"),
-    Case("exceed-inflight", "exceed-inflight", meant=("behaviour", ("in-flight",)),
+    MatrixRow("exceed-inflight", "exceed-inflight", meant=("behaviour", ("in-flight",)),
          targeted=("behaviour",), why="the in-flight limit counts distinct request ids, so "
          "partitions and colliding ids slip past it"),
-    Case("env-bool", "env-bool", meant=("behaviour", ("mode",)), targeted=("behaviour",),
+    MatrixRow("env-bool", "env-bool", meant=("behaviour", ("mode",)), targeted=("behaviour",),
          why="REFPROVER_DISABLE_PIPELINE=0 read as set-means-on: the pipeline silently off"),
-    Case("ignore-deprecated", "ignore-deprecated", meant=("behaviour", ("mode",)),
+    MatrixRow("ignore-deprecated", "ignore-deprecated", meant=("behaviour", ("mode",)),
          targeted=("behaviour",), why="synthesis.partition_workers ignored as deprecated (as "
          "cuzk does): one worker"),
-    Case("host-memory", "host-memory", sets=HOST_MEMORY_SETS,
+    MatrixRow("host-memory", "host-memory", sets=HOST_MEMORY_SETS,
          meant=("behaviour", ("resources",)), targeted=("behaviour",),
          why="the memory budget read from the host, not the cgroup: OOM under mem_limit"),
 )
@@ -99,7 +100,7 @@ CATALOG: tuple[Case, ...] = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of ``catch-matrix``."""
-    add_run_options(p)
+    add_run_options(p, ("select", "artifacts", "report", "deadlines"))
     p.add_argument("--fault", metavar="NAME", action="append", default=[],
                    choices=[c.name for c in CATALOG if c.faults],
                    help="fault to run (repeatable). Default: every fault of the catalog")
@@ -123,7 +124,7 @@ def cells_of(result: DifferentialResult) -> dict[str, list[dict[str, str]]]:
     return cells
 
 
-def judge_row(case: Case, cells: dict[str, list[dict[str, str]]], *, baseline: str,
+def judge_row(case: MatrixRow, cells: dict[str, list[dict[str, str]]], *, baseline: str,
               faulty: str) -> tuple[bool, str]:
     """(ok, verdict text) of one row (see the module docstring)."""
     if case.meant is None:
@@ -140,21 +141,17 @@ def judge_row(case: Case, cells: dict[str, list[dict[str, str]]], *, baseline: s
     return True, f"caught by {suite}/{'|'.join(oracles)}"
 
 
-def _row(case: Case, label: str, args: argparse.Namespace, mid: str,
+def _row(case: MatrixRow, label: str, args: argparse.Namespace, opts: RunOptions, mid: str,
          console: Console) -> dict[str, Any]:
     p = args.faulty_profile
-    sets = [*args.overrides, *([f"{p}.env.REFPROVER_FAULTS={case.faults}"] if case.faults else []),
+    sets = [*opts.overrides, *([f"{p}.env.REFPROVER_FAULTS={case.faults}"] if case.faults else []),
             *(s.format(p=p) for s in case.sets)]
     suites = case.targeted if (args.targeted and case.faults) else ALL
     console.print(Text(f"{label}: suites {', '.join(suites)}; --set {' --set '.join(sets) or '-'}",
                        style="bold"))
     t0 = time.monotonic()
-    result = run_differential(
-        args.profiles, overrides=sets, suites=suites, report_dir=args.report_dir,
-        run_id=f"{mid}-{label}", param_cache=args.param_cache,
-        workload_files=dict(args.workload_file), verifier_image=args.verifier_image,
-        verify_timeout_s=args.verify_timeout, params_manifest=args.params_manifest,
-        bin_dir=args.bin_dir)
+    result = run_differential(msgspec.structs.replace(
+        opts, overrides=tuple(sets), suites=tuple(suites), run_id=f"{mid}-{label}"))
     wall = time.monotonic() - t0
     cells = cells_of(result)
     ok, verdict = judge_row(case, cells, baseline=result.baseline, faulty=p)
@@ -177,13 +174,14 @@ def _cell(row: dict[str, Any], suite: str) -> str:
 
 def run_matrix(args: argparse.Namespace, console: Console) -> int:
     """Entry point of ``proofdiff catch-matrix``; 0 when every row is ok, else 1."""
-    mid = args.run_id or f"matrix-{new_run_id()}"
+    opts = run_options(args)
+    mid = opts.run_id or f"matrix-{new_run_id()}"
     wanted = (set() if args.clean_only else set(args.fault) if args.fault
               else {c.name for c in CATALOG if c.faults})
     cases = [CATALOG[0]] * max(1, args.repeat_clean) + [c for c in CATALOG if c.name in wanted]
     t_all = time.monotonic()
     rows = [_row(case, case.name if case.faults or args.repeat_clean <= 1 else f"clean-{i + 1}",
-                 args, mid, console) for i, case in enumerate(cases)]
+                 args, opts, mid, console) for i, case in enumerate(cases)]
     total = time.monotonic() - t_all
     shown = [*ALL, *(["errors"] if any("errors" in r["cells"] for r in rows) else [])]
     table = Table(title=f"catch matrix {mid}: faults on {args.faulty_profile!r} only "
@@ -215,7 +213,7 @@ def run_matrix(args: argparse.Namespace, console: Console) -> int:
                             evidence={"cells": r["cells"]}) for r in rows]
     summary = assemble(run_id=mid, profiles={}, records=records, runs=[],
                        extra={"catch_matrix": section})
-    out = write_report(summary, Path(args.report_dir))
+    out = write_report(summary, opts.report_root)
     console.print(Text(f"{'PASS' if ok else 'FAIL'}: " + ("every fault caught by its suite, clean "
                        "image clean" if ok else "; ".join(f"{r['fault']}: {r['verdict']}"
                                                           for r in rows if not r["ok"])),

@@ -10,9 +10,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from proofdiff.model.profile_file import DEFAULT_PROFILE_SET
-
-from proofdiff.cli.cmd_run import raise_interrupt
+from proofdiff.cli.cmd_run import console_log, raise_interrupt
+from proofdiff.cli.option_flags import add_run_options, run_options
 
 __all__ = ["EXIT_HELP", "add_arguments", "repro"]
 
@@ -40,15 +39,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      help="the daemon's args after the entrypoint, shell-quoted")
     src.add_argument("--mount", metavar="NAME=PATH", action="append", default=[],
                      help="a container mount, e.g. params=/var/tmp/filecoin-proof-parameters")
-    src.add_argument("--workload-file", metavar="FILE", default="",
+    src.add_argument("--inputs", metavar="FILE", default="",
                      help="the inputs in the workload format (C1 envelopes or WindowPoSt "
-                          "vanilla proofs with public inputs); copied into the case")
-    src.add_argument("--workload", metavar="NAME", default="", help="or a built workload")
+                          "vanilla proofs with public inputs); copied into the case. Default: "
+                          "the workload (--workload, else the --like profile's)")
     src.add_argument("--image", metavar="TAG", default="", help="default: the reference image")
     src.add_argument("--concurrency", type=int, default=None, help="jobs in flight in production")
     src.add_argument("--job-ids", default=None, help="the job-id scheme production used")
-    p.add_argument("--profiles", metavar="SET|FILE", default=DEFAULT_PROFILE_SET,
-                   help=f"profile set of --like and --good. Default: {DEFAULT_PROFILE_SET}")
     p.add_argument("--like", default="prod", help="the profile the artifacts are laid over "
                    "(client side). Default: prod")
     p.add_argument("--good", default="bench", help="the passing profile. Default: bench")
@@ -59,31 +56,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bisect", action="store_true", help="also bisect good -> the failing profile")
     p.add_argument("--out", metavar="DIR", type=Path, default=Path("regressions"),
                    help="where case folders go. Default: ./regressions")
-    p.add_argument("--report-dir", metavar="DIR", type=Path, default=Path("reports"))
+    add_run_options(p, ("select", "artifacts", "report", "deadlines"))
 
 
 def repro(args: argparse.Namespace, console: Console) -> int:
     """Make the case; print where it is and what it expects (:data:`EXIT_HELP`)."""
     from proofdiff.bisect.bisect_view import print_bisect
-    from proofdiff.regressions.case import CaseError
-    from proofdiff.regressions.repro import Artifacts, ReproError
+    from proofdiff.model.errors import ProofdiffError
+    from proofdiff.regressions.repro import ProductionArtifacts
     from proofdiff.regressions.repro import repro as make
 
     signal.signal(signal.SIGTERM, raise_interrupt)
-    arts = None
+    opts = run_options(args)
+    production = None
     if args.from_report is None:
-        arts = Artifacts(config=args.config, env_file=args.env_file, command=args.command,
-                         mounts=tuple(args.mount), workload_file=args.workload_file,
-                         workload=args.workload, image=args.image,
-                         concurrency=args.concurrency, job_ids=args.job_ids)
+        production = ProductionArtifacts(
+            config=args.config, env_file=args.env_file, command=args.command,
+            mounts=tuple(args.mount), inputs=args.inputs,
+            workload=opts.workloads[0] if opts.workloads else "", image=args.image,
+            concurrency=args.concurrency, job_ids=args.job_ids)
     try:
-        res = make(case_id=args.case_id, title=args.title, out_dir=args.out,
-                   report=args.from_report, artifacts=arts, profiles=args.profiles,
-                   like=args.like, good=args.good, oracle=args.oracle, incident=args.incident,
-                   link=args.link, fix=args.fix, do_bisect=args.bisect,
-                   report_dir=args.report_dir,
-                   log=lambda line: console.print(Text(f"proofdiff: {line}"), soft_wrap=True))
-    except (ReproError, CaseError, ValueError) as exc:
+        res = make(opts, case_id=args.case_id, title=args.title, out_dir=args.out,
+                   report=args.from_report, production=production, like=args.like,
+                   good=args.good, oracle=args.oracle, incident=args.incident, link=args.link,
+                   fix=args.fix, do_bisect=args.bisect, log=console_log(console))
+    except ProofdiffError as exc:
         console.print(Text(f"error: {exc}", style="bold red"), soft_wrap=True)
         return 3
     except KeyboardInterrupt:

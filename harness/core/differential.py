@@ -1,7 +1,7 @@
 """``run_differential``: the one way in, for the CLI, the pytest plugin and every workflow.
 
-    from proofdiff import run_differential
-    result = run_differential("refprover", overrides=["prod.env.REFPROVER_FAULTS=partition-race"])
+    from proofdiff import RunOptions, run_differential
+    result = run_differential(RunOptions(overrides=("prod.env.REFPROVER_FAULTS=partition-race",)))
     result.verdict, result.exit_code, result.divergences[0].suspects[0].path
 
 It loads and plans the profiles, evaluates every selected suite on every selected workload (and
@@ -14,25 +14,26 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from proofdiff.model.choices import Runtime
-from proofdiff.artifacts.errors import BuildError
-from proofdiff.model.config_delta import ConfigDelta
-from proofdiff.model.oracle_records import OracleRecord
-from proofdiff.model.profile import Profile
-from proofdiff.model.profile_file import ProfileError, load_profiles, select_profiles
-from proofdiff.model.result import DifferentialResult, ImageInfo
-from proofdiff.model.runs import RunRecord
-from proofdiff.runtime.docker import ContainerError
+import msgspec
 
+from proofdiff.core.plan import Plan, load_selected, new_run_id, plan_runs
 from proofdiff.core.profile_delta import profile_delta, profile_view
-from proofdiff.runtime.host import machine_facts
-
-from proofdiff.core.plan import Plan, new_run_id, plan_runs
 from proofdiff.core.session import Session
 from proofdiff.core.verdict import divergences, missing_cells, verdict
+from proofdiff.model.choices import Runtime
+from proofdiff.model.config_delta import ConfigDelta
+from proofdiff.model.errors import ProofdiffError
+from proofdiff.model.image import ImageInfo
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.profile import Profile
+from proofdiff.model.profile_file import select_profiles
+from proofdiff.model.result import DifferentialResult
+from proofdiff.model.run_options import RunOptions
+from proofdiff.model.runs import RunRecord
+from proofdiff.runtime.host import machine_facts
+from proofdiff.runtime.spec import ContainerError
 
 __all__ = ["assemble", "run_differential"]
 
@@ -40,7 +41,7 @@ __all__ = ["assemble", "run_differential"]
 def _images(plans: Sequence[Plan], runs: Sequence[RunRecord]) -> tuple[ImageInfo, ...]:
     seen: dict[str, str] = {}
     for r in runs:
-        seen.setdefault(r.image, r.image_digest)
+        seen.setdefault(r.image.tag, r.image.digest)
     for plan in plans:
         for p in plan.profiles.values():
             seen.setdefault((p.image or "") if p.runtime is Runtime.DOCKER else p.program, "")
@@ -88,59 +89,43 @@ def assemble(*, run_id: str, profiles: Mapping[str, Profile], records: Sequence[
         verifier=verifier)
 
 
-def run_differential(profiles: Mapping[str, Profile] | str | Path | None = None, *,
-                     overrides: Sequence[str] = (), select: Sequence[str] = (),
-                     workloads: Sequence[str] = (), suites: Sequence[str] = (),
-                     images: Sequence[str] = (), report_dir: str | Path = "reports",
-                     run_id: str | None = None, param_cache: str | Path | None = None,
-                     workload_files: Mapping[str, str | Path] | None = None,
-                     verifier_image: str | None = None, verify_timeout_s: float = 300.0,
-                     params_manifest: str | Path | None = None,
-                     bin_dir: str | Path | None = None,
+def run_differential(options: RunOptions | None = None, *,
+                     profiles: Mapping[str, Profile] | None = None,
                      log: Callable[[str], None] = lambda _line: None,
                      write_report: bool = True) -> DifferentialResult:
     """Run a differential and return its result (see the module docstring).
 
     Args:
-        profiles: resolved profiles (the first is the baseline), or a profile set to load: a
-            shipped set's name (``refprover``, ``cuzk``) or a TOML path; ``None`` = ``refprover``.
-        overrides: ``--set`` overrides (``prod.env.REFPROVER_FAULTS=partition-race``), applied
-            when ``profiles`` is loaded here. select: profile names to keep, in order (the first
-            becomes the baseline); none = all.
-        workloads: workload names; none = each profile's. suites: suite names (``all`` = every
-            suite); none = the defaults. images: run every profile on each image; none = each
-            profile's own.
-        report_dir: the report root (``<report_dir>/<run id>/``). run_id: default a new one.
-        param_cache, workload_files, verifier_image: prebuilt artifacts (default: built or found,
-            cached by content). verify_timeout_s: deadline of one verifier container, seconds.
-        params_manifest: the parameters.json to check the params against (default: the one the
-            build wrote into the param cache; the published one for the official params).
-        bin_dir: refprover's host binaries for process and attach runtimes (default: the
-            build's).
+        options: what to run (:class:`~proofdiff.model.run_options.RunOptions`: the profile set
+            and overrides, the selection, workloads, suites, images, artifacts, the report dir
+            and run id); default ``RunOptions()`` (the shipped ``refprover`` set, bench vs
+            prod, the default suites, everything built or found).
+        profiles: resolved profiles to run instead of loading ``options.profiles`` (the first
+            is the baseline): what bisect probes and regression cases pass.
         log: progress lines. write_report: write summary.json, index.html, junit.xml and
             allure-results (default true).
 
     Returns:
         The :class:`~proofdiff.model.result.DifferentialResult`. Bad input (a profile file that
-        does not load, an unknown key or suite, a build that fails, no Docker engine) comes back
-        as verdict ERROR with the cause, never as an exception; an interrupt (Ctrl-C, SIGTERM)
-        comes back as INTERRUPTED after the containers are removed.
+        does not load, an unknown key or suite, a build that fails, no Docker engine: every
+        :class:`~proofdiff.model.errors.ProofdiffError`) comes back as verdict ERROR with the
+        cause and the fix, never as an exception; an interrupt (Ctrl-C, SIGTERM) comes back as
+        INTERRUPTED after the containers are removed. Any other exception is a bug of
+        proofdiff's and propagates.
     """
     t0 = time.monotonic()
-    rid = run_id or new_run_id()
+    opts = (options or RunOptions()).with_env()
+    rid = opts.run_id or new_run_id()
+    opts = msgspec.structs.replace(opts, run_id=rid)
     errors: list[str] = []
     resolved: Mapping[str, Profile] = {}
     plans: list[Plan] = []
     sessions: list[Session] = []
     interrupted = False
     try:
-        resolved = (select_profiles(profiles, select) if isinstance(profiles, Mapping)
-                    else select_profiles(load_profiles(profiles, overrides), select))
-        plans = plan_runs(resolved, workloads=workloads, suites=suites, images=images,
-                          run_id=rid, report_dir=report_dir, param_cache=param_cache,
-                          workload_files=workload_files, verifier_image=verifier_image,
-                          verify_timeout_s=verify_timeout_s, params_manifest=params_manifest,
-                          bin_dir=bin_dir, log=log)
+        resolved = (select_profiles(profiles, opts.select) if profiles is not None
+                    else load_selected(opts))
+        plans = plan_runs(resolved, opts, log=log)
         resolved = plans[0].profiles
         for plan in plans:
             session = Session(plan, log=log)
@@ -148,7 +133,7 @@ def run_differential(profiles: Mapping[str, Profile] | str | Path | None = None,
             session.evaluate()
     except KeyboardInterrupt:
         interrupted = True
-    except (ProfileError, ValueError, ContainerError, BuildError) as exc:
+    except ProofdiffError as exc:
         errors.append(str(exc))
     finally:
         for s in sessions:
@@ -164,5 +149,5 @@ def run_differential(profiles: Mapping[str, Profile] | str | Path | None = None,
     if write_report:
         from proofdiff.report.writer import write_report as write
 
-        write(result, Path(report_dir))
+        write(result, opts.report_root)
     return result

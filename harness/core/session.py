@@ -11,18 +11,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
-from proofdiff.model.choices import Role, Runtime
-from proofdiff.drivers.protocol import Driver, Mode, plan_workload
+from proofdiff.core import probes
+from proofdiff.core.plan import Plan
+from proofdiff.core.store import MemoryStore, Store
 from proofdiff.drivers.bench_cli import BenchCliDriver
 from proofdiff.drivers.cuzk_client import loaded_srs, status_probe
 from proofdiff.drivers.deadlines import Deadlines, deadlines_for
 from proofdiff.drivers.flow import prove_many
-from proofdiff.drivers.job_ids import JobIdError
 from proofdiff.drivers.for_profile import driver_for
+from proofdiff.drivers.job_ids import JobIdError
+from proofdiff.drivers.protocol import Driver, Mode, plan_workload
+from proofdiff.model.choices import Role, Runtime
+from proofdiff.model.errors import ProofdiffError
+from proofdiff.model.image import ImageInfo
 from proofdiff.model.jobs import FlowRecord, JobSpec
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.profile import DEFAULT_VERIFIER, Profile
@@ -31,15 +36,13 @@ from proofdiff.model.status import JobStatus
 from proofdiff.model.workload import MIXED, Workload, WorkloadError, load_workload
 from proofdiff.oracles.preflight import BLOCKING
 from proofdiff.oracles.suite_table import SUITES
+from proofdiff.runtime.daemon import Daemon, LaunchError, start_daemon
+from proofdiff.runtime.daemon_status import fetch_status
+from proofdiff.runtime.identity import program_identity
 from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.spec import ContainerError
-from proofdiff.runtime.daemon import Daemon, LaunchError, start_daemon
-from proofdiff.runtime.identity import Identity, program_identity
-from proofdiff.verify.tool_verifier import ToolVerifier, attach_verdicts
 from proofdiff.runtime.watchdog import Watchdog
-
-from proofdiff.core.plan import Plan
-from proofdiff.core.store import MemoryStore, Store
+from proofdiff.verify.tool_verifier import ToolVerifier, attach_verdicts
 
 __all__ = ["Session", "SuiteResult", "merge_flows"]
 
@@ -103,7 +106,9 @@ class Session:
         self._workloads: dict[str, Workload | WorkloadError] = {}
         self._daemons: dict[str, Daemon | LaunchError] = {}
         self._drivers: dict[str, Driver] = {}
-        self._identities: dict[str, Identity] = {}
+        self._identities: dict[str, ImageInfo | ContainerError] = {}
+        self._param_files: dict[str, probes.ParamFiles | ProofdiffError] = {}
+        self._bench_checks: dict[str, str | None] = {}
         self._flows: dict[tuple[str, str], list[FlowRecord]] = {}
         self._run_keys: list[tuple[str, str]] = []
         self.suites_done: dict[tuple[str, str], SuiteResult] = {}
@@ -184,16 +189,89 @@ class Session:
                             profile=profile, timeout_s=self.plan.verify_timeout_s,
                             runtime=Runtime.PROCESS)
 
-    def identity(self, profile: str) -> Identity:
+    def image(self, profile: str) -> ImageInfo:
         """What runs ``profile``'s daemon: the image tag and id, or the program's resolved
-        path and ``sha256:`` of its file; digest '' when attached or missing."""
-        if profile not in self._identities:
-            p = self.profiles[profile]
-            try:
-                self._identities[profile] = program_identity(self.runner, p)
-            except ContainerError as exc:
-                self._identities[profile] = Identity(p.program, "", str(exc))
-        return self._identities[profile]
+        path and ``sha256:`` of its file; digest '' when attached (cached, errors too).
+
+        Raises:
+            ContainerError: the image is not present, or the program is not an executable
+                file here (with the fix).
+        """
+        return _once(self._identities, profile,
+                     lambda: program_identity(self.runner, self.profiles[profile]),
+                     ContainerError)
+
+    def identity(self, profile: str) -> ImageInfo:
+        """:meth:`image`, or the program with the reason it is not known (never raises)."""
+        try:
+            return self.image(profile)
+        except ContainerError as exc:
+            return ImageInfo(tag=self.profiles[profile].program, detail=exc.headline)
+
+    # -- what preflight looks at (the oracles judge; they never launch) -------------------
+    def param_files(self, profile: str, workload: str) -> probes.ParamFiles:
+        """The ``.params``/``.vk`` files ``workload`` needs for ``profile``'s daemon, and how
+        the list was made (:func:`proofdiff.core.probes.required_param_files`; cached).
+
+        Raises:
+            ProofdiffError: a circuit's files are not in the host param cache.
+        """
+        p = self.profiles[profile]
+        return _once(self._param_files, f"{profile}/{workload}",
+                     lambda: probes.required_param_files(
+                         self.runner, self.param_cache, program=p.program, runtime=p.runtime,
+                         workload=workload, profile=profile,
+                         timeout_s=self.deadlines(profile).tool_s), ProofdiffError)
+
+    def unreadable(self, profile: str, directory: str, files: Sequence[str]) -> list[str]:
+        """The ``files`` the daemon cannot read in ``directory``, checked beside it as its user.
+
+        Raises:
+            ProofdiffError: nothing could be run beside it (with the fix).
+        """
+        try:
+            return probes.unreadable(self.daemon(profile), directory, files)
+        except ContainerError as exc:
+            raise ProofdiffError(exc.headline, fix=exc.fix) from None
+
+    def daemon_digests(self, profile: str, directory: str, files: Sequence[str]) -> dict[str, str]:
+        """Each file's parameters.json digest, hashed beside the daemon from its own copy.
+
+        Raises:
+            ProofdiffError: nothing could be run beside it.
+        """
+        try:
+            return probes.daemon_digests(self.daemon(profile), directory, files)
+        except ContainerError as exc:
+            raise ProofdiffError(exc.headline, fix=exc.fix) from None
+
+    def host_digests(self, files: Sequence[str]) -> tuple[dict[str, str], int, int]:
+        """The digests of the host param cache's copies (what the verifier reads), cached under
+        the cache root; with the counts cached and hashed.
+
+        Raises:
+            OSError: a file cannot be read.
+        """
+        return probes.host_digests(self.param_cache, files, self.plan.options.cache_root)
+
+    def daemon_status(self, profile: str) -> dict[str, Any] | None:
+        """The daemon's ``GET /status`` JSON (``None`` when it has no status listener)."""
+        return fetch_status(self.daemon(profile).status_port)
+
+    def daemon_log(self, profile: str, tail: int = 500) -> str:
+        """The last ``tail`` lines of the daemon's log ('' for an attached daemon)."""
+        return self.daemon(profile).logs(tail)
+
+    def bench_command_problem(self, profile: str, workload: str) -> str | None:
+        """Why the profile's bench tool rejects its command line (its usage line), or ``None``
+        when it accepts it: the driver's one dry parse, cached."""
+        key = f"{profile}/{workload}"
+        if key not in self._bench_checks:
+            driver = self.driver(profile)
+            self._bench_checks[key] = (
+                driver.check_command_line(self.workload(workload), self.deadlines(profile))
+                if isinstance(driver, BenchCliDriver) else None)
+        return self._bench_checks[key]
 
     def program_digest(self, profile: str) -> str:
         """The digest of what runs ``profile``'s daemon (:meth:`identity`)."""
@@ -218,7 +296,8 @@ class Session:
 
     def _execute(self, profile: str, workload: str) -> RunRecord:
         p = self.profiles[profile]
-        base = RunRecord(profile=profile, workload=workload, image=p.program, partitions=0)
+        base = RunRecord(profile=profile, workload=workload, image=ImageInfo(tag=p.program),
+                         partitions=0)
         try:
             wl = self.workload(workload)
             base = msgspec.structs.replace(base, partitions=wl.partitions, job_partitions={
@@ -228,10 +307,9 @@ class Session:
             specs = plan_workload(p, wl)
         except (WorkloadError, LaunchError, JobIdError) as exc:
             return msgspec.structs.replace(base, errors=(str(exc),))
-        ident = self.identity(profile)
-        base = msgspec.structs.replace(base, image=ident.name, image_digest=ident.digest)
+        base = msgspec.structs.replace(base, image=self.identity(profile))
         if isinstance(driver, BenchCliDriver):  # a rejected command line is not a daemon result
-            problem = driver.check_command_line(wl, self.deadlines(profile))
+            problem = self.bench_command_problem(profile, workload)
             if problem:
                 return msgspec.structs.replace(base, errors=(problem,), daemon=self._facts(daemon))
         self.log(f"{profile}/{workload}: {len(specs)} jobs at concurrency {p.concurrency}")

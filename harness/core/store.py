@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar
 
 import filelock
 
+from proofdiff.model.errors import ProofdiffError
 from proofdiff.model import serde
 
 __all__ = ["FileStore", "MemoryStore", "Store", "StoreTimeout"]
@@ -22,7 +23,7 @@ __all__ = ["FileStore", "MemoryStore", "Store", "StoreTimeout"]
 T = TypeVar("T")
 
 
-class StoreTimeout(RuntimeError):
+class StoreTimeout(ProofdiffError):
     """Another worker held a key's lock for longer than the wait allowed."""
 
 

@@ -1,4 +1,4 @@
-"""Divergences and the verdict, computed once from the oracle records (DESIGN.md section 8).
+"""Divergences and the verdict, computed once from the oracle records (README, "Architecture").
 
 A divergence: an oracle is FAIL or ERROR on a profile but PASS (or INCONCLUSIVE) on the
 baseline (the first profile) for the same workload and image; a comparison oracle the baseline

@@ -9,6 +9,7 @@ import base64
 import json
 from collections.abc import Sequence
 
+from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.workload import POREP, WorkloadJob
 
 __all__ = ["IN_DIR", "BenchToolError", "bench_input", "bench_type", "input_path", "starts"]
@@ -18,7 +19,7 @@ IN_DIR = "/in"
 _TYPES = {"POREP_SEAL_COMMIT": "porep", "WINDOW_POST_PARTITION": "wpost",
           "SNAP_DEALS_UPDATE": "snap", "WINNING_POST": "winning"}
 
-class BenchToolError(RuntimeError):
+class BenchToolError(ProofdiffError):
     """The bench tool cannot be run at all (missing in the image, no network path to the
     daemon, docker refused it); the message names the profile and the fix."""
 

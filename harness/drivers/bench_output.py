@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from proofdiff.model.errors import ProofdiffError
 
 __all__ = [
     "BenchLine",
@@ -70,12 +71,12 @@ _TIMINGS = re.compile(r"total=(?P<total>\d+) ms \(queue=(?P<queue>\d+) ms, srs=(
 _PROOF = re.compile(r"(?P<len>\d+) bytes \(hex: (?P<hex>[0-9a-fA-F]*)(?P<cut>\.\.\.)?\)")
 
 
-class BenchOutputError(ValueError):
+class BenchOutputError(ProofdiffError):
     """The output is not the cuzk-bench format, or contradicts itself (message quotes the
     offending line)."""
 
 
-class BenchUsageError(ValueError):
+class BenchUsageError(ProofdiffError):
     """The tool rejected its command line.
 
     Attributes:

@@ -11,6 +11,7 @@ from typing import Any
 
 import grpc
 
+from proofdiff.model.errors import ProofdiffError
 from proofdiff.proto import cuzk_pb2, cuzk_pb2_grpc
 
 __all__ = ["MAX_MESSAGE_BYTES", "ClientError", "ProverClient", "StatusProbe", "loaded_srs",
@@ -31,7 +32,7 @@ _HINTS = {
 }
 
 
-class ClientError(RuntimeError):
+class ClientError(ProofdiffError):
     """A gRPC call failed at the transport level.
 
     Attributes:
@@ -42,8 +43,8 @@ class ClientError(RuntimeError):
 
     def __init__(self, method: str, address: str, code: str, details: str) -> None:
         self.method, self.address, self.code, self.details = method, address, code, details
-        hint = _HINTS.get(code, "see the daemon's log")
-        super().__init__(f"{method} on {address} failed: {code}: {details}; {hint}")
+        super().__init__(f"{method} on {address} failed: {code}: {details}",
+                         fix=_HINTS.get(code, "see the daemon's log"))
 
 
 class ProverClient:

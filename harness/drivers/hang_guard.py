@@ -12,7 +12,7 @@ reports nothing pending and nothing in progress (its queues are empty: the jobs 
 forgotten), or does not answer at all, for ``stall_s`` seconds in a row trips the guard; so
 does the deadline. Waiters see ``guard.expired()`` turn true and give up: their jobs come back
 ``STUCK`` (a stall) or ``LOST`` (the deadline), with :attr:`Guard.reason`. A real cuzk daemon
-reports its queues the same way (``GetStatusResponse.queues``, DESIGN.md section 3).
+reports its queues the same way (``GetStatusResponse.queues``, docs/cuzk-interface.md).
 """
 
 from __future__ import annotations

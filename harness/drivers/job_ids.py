@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.choices import JobIdScheme
 
 __all__ = ["FIXED_ID", "JobIdError", "make_job_id", "partition_request_id"]
@@ -30,7 +31,7 @@ _CURIO_PREFIX = {
 }
 
 
-class JobIdError(ValueError):
+class JobIdError(ProofdiffError):
     """Unknown scheme, or a curio id asked for without the sector ids it needs."""
 
 

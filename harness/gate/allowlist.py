@@ -24,6 +24,7 @@ from pathlib import Path
 
 import msgspec
 
+from proofdiff.model.errors import ProofdiffError
 from proofdiff.gate.gate_result import Finding, StaleEntry
 
 __all__ = ["AllowEntry", "AllowlistError", "apply_allowlist", "load_allowlist"]
@@ -36,7 +37,7 @@ _KEYS = {"check": "suite/oracle (e.g. 'validity/proofs', 'timing/latency')",
          "expires": "a TOML date (2027-01-31) after which the entry fails the gate"}
 
 
-class AllowlistError(ValueError):
+class AllowlistError(ProofdiffError):
     """The allowlist does not load: names the file, the entry and the fix."""
 
 

@@ -8,19 +8,19 @@ package (``harness/gate/gate.schema.json``, :func:`proofdiff.gate.gate_view.sche
 
 from __future__ import annotations
 
-import math
 from enum import StrEnum
 from typing import Any
 
 import msgspec
 
-from proofdiff.stats.paired import PairedVerdict
+from proofdiff.model.image import ImageInfo
+from proofdiff.model.timing_verdict import TimingVerdict
 
-__all__ = ["GATE_SCHEMA_VERSION", "Decision", "Finding", "GateResult", "MetricVerdict",
-           "ProfileTiming", "Side", "StaleEntry", "VerifierCheck"]
+__all__ = ["GATE_SCHEMA_VERSION", "Decision", "Finding", "GateResult", "ProfileTiming",
+           "StaleEntry", "VerifierCheck"]
 
 #: Version of the gate's summary.json schema (the msgspec encoding of :class:`GateResult`).
-GATE_SCHEMA_VERSION = 2
+GATE_SCHEMA_VERSION = 3
 
 
 class Decision(StrEnum):
@@ -36,16 +36,6 @@ class Decision(StrEnum):
     def exit_code(self) -> int:
         """0 pass, 1 fail, 2 inconclusive, 3 error, 130 interrupted."""
         return {"pass": 0, "fail": 1, "inconclusive": 2, "error": 3, "interrupted": 130}[self.value]
-
-
-class Side(msgspec.Struct, frozen=True, kw_only=True):
-    """One side of the gate: ``role`` (``baseline`` | ``candidate``), the image tag and its id
-    (``sha256:...``, '' when it is not present) and any registry digests."""
-
-    role: str
-    image: str
-    digest: str = ""
-    repo_digests: tuple[str, ...] = ()
 
 
 class VerifierCheck(msgspec.Struct, frozen=True, kw_only=True):
@@ -65,67 +55,6 @@ class VerifierCheck(msgspec.Struct, frozen=True, kw_only=True):
     note: str = ""
 
 
-class MetricVerdict(msgspec.Struct, frozen=True, kw_only=True):
-    """One metric's paired verdict on one profile, candidate vs baseline, JSON-safe (``None``
-    where :class:`~proofdiff.stats.paired.PairedVerdict` has NaN).
-
-    Attributes:
-        metric: ``latency`` (median job wall per round, ms), ``throughput`` (round wall / jobs,
-            ms per proof: the inverse of throughput) or ``in-progress`` (mean jobs in progress
-            during each job, jobs). worse: ``higher`` or ``lower``: which way is a regression.
-        verdict: SAME | DIFFERENT | INCONCLUSIVE; direction: ``slower`` / ``faster`` of the
-            ratio candidate/baseline (``higher``/``lower`` for in-progress); regression: the
-            candidate is worse beyond the floor.
-        n_pairs, warmup_pairs, baseline_median, candidate_median, ratio, ratio_ci, p_value,
-        statistic, df, alpha_look, alpha_spent, floor_rel, reason: as in PairedVerdict.
-        baseline_samples, candidate_samples: every sample in drawing order, warmup first.
-        unit: ``ms`` or ``jobs``. text: the rendered paragraph.
-    """
-
-    metric: str
-    worse: str
-    verdict: str
-    regression: bool
-    direction: str = ""
-    n_pairs: int = 0
-    warmup_pairs: int = 0
-    baseline_median: float | None = None
-    candidate_median: float | None = None
-    ratio: float | None = None
-    ratio_ci: tuple[float | None, float | None] = (None, None)
-    p_value: float | None = None
-    statistic: float | None = None
-    df: int = 0
-    alpha_look: float | None = None
-    alpha_spent: float | None = None
-    floor_rel: float = 0.05
-    reason: str = ""
-    baseline_samples: tuple[float, ...] = ()
-    candidate_samples: tuple[float, ...] = ()
-    unit: str = "ms"
-    text: str = ""
-
-    @classmethod
-    def of(cls, metric: str, worse: str, v: PairedVerdict) -> MetricVerdict:
-        """From a paired verdict; a regression is DIFFERENT in the ``worse`` direction."""
-        def num(x: float) -> float | None:
-            return round(x, 6) if math.isfinite(x) else None
-        up = v.direction == "slower"
-        regression = v.verdict == "DIFFERENT" and (up if worse == "higher" else not up)
-        direction = v.direction if v.unit == "ms" or not v.direction else (
-            "higher" if up else "lower")
-        return cls(metric=metric, worse=worse, verdict=v.verdict, regression=regression,
-                   direction=direction, n_pairs=v.n_pairs, warmup_pairs=v.warmup_pairs,
-                   baseline_median=num(v.baseline_median_ms),
-                   candidate_median=num(v.candidate_median_ms), ratio=num(v.ratio),
-                   ratio_ci=(num(v.ratio_ci[0]), num(v.ratio_ci[1])), p_value=num(v.p_value),
-                   statistic=num(v.statistic), df=v.df, alpha_look=num(v.alpha_look),
-                   alpha_spent=num(v.alpha_spent), floor_rel=v.floor_rel, reason=v.reason,
-                   baseline_samples=tuple(round(x, 3) for x in v.baseline_ms),
-                   candidate_samples=tuple(round(x, 3) for x in v.candidate_ms), unit=v.unit,
-                   text=v.render())
-
-
 class ProfileTiming(msgspec.Struct, frozen=True, kw_only=True):
     """The timing arm of one profile on one workload: the verdict per metric, the rounds
     drawn (one round = one batch of ``concurrency`` proofs on each side, in alternating
@@ -134,7 +63,7 @@ class ProfileTiming(msgspec.Struct, frozen=True, kw_only=True):
     profile: str
     workload: str
     concurrency: int
-    metrics: tuple[MetricVerdict, ...] = ()
+    metrics: tuple[TimingVerdict, ...] = ()
     rounds: int = 0
     stopped: str = ""
     wall_s: float = 0.0
@@ -194,11 +123,11 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
     decision: Decision
     decision_line: str
     exit_code: int
-    candidate: Side
-    baseline: Side
+    candidate: ImageInfo
+    baseline: ImageInfo
     schema_version: int = GATE_SCHEMA_VERSION
     aa: bool = False
-    verifier: Side | None = None
+    verifier: ImageInfo | None = None
     verifier_check: VerifierCheck | None = None
     profiles: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
     workloads: tuple[str, ...] = ()

@@ -4,8 +4,8 @@
   ``gate.schema.json``, its JSON Schema (shipped with the package, :func:`schema`);
 * ``index.html``: the decision first, then each profile's timing verdicts with a plot of both
   sides' samples (matplotlib, inline SVG), the findings, the allowlist's stale entries;
-* ``junit.xml``: one test case per finding and per timing metric (junitparser);
-* ``allure-results/``: the same, for Allure (:mod:`proofdiff.gate.gate_allure`);
+* ``junit.xml`` and ``allure-results/``: one check per finding, per timing metric, the
+  verifier cross-check and the decision (the one writer, :mod:`proofdiff.report.writer`);
 * ``statement.intoto.json``: an in-toto Statement v1 (https://github.com/in-toto/attestation,
   ``spec/v1/statement.md``: ``_type``, ``subject`` with a ``sha256`` digest, ``predicateType``,
   ``predicate``) whose subject is the candidate image, so that an admission policy can check
@@ -21,16 +21,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import msgspec
-from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 
-from proofdiff.model import serde
+from proofdiff.gate.gate_result import Decision, GateResult, ProfileTiming
+from proofdiff.model.status import Comparison
+from proofdiff.model.timing_verdict import TimingVerdict
+from proofdiff.report.view import Check, CheckStatus, ReportView
+from proofdiff.report.writer import write_view
 
-from proofdiff.gate.gate_allure import write_gate_allure
-from proofdiff.gate.gate_result import GateResult, MetricVerdict, ProfileTiming
-
-__all__ = ["PREDICATE_TYPE", "SCHEMA_FILE", "intoto_statement", "schema", "write_gate_report"]
+__all__ = ["PREDICATE_TYPE", "SCHEMA_FILE", "gate_view", "intoto_statement", "schema",
+           "write_gate_report"]
 
 #: The in-toto predicate type of a proofdiff gate decision.
 PREDICATE_TYPE = "https://github.com/proofdiff/proofdiff/gate/v1"
@@ -51,7 +51,7 @@ def intoto_statement(result: GateResult) -> dict[str, Any]:
     """The in-toto Statement of the decision (module docstring); the subject's digest is the
     candidate's image id (its config digest; registry digests, if any, in annotations)."""
     cand = result.candidate
-    subject: dict[str, Any] = {"name": cand.image,
+    subject: dict[str, Any] = {"name": cand.tag,
                                "digest": {"sha256": cand.digest.removeprefix("sha256:")}}
     if cand.repo_digests:
         subject["annotations"] = {"repo_digests": list(cand.repo_digests)}
@@ -79,7 +79,7 @@ def intoto_statement(result: GateResult) -> dict[str, Any]:
     }
 
 
-def plot_svg(t: ProfileTiming, m: MetricVerdict) -> str:
+def plot_svg(t: ProfileTiming, m: TimingVerdict) -> str:
     """Both sides' samples of one metric by round (warmup rounds hollow), as inline SVG."""
     import matplotlib
 
@@ -88,8 +88,8 @@ def plot_svg(t: ProfileTiming, m: MetricVerdict) -> str:
 
     fig, ax = plt.subplots(figsize=(5.0, 2.2), dpi=96)
     try:
-        for samples, label, colour in ((m.baseline_samples, "baseline", "#1f77b4"),
-                                       (m.candidate_samples, "candidate", "#d62728")):
+        for samples, label, colour in ((m.left_samples, "baseline", "#1f77b4"),
+                                       (m.right_samples, "candidate", "#d62728")):
             xs = list(range(len(samples)))
             warm = m.warmup_pairs
             ax.plot(xs[warm:], samples[warm:], "o-", color=colour, label=label, ms=4, lw=1)
@@ -108,56 +108,63 @@ def plot_svg(t: ProfileTiming, m: MetricVerdict) -> str:
     return svg[svg.find("<svg"):]
 
 
-def _junit(result: GateResult) -> JUnitXml:
-    suite = TestSuite(f"proofdiff gate {result.run_id}")
+def _checks(result: GateResult) -> list[Check]:
+    """One check per finding (FAILED; PASSED with the entry's reason when the allowlist accepts
+    it), per timing verdict (FAILED on a regression, UNKNOWN when INCONCLUSIVE), the verifier
+    cross-check and the decision."""
+    t = int(result.created_unix_s * 1000)
+    out = []
     for f in result.findings:
-        case = TestCase(f"{f.check}[{f.profile}/{f.workload}]", classname=f"gate.{f.kind}")
-        if not f.accepted:
-            case.result = [Failure(f.message[:2000])]
-        else:
-            case.system_out = f"accepted by {f.accepted_by}: {f.reason} ({f.link})"
-        suite.add_testcase(case)
-    for t in result.timing:
-        for m in t.metrics:
-            case = TestCase(f"timing/{m.metric}[{t.profile}/{t.workload}]", classname="gate.timing")
-            if m.regression:
-                case.result = [Failure(m.text)]
-            elif m.verdict == "INCONCLUSIVE":
-                case.result = [Skipped(m.text)]
-            case.system_out = m.text
-            suite.add_testcase(case)
-    case = TestCase("decision", classname="gate")
-    if result.exit_code != 0:
-        case.result = [Failure(result.decision_line)]
-    suite.add_testcase(case)
-    xml = JUnitXml()
-    xml.add_testsuite(suite)
-    return xml
+        text = (f"accepted by {f.accepted_by}: {f.reason} ({f.link})\n\n{f.message}"
+                if f.accepted else f.message)
+        out.append(Check(suite=f"gate-{f.kind}", name=f.check, profile=f.profile,
+                         workload=f.workload, status=CheckStatus.PASSED if f.accepted
+                         else CheckStatus.FAILED, message=text.splitlines()[0] if text else "",
+                         text=text, start_ms=t, stop_ms=t))
+    for pt in result.timing:
+        for m in pt.metrics:
+            status = (CheckStatus.FAILED if m.regression else CheckStatus.UNKNOWN
+                      if m.verdict is Comparison.INCONCLUSIVE else CheckStatus.PASSED)
+            out.append(Check(suite="gate-timing", name=m.metric, profile=pt.profile,
+                             workload=pt.workload, status=status, message=m.line(),
+                             text=m.render(), start_ms=t, stop_ms=t + int(pt.wall_s * 1000)))
+    c = result.verifier_check
+    if c is not None:
+        status = (CheckStatus.SKIPPED if c.agreed is None else CheckStatus.PASSED if c.agreed
+                  else CheckStatus.BROKEN)
+        text = c.note or (f"{c.proofs} proofs, the pinned verifier and {c.baseline_image}'s "
+                          "agree" if c.agreed else "\n".join(c.disagreements))
+        out.append(Check(suite="gate-verifier", name="cross-check", status=status,
+                         message=text.splitlines()[0] if text else "", text=text, start_ms=t,
+                         stop_ms=t))
+    status = (CheckStatus.PASSED if result.exit_code == 0 else CheckStatus.BROKEN
+              if result.decision in (Decision.ERROR, Decision.INTERRUPTED) else CheckStatus.FAILED)
+    out.append(Check(suite="gate", name="decision", status=status, message=result.decision_line,
+                     text=result.decision_line, start_ms=t,
+                     stop_ms=t + int(result.wall_s * 1000)))
+    return out
 
 
-def render_html(result: GateResult) -> str:
-    """index.html of the gate (template ``harness/report/templates/gate.html.j2``)."""
-    env = jinja2.Environment(loader=jinja2.PackageLoader("proofdiff.report", "templates"),
-                             autoescape=jinja2.select_autoescape(["html", "j2"]))
+def gate_view(result: GateResult) -> ReportView:
+    """The gate's report view: summary.json (schema beside it), the page with a plot of both
+    sides' samples per metric, the checks, and the in-toto Statement on the candidate."""
     plots = {(t.profile, t.workload, m.metric): plot_svg(t, m)
-             for t in result.timing for m in t.metrics if m.baseline_samples}
-    return env.get_template("gate.html.j2").render(r=result, plots=plots)
+             for t in result.timing for m in t.metrics if m.left_samples}
+    env = {"proofdiff.run_id": result.run_id, "decision": result.decision.value,
+           "candidate": f"{result.candidate.tag}@{result.candidate.digest}",
+           "baseline": f"{result.baseline.tag}@{result.baseline.digest}",
+           "verifier": (f"{result.verifier.tag}@{result.verifier.digest}"
+                        if result.verifier else ""),
+           "profiles": ",".join(result.profiles)}
+    return ReportView(
+        run_id=result.run_id, kind="gate", decision=result.decision.value,
+        decision_line=result.decision_line, exit_code=result.exit_code, result=result,
+        template="gate.html.j2", context={"plots": plots}, checks=tuple(_checks(result)),
+        environment=env,
+        files={SCHEMA_FILE: _shipped_schema().encode("utf-8"),
+               "statement.intoto.json": json.dumps(intoto_statement(result), indent=2).encode()})
 
 
 def write_gate_report(result: GateResult, run_dir: Path) -> Path:
-    """Write every file of the module docstring into ``run_dir``; returns summary.json's path.
-    Each file is written even when another fails to render (the error goes in its place)."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    summary = run_dir / "summary.json"
-    serde.write(summary, result)
-    (run_dir / SCHEMA_FILE).write_text(_shipped_schema(), encoding="utf-8")
-    (run_dir / "statement.intoto.json").write_text(
-        json.dumps(intoto_statement(result), indent=2), encoding="utf-8")
-    _junit(result).write(str(run_dir / "junit.xml"), pretty=True)
-    write_gate_allure(result, run_dir)
-    try:
-        html = render_html(result)
-    except (jinja2.TemplateError, ValueError, RuntimeError) as exc:
-        html = f"<pre>{result.decision_line}\n\nthe report did not render: {exc}</pre>"
-    (run_dir / "index.html").write_text(html, encoding="utf-8")
-    return summary
+    """Write the gate's report into ``run_dir`` (the one writer); returns ``run_dir``."""
+    return write_view(gate_view(result), run_dir)

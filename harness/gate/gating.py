@@ -21,32 +21,31 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import msgspec
 from pytest_benchmark.utils import get_commit_info
 
-from proofdiff.artifacts.errors import BuildError
-from proofdiff.core.profile_delta import profile_view
+from proofdiff.model.status import Comparison
 from proofdiff.core.differential import run_differential
-from proofdiff.core.plan import new_run_id, plan_runs
+from proofdiff.core.plan import load_selected, new_run_id, pin_artifacts, plan_runs
+from proofdiff.core.profile_delta import profile_view
 from proofdiff.core.session import Session
+from proofdiff.gate.allowlist import AllowEntry, apply_allowlist, load_allowlist
+from proofdiff.gate.gate_result import (Decision, Finding, GateResult, ProfileTiming, StaleEntry,
+                                        VerifierCheck)
+from proofdiff.gate.timing_rounds import measure_profile
+from proofdiff.gate.verifier_crosscheck import cross_check
+from proofdiff.model.errors import ProofdiffError
+from proofdiff.model.image import ImageInfo
 from proofdiff.model.jobs import FlowRecord, JobSpec
 from proofdiff.model.profile import Profile
-from proofdiff.model.profile_file import ProfileError, load_profiles, select_profiles
 from proofdiff.model.result import DifferentialResult
+from proofdiff.model.run_options import RunOptions
 from proofdiff.model.status import Outcome
-from proofdiff.runtime.docker import ContainerError
 from proofdiff.runtime.host import machine_facts
+from proofdiff.runtime.identity import image_info
 from proofdiff.runtime.runner import Runner
-
-if TYPE_CHECKING:
-    from proofdiff.artifacts import Artifacts
-
-from proofdiff.gate.allowlist import AllowEntry, AllowlistError, apply_allowlist, load_allowlist
-from proofdiff.gate.verifier_crosscheck import cross_check
-from proofdiff.gate.gate_result import Decision, Finding, GateResult, ProfileTiming, Side, StaleEntry, VerifierCheck
-from proofdiff.gate.timing_rounds import measure_profile
+from proofdiff.runtime.spec import ContainerError
 
 __all__ = ["CHECKED_SUITES", "GateError", "run_gate"]
 
@@ -54,17 +53,15 @@ __all__ = ["CHECKED_SUITES", "GateError", "run_gate"]
 CHECKED_SUITES = ("preflight", "validity", "warmup", "isolation")
 
 
-class GateError(RuntimeError):
+class GateError(ProofdiffError):
     """The gate cannot run (an image missing, no Docker): names the cause and the fix."""
 
 
-def _side(runner: Runner, role: str, tag: str) -> Side:
+def _side(runner: Runner, role: str, tag: str) -> ImageInfo:
     try:
-        img = runner.image(tag)
+        return image_info(runner, tag)
     except ContainerError as exc:
-        raise GateError(f"the {role} image: {exc}") from None
-    return Side(role=role, image=tag, digest=str(img.id),
-                repo_digests=tuple(img.attrs.get("RepoDigests") or ()))
+        raise GateError(f"the {role} image: {exc.headline}", fix=exc.fix) from None
 
 
 def findings_of(diff: DifferentialResult) -> list[Finding]:
@@ -86,11 +83,11 @@ def findings_of(diff: DifferentialResult) -> list[Finding]:
     return out
 
 
-def _cross_check(session: Session, side: str, workload: str, baseline: Side,
+def _cross_check(session: Session, side: str, workload: str, baseline: ImageInfo,
                  checks: list[VerifierCheck], log: Callable[[str], None]) -> None:
     session.run(side, workload)
     check = cross_check(session.flows(side, workload), session.workload(workload),
-                        session.verifier(side), session.runner, baseline.image,
+                        session.verifier(side), session.runner, baseline.tag,
                         session.plan.param_cache, timeout_s=session.plan.verify_timeout_s)
     log(f"gate: verifier cross-check on {check.proofs} proof(s): "
         f"{check.note or ('agree' if check.agreed else 'DISAGREE')}")
@@ -100,9 +97,10 @@ def _cross_check(session: Session, side: str, workload: str, baseline: Side,
                         "verdict can be trusted: " + "; ".join(check.disagreements[:3]))
 
 
-def _timing(profiles: dict[str, Profile], workloads: Sequence[str], sides: tuple[Side, Side],
-            *, budget_s: float, rid: str, run_dir: Path, art: Artifacts, broken: set[str],
-            checks: list[VerifierCheck], log: Callable[[str], None]) -> list[ProfileTiming]:
+def _timing(profiles: dict[str, Profile], workloads: Sequence[str],
+            sides: tuple[ImageInfo, ImageInfo], *, budget_s: float, opts: RunOptions,
+            broken: set[str], checks: list[VerifierCheck],
+            log: Callable[[str], None]) -> list[ProfileTiming]:
     """The timing arm of every profile; the first profile with a baseline daemon also runs
     the verifier cross-check into ``checks`` (raises GateError when they disagree)."""
     out: list[ProfileTiming] = []
@@ -114,12 +112,12 @@ def _timing(profiles: dict[str, Profile], workloads: Sequence[str], sides: tuple
                                          stopped="not timed: the candidate fails its checks "
                                          "on this profile"))
                 continue
-            pair = {f"{name}-{s.role}": msgspec.structs.replace(p, name=f"{name}-{s.role}",
-                                                                 image=s.image) for s in sides}
-            plan = plan_runs(pair, workloads=[wl], suites=["validity"], run_id=f"{rid}-timing",
-                             report_dir=run_dir, param_cache=art.param_cache,
-                             workload_files=art.workloads, verifier_image=art.verifier_tag,
-                             log=log)[0]
+            pair = {f"{name}-{role}": msgspec.structs.replace(p, name=f"{name}-{role}",
+                                                               image=s.tag)
+                    for role, s in zip(("baseline", "candidate"), sides)}
+            timing_opts = msgspec.structs.replace(opts, workloads=(wl,), suites=("validity",),
+                                                  run_id=f"{opts.run_id}-timing", images=())
+            plan = plan_runs(pair, timing_opts, log=log)[0]
             session = Session(plan, log=log)
             try:
                 jobs = [j.name for j in session.workload(wl).jobs]
@@ -144,7 +142,7 @@ def decide(findings: Sequence[Finding], stale: Sequence[StaleEntry],
     blocking = [f for f in findings if not f.accepted]
     expired = [e for e in stale if e.status == "expired"]
     undecided = [f"{t.profile}/{m.metric}" for t in timing for m in t.metrics
-                 if m.verdict == "INCONCLUSIVE"] + [
+                 if m.verdict is Comparison.INCONCLUSIVE] + [
         f"{t.profile} ({t.stopped})" for t in timing if not t.metrics and t.stopped]
     note = " (A/A: candidate and baseline are one digest)" if aa else ""
     if blocking or expired:
@@ -163,34 +161,33 @@ def decide(findings: Sequence[Finding], stale: Sequence[StaleEntry],
                            + (f", {accepted} accepted difference(s)" if accepted else ""))
 
 
-def run_gate(candidate: str, baseline: str, *, profiles: str | Path | None = None,
-             overrides: Sequence[str] = (), select: Sequence[str] = (),
-             workloads: Sequence[str] = (), budget_s: float = 900.0,
-             allowlist: str | Path | None = None, report_dir: str | Path = "reports",
-             run_id: str | None = None, log: Callable[[str], None] = lambda _l: None,
+def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *,
+             budget_s: float = 900.0, allowlist: str | Path | None = None,
+             log: Callable[[str], None] = lambda _l: None,
              write_report: bool = True) -> GateResult:
     """Gate ``candidate`` against ``baseline`` (module docstring).
 
     Args:
-        candidate, baseline: local image tags. profiles: a shipped profile set or a TOML file
-            (default ``refprover``); overrides, select, workloads: as for a differential.
+        candidate, baseline: local image tags. options: the profiles, overrides, selection,
+            workloads and artifacts (as for a differential; default the shipped ``refprover``
+            set); ``<report_dir>/<run id>/`` holds the gate's report and ``differential/``,
+            the candidate's own.
         budget_s: the timing arm's budget over all profiles, seconds (rounds stop there and
             undecided metrics are INCONCLUSIVE). allowlist: a TOML allowlist
-            (:mod:`proofdiff.gate.allowlist`). report_dir: ``<report_dir>/<run id>/`` holds
-            the gate's report and ``differential/``, the candidate's own.
+            (:mod:`proofdiff.gate.allowlist`).
 
     Returns:
-        The :class:`~proofdiff.gate.gate_result.GateResult`; bad input (a missing image, a malformed
-        or unknown allowlist, profile or key) comes back as decision ERROR with the cause, and
-        the report is written in every case.
+        The :class:`~proofdiff.gate.gate_result.GateResult`; bad input (a missing image, a
+        malformed or unknown allowlist, profile or key) comes back as decision ERROR with the
+        cause, and the report is written in every case.
     """
-    from proofdiff.artifacts import resolve_artifacts
-
     t0 = time.monotonic()
-    rid = run_id or new_run_id()
-    run_dir = Path(report_dir) / rid
-    cand, base = Side(role="candidate", image=candidate), Side(role="baseline", image=baseline)
-    verifier: Side | None = None
+    opts = (options or RunOptions()).with_env()
+    rid = opts.run_id or new_run_id()
+    opts = msgspec.structs.replace(opts, run_id=rid)
+    run_dir = opts.report_root / rid
+    cand, base = ImageInfo(tag=candidate), ImageInfo(tag=baseline)
+    verifier: ImageInfo | None = None
     resolved: dict[str, Profile] = {}
     findings: list[Finding] = []
     stale: list[StaleEntry] = []
@@ -199,41 +196,41 @@ def run_gate(candidate: str, baseline: str, *, profiles: str | Path | None = Non
     errors: list[str] = []
     diff_id = ""
     interrupted = False
+    wls: list[str] = list(opts.workloads)
     try:
         entries: list[AllowEntry] = load_allowlist(allowlist) if allowlist else []
-        resolved = dict(select_profiles(load_profiles(profiles, overrides), select))
+        resolved = load_selected(opts)
         runner = Runner(rid)
         cand, base = _side(runner, "candidate", candidate), _side(runner, "baseline", baseline)
-        wls = list(dict.fromkeys(workloads or [p.workload for p in resolved.values()]))
-        art = resolve_artifacts(wls, log=log)
-        if not art.verifier_tag:
-            raise GateError("no pinned verifier was built (harness/artifacts/pinned_verifier.py); run "
-                            "`make image` in a proofdiff git checkout")
-        verifier = Side(role="verifier", image=art.verifier_tag, digest=art.verifier_id,
-                        repo_digests=(f"git-tree:{art.verifier_tree}",))
+        wls = list(dict.fromkeys(opts.workloads or [p.workload for p in resolved.values()]))
+        opts, _ = pin_artifacts(msgspec.structs.replace(opts, workloads=tuple(wls)), wls, log=log)
+        if not opts.verifier_image:
+            raise GateError("no pinned verifier was built (harness/artifacts/pinned_verifier.py)",
+                            fix="run `make image` (or `proofdiff build`) in a proofdiff git "
+                                "checkout, or pass --verifier-image")
+        verifier = _side(runner, "verifier", opts.verifier_image)
         log(f"gate {rid}: candidate {candidate} ({cand.digest[:19]}) vs baseline {baseline} "
-            f"({base.digest[:19]}); pinned verifier {art.verifier_tag}")
-        diff = run_differential(resolved, images=[candidate], workloads=wls, report_dir=run_dir,
-                                run_id="differential", param_cache=art.param_cache,
-                                workload_files=art.workloads, verifier_image=art.verifier_tag,
-                                log=log)
+            f"({base.digest[:19]}); verifier {opts.verifier_image}")
+        diff = run_differential(msgspec.structs.replace(
+            opts, images=(candidate,), report_dir=str(run_dir), run_id="differential",
+            suites=()), profiles=resolved, log=log)
         diff_id = diff.run_id
         if diff.errors:
             raise GateError("the candidate's differential could not run: " + diff.errors[0])
         findings = findings_of(diff)
         broken = {f.profile for f in findings if f.kind == "check"}
-        timing = _timing(resolved, workloads, (base, cand), budget_s=budget_s, rid=rid,
-                         run_dir=run_dir, art=art, broken=broken, checks=checks, log=log)
+        timing = _timing(resolved, opts.workloads, (base, cand), budget_s=budget_s,
+                         opts=msgspec.structs.replace(opts, report_dir=str(run_dir)),
+                         broken=broken, checks=checks, log=log)
         findings += [Finding(check=f"timing/{m.metric}", profile=t.profile, workload=t.workload,
-                             message=m.text, kind="timing", evidence={"ratio": m.ratio,
+                             message=m.render(), kind="timing", evidence={"ratio": m.ratio,
                                                                       "ratio_ci": list(m.ratio_ci),
                                                                       "p_value": m.p_value})
                      for t in timing for m in t.metrics if m.regression]
         findings, stale = apply_allowlist(findings, entries)
     except KeyboardInterrupt:
         interrupted = True
-    except (GateError, AllowlistError, ProfileError, BuildError, ContainerError,
-            ValueError) as exc:
+    except ProofdiffError as exc:
         errors.append(str(exc))
     aa = bool(cand.digest) and cand.digest == base.digest
     if interrupted:
@@ -247,9 +244,9 @@ def run_gate(candidate: str, baseline: str, *, profiles: str | Path | None = Non
         exit_code=decision.exit_code, candidate=cand, baseline=base, aa=aa, verifier=verifier,
         verifier_check=checks[0] if checks else None,
         profiles={n: profile_view(p) for n, p in resolved.items()},
-        workloads=tuple(dict.fromkeys(workloads or [p.workload for p in resolved.values()])),
-        findings=tuple(findings), timing=tuple(timing), allowlist=str(allowlist or ""),
-        stale=tuple(stale), differential=diff_id, errors=tuple(errors),
+        workloads=tuple(wls), findings=tuple(findings), timing=tuple(timing),
+        allowlist=str(allowlist or ""), stale=tuple(stale), differential=diff_id,
+        errors=tuple(errors),
         commit=dict(get_commit_info("proofdiff")),  # type: ignore[no-untyped-call]
         machine=machine_facts(), budget_s=budget_s, wall_s=round(time.monotonic() - t0, 3))
     if write_report:

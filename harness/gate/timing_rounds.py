@@ -31,7 +31,7 @@ from proofdiff.model.jobs import FlowRecord, JobSpec
 from proofdiff.stats.concurrency import in_progress_of
 from proofdiff.stats.paired import sequential_compare
 
-from proofdiff.gate.gate_result import MetricVerdict, ProfileTiming
+from proofdiff.gate.gate_result import ProfileTiming
 
 __all__ = ["BUDGET_PAIRS", "METRICS", "Sender", "measure_profile"]
 
@@ -113,9 +113,10 @@ def measure_profile(send: Sender, *, profile: str, workload: str, jobs: list[str
     for metric, (worse, unit, sample) in METRICS.items():
         if metric == "in-progress" and concurrency < 2:
             continue  # one job at a time on both sides: nothing to compare
-        v = sequential_compare(drawer(sample), budget=budget_pairs, arm=f"{metric} {profile}",
-                               metric=metric, floor_rel=floors.get(metric, 0.05), unit=unit)
-        verdicts.append(MetricVerdict.of(metric, worse, v))
+        verdicts.append(sequential_compare(
+            drawer(sample), budget=budget_pairs, arm=f"{metric} {profile}", metric=metric,
+            left="baseline", right="candidate", floor_rel=floors.get(metric, 0.05), unit=unit,
+            worse=worse))
     return ProfileTiming(profile=profile, workload=workload, concurrency=concurrency,
                          metrics=tuple(verdicts), rounds=len(rounds), stopped=stopped,
                          wall_s=round(time.monotonic() - t0, 3))

@@ -13,7 +13,7 @@ from proofdiff.model.status import JobStatus
 
 __all__ = ["PRIORITIES", "FlowRecord", "JobRecord", "JobSpec", "ProofVerdict", "StatusSample"]
 
-#: cuzk's ``Priority`` enum (DESIGN.md section 3): name -> wire value; UNSPECIFIED lets the
+#: cuzk's ``Priority`` enum (docs/cuzk-interface.md): name -> wire value; UNSPECIFIED lets the
 #: daemon choose by kind (cuzk: WinningPoSt CRITICAL, WindowPoSt HIGH, PoRep/Snap NORMAL).
 PRIORITIES: dict[str, int] = {"UNSPECIFIED": 0, "LOW": 1, "NORMAL": 2, "HIGH": 3, "CRITICAL": 4}
 

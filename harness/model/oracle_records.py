@@ -7,9 +7,30 @@ from typing import Any
 import msgspec
 
 from proofdiff.model.config_delta import show
+from proofdiff.model.timing_verdict import TimingVerdict
 from proofdiff.model.status import Outcome
 
-__all__ = ["Divergence", "OracleRecord", "Suspect"]
+__all__ = ["Divergence", "OracleRecord", "ProofCounts", "Suspect"]
+
+
+class ProofCounts(msgspec.Struct, frozen=True, kw_only=True):
+    """What the validity suite counted in one run's workload flow (jobs, not partitions).
+
+    Attributes:
+        total: jobs sent. completed: jobs the daemon answered COMPLETED. valid: completed
+            proofs the independent verifier accepted, every partition. invalid: completed proofs
+            of the wrong length or with a partition that does not verify. failed: jobs that did
+            not complete (FAILED, LOST, STUCK, ...). unverified: completed proofs whose bytes
+            could not be had (a bench tool that prints none), with ``unverified_reasons``.
+    """
+
+    total: int = 0
+    completed: int = 0
+    valid: int = 0
+    invalid: int = 0
+    failed: int = 0
+    unverified: int = 0
+    unverified_reasons: tuple[str, ...] = ()
 
 
 class OracleRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -23,9 +44,13 @@ class OracleRecord(msgspec.Struct, frozen=True, kw_only=True):
             images).
         outcome: see :class:`~proofdiff.model.status.Outcome`.
         message: what was seen, why it matters and the fix (plain text, printed literally).
-        evidence: machine-readable evidence (job ids, partitions, the timing verdict ...).
+        evidence: machine-readable evidence (job ids, partitions, ...).
+        counts: the validity suite's proof counts (``None`` on other records).
+        timing: the timing suite's comparison (``None`` on other records).
         names: delta paths the evidence points at (a config key the daemon ignored, the
             param path it read): ranked first among the suspects of a divergence.
+        started_unix_s, stopped_unix_s: when the suite began and ended judging this check,
+            seconds since the epoch (0 when not recorded).
     """
 
     suite: str
@@ -36,7 +61,11 @@ class OracleRecord(msgspec.Struct, frozen=True, kw_only=True):
     message: str = ""
     image: str = ""
     evidence: dict[str, Any] = msgspec.field(default_factory=dict)
+    counts: ProofCounts | None = None
+    timing: TimingVerdict | None = None
     names: tuple[str, ...] = ()
+    started_unix_s: float = 0.0
+    stopped_unix_s: float = 0.0
 
     @property
     def check(self) -> str:

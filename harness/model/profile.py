@@ -1,4 +1,4 @@
-"""A profile: one named way to run the target image (DESIGN.md section 1, 'Profile').
+"""A profile: one named way to run the prover under test (README, "Profiles").
 
 A profile is built and validated by :mod:`proofdiff.model.profile_file`; here are its shape and
 what derives from it (the effective daemon config, the param paths, the gRPC port).
@@ -32,7 +32,7 @@ __all__ = [
 
 #: Where the merged daemon config is mounted in the container (the daemon's ``-c`` default).
 DEFAULT_CONFIG_PATH = "/data/zk/cuzk.toml"
-#: Where cuzk reads params unless ``srs.param_cache`` says otherwise (DESIGN.md section 3).
+#: Where cuzk reads params unless ``srs.param_cache`` says otherwise (docs/cuzk-interface.md).
 DEFAULT_PARAM_PATH = "/data/zk/params"
 
 #: The refprover daemon's defaults (targets/refprover/README.md).
@@ -64,8 +64,8 @@ DAEMON_DEFAULTS: dict[str, dict[str, Any]] = {"refprover": REFPROVER_DEFAULTS,
 
 #: The gate's timing metrics (proofdiff.gate.timing_rounds).
 TIMING_METRICS = ("latency", "throughput", "in-progress")
-#: Program names of the refprover build, found in the bin dir (``--bin-dir``) of a process
-#: target when the profile names no path.
+#: Program names of the refprover build, found in the bin dir (``--bin-dir``) by the process
+#: runtime when the profile names no path.
 DEFAULT_BINARY, DEFAULT_VERIFIER = "refprover", "verify"
 NETWORKS = ("bridge", "host", "none")
 MOUNT_NAMES = ("params",)
@@ -130,7 +130,7 @@ def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, An
 
 
 class Profile(msgspec.Struct, frozen=True, kw_only=True):
-    """One named way to run the target.
+    """One named way to run the prover under test.
 
     Mapping fields are plain dicts: treat them as read-only. Build profiles with
     :func:`proofdiff.model.profile_file.load_profiles`, which validates every key.

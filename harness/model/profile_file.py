@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.choices import DriverKind, JobIdScheme, Runtime
 from proofdiff.model.profile import (DAEMON_DEFAULTS, MOUNT_NAMES, NETWORKS, PROFILE_KEYS,
                                      TIMING_METRICS, Profile, deep_merge)
@@ -37,7 +38,7 @@ ALL_PROFILES = "*"
 DEFAULT_PROFILE_SET = "refprover"
 
 
-class ProfileError(ValueError):
+class ProfileError(ProofdiffError):
     """A profile file or override is wrong; the message names the file, profile, key and fix."""
 
 

@@ -7,6 +7,7 @@ from typing import Any
 import msgspec
 
 from proofdiff.model.config_delta import ConfigDelta
+from proofdiff.model.image import ImageInfo
 from proofdiff.model.oracle_records import Divergence, OracleRecord
 from proofdiff.model.runs import RunRecord
 from proofdiff.model.status import Outcome, Verdict
@@ -15,13 +16,6 @@ __all__ = ["SCHEMA_VERSION", "DifferentialResult", "ImageInfo"]
 
 #: Version of the summary.json schema (the msgspec encoding of :class:`DifferentialResult`).
 SCHEMA_VERSION = 2
-
-
-class ImageInfo(msgspec.Struct, frozen=True, kw_only=True):
-    """An image a run used: its tag and id (``sha256:...``, '' when unknown)."""
-
-    tag: str
-    digest: str = ""
 
 
 class DifferentialResult(msgspec.Struct, frozen=True, kw_only=True):

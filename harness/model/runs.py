@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from proofdiff.model.choices import Runtime
+from proofdiff.model.image import ImageInfo
 from proofdiff.model.jobs import FlowRecord
 
 __all__ = ["DaemonFacts", "ResourceUsage", "RunRecord"]
@@ -76,7 +77,8 @@ class RunRecord(msgspec.Struct, frozen=True, kw_only=True):
     """One profile x one workload on one image.
 
     Attributes:
-        profile, workload: names. image: the tag run. image_digest: its id (``sha256:...``).
+        profile, workload: names. image: what ran the daemon (the image tag and id, or the
+            program and its sha256; :class:`~proofdiff.model.image.ImageInfo`).
         partitions: partitions per proof the workload expects (its largest, for a mix).
         job_partitions: per workload job, when a mix's jobs differ ({} otherwise).
         flows: the workload flow first (its first job is the warmup), then any other flow sent
@@ -87,9 +89,8 @@ class RunRecord(msgspec.Struct, frozen=True, kw_only=True):
 
     profile: str
     workload: str
-    image: str
+    image: ImageInfo
     partitions: int
-    image_digest: str = ""
     job_partitions: dict[str, int] = msgspec.field(default_factory=dict)
     flows: tuple[FlowRecord, ...] = ()
     daemon: DaemonFacts | None = None

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
+from proofdiff.model.errors import ProofdiffError
 
 __all__ = ["SerdeError", "decode", "encode", "read", "to_builtins", "write"]
 
@@ -17,7 +18,7 @@ T = TypeVar("T")
 _ENCODER = msgspec.json.Encoder()
 
 
-class SerdeError(ValueError):
+class SerdeError(ProofdiffError):
     """A file or text is not a valid encoding of the expected record (names the file)."""
 
 

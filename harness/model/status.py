@@ -1,26 +1,24 @@
-"""The three vocabularies of proofdiff, each stated once.
+"""The vocabularies of proofdiff, each stated once.
 
 * :class:`JobStatus`: what became of one proof request (client side).
 * :class:`Outcome`: what one oracle concluded about one profile on one workload.
+* :class:`Comparison`: what one statistical timing comparison concluded (the field's terms);
+  the timing oracles turn it into an :class:`Outcome`, the gate into a finding.
 * :class:`Verdict`: what a whole differential run concluded, with its exit code.
-
-Timing comparisons have their own three values (SAME / DIFFERENT / INCONCLUSIVE, the field's
-terms for a statistical comparison, :mod:`proofdiff.stats.unpaired`); the timing oracles turn them
-into an :class:`Outcome`.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["JobStatus", "Outcome", "Verdict"]
+__all__ = ["Comparison", "JobStatus", "Outcome", "Verdict"]
 
 
 class JobStatus(StrEnum):
     """Outcome of one job as the client saw it.
 
     ``COMPLETED``, ``FAILED``, ``CANCELLED`` and ``TIMEOUT`` are the daemon's own answers
-    (``AwaitProofResponse.Status``, DESIGN.md section 3). The others are the client's:
+    (``AwaitProofResponse.Status``, docs/cuzk-interface.md). The others are the client's:
 
     * ``ERROR``: a transport error (a gRPC status other than OK), or a driver that could not run
       the job (the bench tool rejected its command line, ...).
@@ -64,6 +62,21 @@ class Outcome(StrEnum):
     def bad(self) -> bool:
         """FAIL or ERROR: the outcome that a divergence or a failed verdict is made of."""
         return self in (Outcome.FAIL, Outcome.ERROR)
+
+
+class Comparison(StrEnum):
+    """One timing comparison's conclusion (:class:`~proofdiff.model.timing_verdict.TimingVerdict`).
+
+    * ``SAME``: the ratio's interval lies inside the effect-size floor: any change is too small
+      to matter (an equivalence test).
+    * ``DIFFERENT``: significant at this look's level, and beyond the floor.
+    * ``INCONCLUSIVE``: neither, within the sample budget (too few samples, or too much noise
+      for the floor): never read as SAME.
+    """
+
+    SAME = "SAME"
+    DIFFERENT = "DIFFERENT"
+    INCONCLUSIVE = "INCONCLUSIVE"
 
 
 class Verdict(StrEnum):

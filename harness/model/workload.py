@@ -9,7 +9,7 @@ A workload is JSON written by the image's ``seal`` tool. WindowPoSt (``seal wpos
                "vanilla_proofs": ["<base64 bincode>"]}]}
 
 PoRep C2 (``seal porep``; one job per sealed sector; ``c1`` is the cuzk C1 envelope as JSON
-text, DESIGN.md section 3)::
+text, docs/cuzk-interface.md)::
 
     {"schema": 1, "workload": "porep-2k", "proof_kind": "POREP_SEAL_COMMIT",
      "sector_size": 2048, "registered_proof": 5, "partitions": 1,
@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+from proofdiff.model.errors import ProofdiffError
 
 __all__ = [
     "MIXED",
@@ -63,7 +64,7 @@ SCHEMA_VERSION = 1
 SLOW_WORKLOAD_PREFIXES = ("porep",)
 
 
-class WorkloadError(ValueError):
+class WorkloadError(ProofdiffError):
     """A workload file is unreadable, not JSON, or not the expected schema (message says where)."""
 
 

@@ -1,26 +1,29 @@
 """What an oracle may ask of a running differential, and how it writes its records.
 
-Oracles never start containers or talk to a daemon themselves: they ask an :class:`Evidence`
-(the differential session, :mod:`proofdiff.core.session`) for runs and flows, and return
-:class:`~proofdiff.model.oracle_records.OracleRecord` objects. Every oracle states a property that any
+Oracles never start containers, run tools or talk to a daemon themselves: they ask an
+:class:`Evidence` (the differential session, :mod:`proofdiff.core.session`) for runs, flows
+and what preflight looks at (the param files, what the daemon can read and their digests, its
+status and log), and return :class:`~proofdiff.model.oracle_records.OracleRecord` objects. Every oracle states a property that any
 correct prover has; a record is never ``pass`` on empty input (``error`` says what is missing).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from proofdiff.drivers.protocol import Driver, Mode
 from proofdiff.drivers.deadlines import Deadlines
+from proofdiff.model.image import ImageInfo
 from proofdiff.model.jobs import FlowRecord, JobSpec
-from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.oracle_records import OracleRecord, ProofCounts
+from proofdiff.model.timing_verdict import TimingVerdict
 from proofdiff.model.profile import Profile
 from proofdiff.model.runs import DaemonFacts, RunRecord
 from proofdiff.model.status import Outcome
 from proofdiff.model.workload import Workload
-from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.daemon import Daemon
 
 __all__ = ["Evidence", "Recorder", "SuiteFn"]
@@ -33,7 +36,6 @@ class Evidence(Protocol):
         profiles: the selected profiles, resolved (the first is the baseline).
         image_slot: '' when each profile runs its own image, else the image tag compared.
         param_cache: the host param cache (``.params``/``.vk``).
-        runner: the run's container runner (for tool containers: paramgen, the dry parse).
     """
 
     @property
@@ -52,11 +54,6 @@ class Evidence(Protocol):
         ...
 
     @property
-    def runner(self) -> Runner:
-        """The one runner (containers and processes)."""
-        ...
-
-    @property
     def params_manifest(self) -> Path | None:
         """The params manifest (parameters.json) to check files against; ``None`` = the one in
         the param cache."""
@@ -71,7 +68,41 @@ class Evidence(Protocol):
         ...
 
     def daemon(self, profile: str) -> Daemon:
-        """The profile's ready daemon, started on first use (raises ``LaunchError``)."""
+        """The profile's ready daemon, started on first use (raises ``LaunchError``): read its
+        facts (``what``, ``handle.see``), never run anything through it."""
+        ...
+
+    def image(self, profile: str) -> ImageInfo:
+        """What runs the profile's daemon, with its digest (raises ``ContainerError``)."""
+        ...
+
+    def param_files(self, profile: str, workload: str) -> tuple[list[str], str]:
+        """The param files the workload needs, and how the list was made (raises
+        ``ProofdiffError``)."""
+        ...
+
+    def unreadable(self, profile: str, directory: str, files: Sequence[str]) -> list[str]:
+        """The files the daemon cannot read in ``directory`` (raises ``ProofdiffError``)."""
+        ...
+
+    def daemon_digests(self, profile: str, directory: str, files: Sequence[str]) -> dict[str, str]:
+        """The digests of the daemon's own copies (raises ``ProofdiffError``)."""
+        ...
+
+    def host_digests(self, files: Sequence[str]) -> tuple[dict[str, str], int, int]:
+        """The digests of the verifier's copies, with the counts cached and hashed."""
+        ...
+
+    def daemon_status(self, profile: str) -> dict[str, Any] | None:
+        """The daemon's ``GET /status`` JSON, or ``None``."""
+        ...
+
+    def daemon_log(self, profile: str, tail: int = 500) -> str:
+        """The last lines of the daemon's log."""
+        ...
+
+    def bench_command_problem(self, profile: str, workload: str) -> str | None:
+        """Why the bench tool rejects the profile's command line, or ``None``."""
         ...
 
     def driver(self, profile: str) -> Driver:
@@ -117,13 +148,18 @@ class Recorder:
     def __init__(self, ev: Evidence, suite: str, workload: str) -> None:
         self.ev, self.suite, self.workload = ev, suite, workload
         self.records: list[OracleRecord] = []
+        self._since = time.time()  # a check is judged from the previous record to its own
 
     def __call__(self, oracle: str, profile: str, outcome: Outcome, message: str, *,
-                 evidence: Mapping[str, Any] | None = None,
-                 names: Sequence[str] = ()) -> OracleRecord:
+                 evidence: Mapping[str, Any] | None = None, names: Sequence[str] = (),
+                 counts: ProofCounts | None = None,
+                 timing: TimingVerdict | None = None) -> OracleRecord:
+        now = time.time()
         r = OracleRecord(suite=self.suite, oracle=oracle, profile=profile, workload=self.workload,
                          outcome=outcome, message=message, image=self.ev.image_slot,
-                         evidence=dict(evidence or {}), names=tuple(names))
+                         evidence=dict(evidence or {}), names=tuple(names), counts=counts,
+                         timing=timing, started_unix_s=self._since, stopped_unix_s=now)
+        self._since = now
         self.records.append(r)
         return r
 

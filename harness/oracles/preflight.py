@@ -25,34 +25,29 @@ a daemon that did not start) blocks the proving suites of that profile (:data:`B
 from __future__ import annotations
 
 import difflib
-import json
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from proofdiff.model.choices import Role, Runtime
-from proofdiff.drivers.bench_cli import BenchCliDriver
+from proofdiff.artifacts.param_manifest import MANIFEST, read_manifest
+from proofdiff.model.choices import DriverKind, Runtime
+from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.profile import Profile
 from proofdiff.model.status import Outcome
 from proofdiff.model.workload import WorkloadError
-from proofdiff.runtime.daemon import Daemon, LaunchError
-from proofdiff.artifacts.param_manifest import MANIFEST, DigestCache, read_manifest
-from proofdiff.runtime.identity import PARAMGEN, program_identity
-from proofdiff.runtime.spec import ContainerError, LaunchSpec
-from proofdiff.runtime.daemon_status import (deprecated_keys_from_log, fetch_status,
-                                   ignored_keys_from_log, param_cache_from_log)
-
 from proofdiff.oracles.evidence import Evidence, Recorder
+from proofdiff.runtime.daemon import Daemon, LaunchError
+from proofdiff.runtime.daemon_status import (deprecated_keys_from_log, ignored_keys_from_log,
+                                             param_cache_from_log)
+from proofdiff.runtime.spec import ContainerError
 
-__all__ = ["BLOCKING", "DEPRECATED_KEYS", "KNOWN_KEYS", "ORACLES", "evaluate", "integrity_problems",
-           "required_param_files"]
+__all__ = ["BLOCKING", "DEPRECATED_KEYS", "KNOWN_KEYS", "ORACLES", "evaluate",
+           "integrity_problems"]
 
 ORACLES = ("image", "workload", "params", "params-integrity", "config-keys", "bench-cli")
 #: Checks whose failure makes proving on that profile pointless.
 BLOCKING = ("image", "workload", "params", "params-integrity", "bench-cli")
-PARAMGEN_TOOL = "/usr/local/bin/paramgen"
 #: The keys cuzk reads (cuzk-core/src/config.rs of curio e0294b0f: its Config structs), and
 #: refprover's own (``pipeline.self_check``, ``memory.partition_working_set``). Used to suggest
 #: a spelling, and as the list to check against when the daemon reports nothing itself.
@@ -70,74 +65,14 @@ DEPRECATED_KEYS = ("synthesis.partition_workers", "srs.preload", "memory.pinned_
 PARAM_PATHS = ("config.srs.param_cache", "mounts.params", "env.FIL_PROOFS_PARAMETER_CACHE")
 
 
-def required_param_files(ev: Evidence, image: str, workload: str, profile: str,
-                         timeout_s: float, *, runtime: Runtime = Runtime.DOCKER) -> tuple[list[str], str]:
-    """The ``.params``/``.vk`` names ``workload`` needs, and where the list came from: the
-    circuits of ``proofdiff.artifacts.WORKLOADS``, named by the cache ids the image's own ``paramgen
-    --print-cache-id`` prints (a process or attach runtime: the bin dir's paramgen); every file
-    of the host cache when there is no paramgen.
-
-    Raises:
-        RuntimeError: a circuit's files are not in the host param cache (with the fix).
-    """
-    from proofdiff.artifacts.sealed_workloads import WORKLOADS  # the build's table: circuits per workload
-
-    cache = ev.param_cache
-    every = sorted(p.name for p in cache.iterdir() if p.suffix in (".params", ".vk"))
-    spec = WORKLOADS.get(workload)
-    if spec is None:
-        return every, f"every .params/.vk of {cache} (a workload the build does not know)"
-    in_image = runtime is Runtime.DOCKER
-    try:
-        res = ev.runner.run(LaunchSpec(
-            image=image, role=Role.PREFLIGHT, profile=profile,
-            entrypoint=(PARAMGEN_TOOL if in_image else PARAMGEN,),
-            command=("--param-cache", "/nonexistent", "--print-cache-id", *spec.circuits),
-            runtime=Runtime.DOCKER if in_image else Runtime.PROCESS), timeout_s=timeout_s)
-        code, out = res.exit_code, res.stdout
-    except ContainerError:
-        code, out = -1, ""
-    ids = []
-    for line in out.splitlines():
-        try:
-            ids.append(str(json.loads(line)["cache_id"]))
-        except (ValueError, KeyError, TypeError):
-            continue
-    if code != 0 or len(ids) != len(spec.circuits):
-        return every, f"every .params/.vk of {cache} (no {PARAMGEN_TOOL if in_image else PARAMGEN})"
-    files = []
-    for circuit, cid in zip(spec.circuits, ids):
-        mine = [f for f in every if cid in f]
-        if not {".params", ".vk"} <= {Path(f).suffix for f in mine}:
-            raise RuntimeError(f"the host param cache {cache} has no .params/.vk for circuit "
-                               f"{circuit} (cache id {cid}); build them with `proofdiff build "
-                               f"--workload {workload}`")
-        files += mine
-    return files, (f"{'the image' if in_image else 'the bin dir'}'s paramgen --print-cache-id "
-                   f"{' '.join(spec.circuits)}")
-
-
-def _unreadable(daemon: Daemon, directory: str, files: Sequence[str]) -> list[str]:
-    """Files not readable in ``directory`` inside the daemon container, as its user."""
-    script = ('cd "$1" 2>/dev/null || { echo "__NODIR__"; exit 0; }; shift; '
-              'for f; do [ -r "$f" ] || echo "$f"; done')
-    code, out = daemon.handle.exec(["sh", "-c", script, "sh", directory, *files])
-    if code != 0:
-        raise RuntimeError(f"`sh` beside the daemon ({daemon.what}) exited {code}: "
-                           f"{out.strip()[:300]}")
-    lines = [x.strip() for x in out.splitlines() if x.strip()]
-    return list(files) if "__NODIR__" in lines else [x for x in lines if x in files]
-
-
 def _params(ev: Evidence, rec: Recorder, daemon: Daemon, status: dict[str, object] | None,
             log: str) -> tuple[list[str], str] | None:
     """The ``params`` record; returns (files needed, the directory the daemon reads) when
     they are all readable there, for the integrity check."""
     p = daemon.profile
     try:
-        files, listed_by = required_param_files(ev, p.program, rec.workload, p.name,
-                                                ev.deadlines(p.name).tool_s, runtime=p.runtime)
-    except RuntimeError as exc:
+        files, listed_by = ev.param_files(p.name, rec.workload)
+    except ProofdiffError as exc:
         rec("params", p.name, Outcome.FAIL, str(exc), names=PARAM_PATHS)
         return None
     if not files:
@@ -155,10 +90,10 @@ def _params(ev: Evidence, rec: Recorder, daemon: Daemon, status: dict[str, objec
     note = (f"; env FIL_PROOFS_PARAMETER_CACHE={env_path!r} is ignored: the daemon sets it from "
             f"srs.param_cache={configured!r}" if env_path and env_path != configured else "")
     try:
-        missing = _unreadable(daemon, path, files)
-    except (RuntimeError, ContainerError) as exc:
+        missing = ev.unreadable(p.name, path, files)
+    except ProofdiffError as exc:
         rec("params", p.name, Outcome.ERROR, f"could not look where the daemon "
-            f"reads ({daemon.what}): {exc}; is the daemon still running? see its log")
+            f"reads ({daemon.what}): {exc}")
         return None
     mounted = daemon.handle.see(p.param_mount_path())
     ev_ = {"read_path": path, "source": source, "configured": configured,
@@ -180,19 +115,6 @@ def _params(ev: Evidence, rec: Recorder, daemon: Daemon, status: dict[str, objec
     rec("params", p.name, Outcome.FAIL, f"{detail}{note}\n  fix: {fix}", evidence=ev_,
         names=PARAM_PATHS)
     return None
-
-
-def _in_container_digests(daemon: Daemon, directory: str, files: Sequence[str]) -> dict[str, str]:
-    code, out = daemon.handle.exec(["sh", "-c", 'cd "$1" && shift && b2sum "$@"', "sh",
-                                       directory, *files])
-    if code != 0:
-        raise RuntimeError(f"b2sum beside the daemon ({daemon.what}) exited {code}: "
-                           f"{out.strip()[:300]}")
-    got = {}
-    for line in out.splitlines():
-        digest, _, name = line.partition("  ")
-        got[name.strip()] = digest[:32]
-    return got
 
 
 def integrity_problems(files: Sequence[str], manifest: dict[str, dict[str, Any]],
@@ -225,21 +147,19 @@ def _integrity(ev: Evidence, rec: Recorder, daemon: Daemon, files: list[str],
             "with --params-manifest (official params), or rebuild (`proofdiff build` writes one)")
         return
     t0 = time.monotonic()
-    cache = DigestCache()
     try:
         manifest = read_manifest(manifest_path)
-        verifier = {n: d for n, d in zip(files, cache.digests(
-            [ev.param_cache / n for n in files]).values())}
-        same_mount = read_path == daemon.handle.see(p.param_mount_path())
-        daemon_side = verifier if same_mount else _in_container_digests(daemon, read_path, files)
-    except (OSError, ValueError, RuntimeError, ContainerError) as exc:
+        verifier, hits, misses = ev.host_digests(files)
+        # always the daemon's own files, hashed beside it: never the verifier's table again
+        daemon_side = ev.daemon_digests(p.name, read_path, files)
+    except (OSError, ProofdiffError) as exc:
         rec("params-integrity", p.name, Outcome.ERROR, f"the params could not be hashed: {exc}")
         return
     took = time.monotonic() - t0
     bad = integrity_problems(files, manifest, daemon_side, verifier, read_path=read_path,
                              verifier_dir=str(ev.param_cache), manifest_path=str(manifest_path))
     ev_ = {"manifest": str(manifest_path), "files": files, "hash_s": round(took, 3),
-           "cached": cache.hits, "hashed": cache.misses, "read_path": read_path}
+           "cached": hits, "hashed": misses, "read_path": read_path}
     if bad:
         rec("params-integrity", p.name, Outcome.FAIL, f"{len(bad)} param file problem(s) before "
             f"any proof (checked in {took:.2f} s):\n  " + "\n  ".join(bad) + "\n  fix: fetch or "
@@ -247,7 +167,8 @@ def _integrity(ev: Evidence, rec: Recorder, daemon: Daemon, files: list[str],
             evidence=ev_, names=PARAM_PATHS)
     else:
         rec("params-integrity", p.name, Outcome.PASS, f"{len(files)} file(s) match {manifest_path}"
-            f" ({cache.hits} digest(s) cached, {cache.misses} hashed, {took:.2f} s)", evidence=ev_)
+            f" ({hits} digest(s) cached on the host, {misses} hashed there; the daemon's copies "
+            f"hashed beside it; {took:.2f} s)", evidence=ev_)
 
 
 def _dotted(table: dict[str, object], prefix: str = "") -> list[str]:
@@ -300,12 +221,12 @@ def _image(ev: Evidence, rec: Recorder, p: Profile) -> None:
             "not start it, so its image or program is not known here")
         return
     try:
-        ident = program_identity(ev.runner, p)
+        ident = ev.image(p.name)
     except ContainerError as exc:
         rec("image", p.name, Outcome.FAIL, str(exc), names=("image", "binary"))
         return
-    rec("image", p.name, Outcome.PASS, f"{ident.name} is {ident.digest} ({ident.detail})",
-        evidence={"id": ident.digest, "name": ident.name, "repo_digests": list(ident.repo_digests)})
+    rec("image", p.name, Outcome.PASS, f"{ident.tag} is {ident.digest} ({ident.detail})",
+        evidence={"id": ident.digest, "name": ident.tag, "repo_digests": list(ident.repo_digests)})
 
 
 def _judge_profile(ev: Evidence, rec: Recorder, name: str) -> None:
@@ -324,11 +245,11 @@ def _judge_profile(ev: Evidence, rec: Recorder, name: str) -> None:
     except LaunchError as exc:
         for o in ("params", "params-integrity", "config-keys"):
             rec(o, name, Outcome.ERROR, f"the daemon did not start: {exc}")
-        if p.driver == "bench-cli":
+        if p.driver is DriverKind.BENCH_CLI:
             rec("bench-cli", name, Outcome.ERROR, f"the daemon did not start: {exc}")
         return
-    status = fetch_status(daemon.status_port)
-    log = daemon.logs(500)
+    status = ev.daemon_status(name)
+    log = ev.daemon_log(name)
     readable = _params(ev, rec, daemon, status, log)
     if readable is not None:
         _integrity(ev, rec, daemon, *readable)
@@ -336,9 +257,8 @@ def _judge_profile(ev: Evidence, rec: Recorder, name: str) -> None:
         rec("params-integrity", name, Outcome.SKIPPED, "the params the daemon needs are not all "
             "readable where it reads them (see preflight/params)")
     _config_keys(rec, p, status, log)
-    driver = ev.driver(name)
-    if isinstance(driver, BenchCliDriver) and workload is not None:
-        problem = driver.check_command_line(workload, ev.deadlines(name))
+    if p.driver is DriverKind.BENCH_CLI and workload is not None:
+        problem = ev.bench_command_problem(name, rec.workload)
         rec("bench-cli", name, Outcome.FAIL if problem else Outcome.PASS, problem or
             f"the tool accepts `{p.bench_tool} ... batch {' '.join(p.bench_args)}`",
             names=("bench_args", "bench_tool") if problem else ())

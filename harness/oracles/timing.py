@@ -1,4 +1,4 @@
-"""Timing (DESIGN.md section 5): interleaved samples through each profile's own driver, and
+"""Timing (docs/timing.md): interleaved samples through each profile's own driver, and
 three-valued verdicts on them.
 
 Sides of one round, in this order so that all see the same machine: the baseline ``A1`` (one
@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from proofdiff.model.jobs import FlowRecord, JobSpec
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.status import Outcome
-from proofdiff.stats.unpaired import DIFFERENT, INCONCLUSIVE, SAME, TimingVerdict, compare, summarize
+from proofdiff.model.timing_verdict import TimingVerdict
+from proofdiff.stats.unpaired import DIFFERENT, INCONCLUSIVE, SAME, compare, summarize
 from proofdiff.stats.concurrency import in_progress_of
 
 from proofdiff.oracles.evidence import Evidence, Recorder
@@ -134,35 +135,37 @@ def judge(arm: str, v: TimingVerdict, concurrency: int = 1, *, allowed: int | No
     """
     allowed = concurrency if allowed is None else allowed
     text = v.render()
-    if min(v.a.n, v.b.n) == 0:
-        return Outcome.ERROR, (f"{text}\nno samples on {'both sides' if v.a.n == v.b.n else 'one '}"
+    na, nb = v.left_summary.n, v.right_summary.n
+    if min(na, nb) == 0:
+        return Outcome.ERROR, (f"{text}\nno samples on {'both sides' if na == nb else 'one '}"
                                "side: nothing to compare (a batch died: see the other records)")
-    if v.verdict == INCONCLUSIVE:
-        return Outcome.INCONCLUSIVE, (f"{text}\nINCONCLUSIVE after {v.a.n}+{v.b.n} samples: the "
+    ratio = v.ratio or 1.0
+    if v.verdict is INCONCLUSIVE:
+        return Outcome.INCONCLUSIVE, (f"{text}\nINCONCLUSIVE after {na}+{nb} samples: the "
                                       "machine is too noisy for the floor; rerun on a quieter host "
                                       "or raise the sample budget")
     if arm == "aa":
-        if v.verdict == DIFFERENT:
+        if v.verdict is DIFFERENT:
             return Outcome.FAIL, (f"{text}\nA/A FALSE ALARM: the same profile on the same daemon "
                                   "differs; timing verdicts of this run are not trustworthy (noisy "
                                   "neighbours? CPU frequency scaling?)")
         return Outcome.PASS, text
     other = arm.split(":", 1)[1]
     if arm.startswith("throughput:"):
-        if v.verdict == DIFFERENT and v.ratio > 1.0:
+        if v.verdict is DIFFERENT and ratio > 1.0:
             return Outcome.FAIL, (f"{text}\nthroughput of {other} at concurrency {concurrency} "
-                                  f"collapsed: each proof costs {v.ratio:.2f}x the baseline's "
-                                  f"({1 / v.ratio:.2f}x the throughput, ideal {concurrency}x = "
+                                  f"collapsed: each proof costs {ratio:.2f}x the baseline's "
+                                  f"({1 / ratio:.2f}x the throughput, ideal {concurrency}x = "
                                   "bench x workers); look for a global lock or queue in the daemon")
-        return Outcome.PASS, (f"{text}\nscaling {1 / v.ratio:.2f}x of the baseline (baseline x "
+        return Outcome.PASS, (f"{text}\nscaling {1 / ratio:.2f}x of the baseline (baseline x "
                               f"workers would be {concurrency}x)")
     if min(concurrency, allowed) <= 1:
         why = ("has concurrency 1" if concurrency <= 1 else
                f"is allowed {allowed} job at a time by its config")
         return Outcome.PASS, f"{text}\n{other} {why}: nothing to overlap"
-    if v.verdict == SAME or (v.verdict == DIFFERENT and v.ratio < 1.0):
+    if v.verdict is SAME or (v.verdict is DIFFERENT and ratio < 1.0):
         return Outcome.FAIL, (f"{text}\n{other} was offered {concurrency} jobs at once (its config "
-                              f"allows {allowed}) but the daemon proved about {v.b.median_ms:.2f} "
+                              f"allows {allowed}) but the daemon proved about {v.right_summary.median:.2f} "
                               "at a time (median): it serializes jobs, so its throughput cannot "
                               f"grow with hardware" + (f"; observed: {seen}" if seen else ""))
     return Outcome.PASS, text
@@ -177,13 +180,13 @@ def _figures(rec: Recorder, ev: Evidence, workload: str, s: Sampling, name: str,
     conc = ev.profiles[name].concurrency
     text = (f"profile {name!r} on {workload} at concurrency {conc}: warmup {warm}; steady latency "
             f"{lat.render()}; per-proof cost {cost.render()} = throughput "
-            f"{60000 / cost.median_ms if cost.median_ms else 0:.1f} proofs/min")
+            f"{60000 / cost.median if cost.median else 0:.1f} proofs/min")
     jobs = [j for b in (s.ok(x) for x in sides) for f in b for j in f.jobs] + (
         wl.completed() if wl else [])
     odd = [f"{j.job} (id={j.request_id}): total {j.total_ms} ms < SRS load {j.srs_load_ms} ms"
            for j in jobs if j.completed and j.total_ms < j.srs_load_ms]
-    ev_ = {"latency_ms": [lat.median_ms, lat.q1_ms, lat.q3_ms, lat.n],
-           "cost_ms": [cost.median_ms, cost.q1_ms, cost.q3_ms, cost.n],
+    ev_ = {"latency_ms": [lat.median, lat.q1, lat.q3, lat.n],
+           "cost_ms": [cost.median, cost.q1, cost.q3, cost.n],
            "warmup_ms": first.wall_ms if first else None}
     if s.stopped_side.split(":")[0] == name:
         rec("latency-throughput", name, Outcome.FAIL, f"{text}\ntiming sampling stopped on "
@@ -225,19 +228,17 @@ def evaluate(ev: Evidence, workload: str) -> list[OracleRecord]:
     for arm, v in arms(ev, workload, s, base, others).items():
         profile = base if arm == "aa" else arm.split(":", 1)[1]
         oracle = arm.split(":", 1)[0]
-        evidence = v.evidence()
         if stopped == profile:
             rec(oracle, profile, Outcome.FAIL, f"timing sampling stopped on {profile!r}: "
-                f"{s.stopped}; a daemon that cannot finish a batch cannot be timed",
-                evidence=evidence)
+                f"{s.stopped}; a daemon that cannot finish a batch cannot be timed", timing=v)
             continue
-        if stopped and min(v.a.n, v.b.n) == 0:  # another profile's batch stopped the rounds
+        if stopped and v.samples == 0:  # another profile's batch stopped the rounds
             rec(oracle, profile, Outcome.SKIPPED, f"timing sampling stopped on {stopped!r} "
-                f"before this arm had samples on both sides: {s.stopped}", evidence=evidence)
+                f"before this arm had samples on both sides: {s.stopped}", timing=v)
             continue
         outcome, message = judge(arm, v, ev.profiles[profile].concurrency,
                                  allowed=_allowed(ev, profile, workload), seen=_seen(ev, profile))
-        rec(oracle, profile, outcome, message, evidence=evidence,
+        rec(oracle, profile, outcome, message, timing=v,
             names=() if outcome is Outcome.PASS else MODE_KEYS)
     return rec.records
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from proofdiff.model.jobs import JobRecord
-from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.oracle_records import OracleRecord, ProofCounts
 from proofdiff.model.runs import RunRecord
 from proofdiff.model.status import Outcome
 from proofdiff.model.workload import PROOF_BYTES_PER_PARTITION
@@ -80,9 +80,9 @@ def judge_run(rec: Recorder, run: RunRecord) -> None:
     bad = [b for j in checked if (b := _proof_problem(j, run.partitions_of(j.job))) is not None]
     failed = [_bad(j, "failed", j.error or "no error text") for j in jobs if not j.completed]
     valid = len(checked) - len(bad)
-    counts = {"total": len(jobs), "completed": len(done), "valid": valid, "invalid": len(bad),
-              "failed": len(failed), "unverified": len(unverified),
-              "unverified_reasons": sorted({j.unverifiable for j in unverified})}
+    counts = ProofCounts(total=len(jobs), completed=len(done), valid=valid, invalid=len(bad),
+                         failed=len(failed), unverified=len(unverified),
+                         unverified_reasons=tuple(sorted({j.unverifiable for j in unverified})))
     head = (f"validity of profile {run.profile!r} on {run.workload}: {valid}/{len(jobs)} valid, "
             f"{len(done)} completed")
     lines = [f"  {b['job']} (id={b['request_id']}, {b['status']}): {b['kind']}: {b['reason']}"
@@ -90,37 +90,38 @@ def judge_run(rec: Recorder, run: RunRecord) -> None:
     if unverified:
         lines.append(f"  {len(unverified)} completed proof(s) not verified: "
                      f"{unverified[0].unverifiable}")
-    ev = {**counts, "bad": bad}
+    ev = {"bad": bad}
     shared, names = _shared_ids(jobs, [*bad, *failed])
     if shared:
         lines.append(f"  {len(shared)} request id(s) were sent for more than one job: {shared[:3]}"
                      + (", while they were in flight together" if "concurrency" in names else ""))
     if flow.errors:
         rec("proofs", run.profile, Outcome.ERROR, "\n".join(
-            [head, *lines, *(f"  error: {e}" for e in flow.errors)]), evidence=ev)
+            [head, *lines, *(f"  error: {e}" for e in flow.errors)]), evidence=ev, counts=counts)
     elif bad:
         rec("proofs", run.profile, Outcome.FAIL, "\n".join([head + ": INVALID", *lines]),
-            evidence={**ev, "shared_request_ids": shared}, names=names)
+            evidence={**ev, "shared_request_ids": shared}, names=names, counts=counts)
     elif not checked:
         why = ("no job completed, so no proof could be verified" if not done else
                "every completed proof was unverifiable")
         rec("proofs", run.profile, Outcome.ERROR, "\n".join([f"{head}: {why}", *lines]),
-            evidence=ev)
+            evidence=ev, counts=counts)
     else:
         rec("proofs", run.profile, Outcome.PASS, "\n".join([f"{head}: every verified proof is "
-            f"valid ({valid} checked partition by partition)", *lines]), evidence=ev)
+            f"valid ({valid} checked partition by partition)", *lines]), evidence=ev,
+            counts=counts)
     flines = [f"  {b['job']} (id={b['request_id']}, {b['status']}): {b['reason']}" for b in failed]
     if failed:
         rec("jobs", run.profile, Outcome.FAIL, "\n".join(
             [f"profile {run.profile!r} on {run.workload}: {len(failed)} of {len(jobs)} job(s) did "
-             "not complete", *flines]), evidence={**counts, "bad": failed,
-                                                  "shared_request_ids": shared}, names=names)
+             "not complete", *flines]), evidence={"bad": failed, "shared_request_ids": shared},
+            names=names, counts=counts)
     elif not jobs:
         rec("jobs", run.profile, Outcome.ERROR, f"profile {run.profile!r} on {run.workload}: the "
-            "workload flow sent no job", evidence=counts)
+            "workload flow sent no job", counts=counts)
     else:
         rec("jobs", run.profile, Outcome.PASS, f"profile {run.profile!r} on {run.workload}: all "
-            f"{len(jobs)} job(s) COMPLETED", evidence=counts)
+            f"{len(jobs)} job(s) COMPLETED", counts=counts)
 
 
 def evaluate(ev: Evidence, workload: str) -> list[OracleRecord]:

@@ -54,7 +54,7 @@ def first_proof(rec: Recorder, run: RunRecord, concurrency: int, *,
             f"{run.workload}: no warmup proof: {why}")
         return
     steady = summarize([j.wall_ms for j in flow.completed() if j.index >= max(1, concurrency)])
-    floor = max(floor_ms, floor_rel * steady.median_ms if steady.n else 0.0)
+    floor = max(floor_ms, floor_rel * steady.median if steady.n else 0.0)
     v = first.verdict
     fig: dict[str, Any] = {
         "job": first.job, "request_id": first.request_id, "status": first.status.value,

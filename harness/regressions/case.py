@@ -30,20 +30,21 @@ from typing import Any
 import msgspec
 import tomli_w
 
+from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.profile import Profile
 from proofdiff.model.profile_file import ProfileError, build_profiles, toml_error_where
 
-__all__ = ["CASE_FILE", "Case", "CaseError", "discover", "load_case", "write_case"]
+__all__ = ["CASE_FILE", "RegressionCase", "CaseError", "discover", "load_case", "write_case"]
 
 CASE_FILE = "case.toml"
 STATUSES = ("open", "fixed")
 
 
-class CaseError(ValueError):
+class CaseError(ProofdiffError):
     """A malformed or incomplete case.toml; the message names the file and line."""
 
 
-class Case(msgspec.Struct, frozen=True, kw_only=True):
+class RegressionCase(msgspec.Struct, frozen=True, kw_only=True):
     """One case as read from its folder (module docstring for the fields' meaning).
 
     Attributes:
@@ -104,7 +105,7 @@ def _line(text: str, table: str, key: str | None = None) -> int | None:
     return head + 1
 
 
-def load_case(folder: str | Path) -> Case:
+def load_case(folder: str | Path) -> RegressionCase:
     """Read ``folder/case.toml``.
 
     Raises:
@@ -151,7 +152,7 @@ def load_case(folder: str | Path) -> Case:
     image = doc.get("image", {})
     fix = doc.get("fix", {})
     d = need("case", "date", (str, date))
-    return Case(
+    return RegressionCase(
         dir=str(Path(folder).resolve()), id=need("case", "id"), title=need("case", "title"),
         status=status, incident=str(doc["case"].get("incident", "")),
         link=str(doc["case"].get("link", "")), date=str(d), image=str(image.get("tag", "")),

@@ -20,23 +20,26 @@ from typing import Any
 import msgspec
 
 from proofdiff.bisect.probe import suites_for
-from proofdiff.artifacts.errors import BuildError
+from proofdiff.artifacts.build_errors import BuildError
 from proofdiff.core.differential import run_differential
+from proofdiff.core.plan import pin_artifacts
+from proofdiff.model.image import ImageInfo
 from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.run_options import RunOptions
 from proofdiff.model.status import Outcome
 from proofdiff.model.workload import POREP, Workload, WorkloadError, load_workload
 from proofdiff.runtime.docker import ContainerError
 from proofdiff.runtime.runner import Runner
 
-from proofdiff.regressions.case import Case
+from proofdiff.regressions.case import RegressionCase
 
 __all__ = ["CaseOutcome", "matches", "params_workload", "replay"]
 
 
 class CaseOutcome(msgspec.Struct, frozen=True, kw_only=True):
     """One replay: ``status`` (module docstring), the case id, whether it ran ``fixed`` (with
-    ``[fix] overrides``), the judged record's check, outcome and message, the image it ran,
-    the run's report dir and wall time (s)."""
+    ``[fix] overrides``), the judged record's check, outcome and message, the image it ran
+    (with its id), the run's report dir and wall time (s)."""
 
     case: str
     status: str
@@ -44,8 +47,7 @@ class CaseOutcome(msgspec.Struct, frozen=True, kw_only=True):
     fixed: bool = False
     check: str = ""
     outcome: str = ""
-    image: str = ""
-    digest: str = ""
+    image: ImageInfo | None = None
     report: str = ""
     wall_s: float = 0.0
 
@@ -83,7 +85,7 @@ def params_workload(w: Workload) -> str:
     return names.pop()
 
 
-def _image(case: Case, reference: str) -> tuple[str, str] | str:
+def _image(case: RegressionCase, reference: str) -> tuple[str, str] | str:
     """``(tag, digest)`` to run, or why it cannot be had."""
     if case.reference:
         return reference, ""
@@ -99,9 +101,13 @@ def _image(case: Case, reference: str) -> tuple[str, str] | str:
     return case.image, str(img.id)
 
 
-def replay(case: Case, *, fixed: bool = False, report_dir: str | Path = "reports",
+def replay(case: RegressionCase, options: RunOptions | None = None, *, fixed: bool = False,
            log: Callable[[str], None] = lambda _l: None) -> CaseOutcome:
     """Replay ``case`` once (module docstring); ``fixed``: with its ``[fix] overrides``.
+
+    ``options``: the report dir and the artifacts; what it gives wins over the build's (a case
+    on a cuzk image proves with the official params: ``--param-cache``; its own verifier:
+    ``--verifier-image``; its binaries: ``--bin-dir``).
 
     Returns:
         The :class:`CaseOutcome` (never raises on a missing image or input: ``missing``).
@@ -109,9 +115,8 @@ def replay(case: Case, *, fixed: bool = False, report_dir: str | Path = "reports
     Raises:
         proofdiff.regressions.case.CaseError: the pinned profiles are not valid profiles.
     """
-    from proofdiff.artifacts import resolve_artifacts
-
     t0 = time.monotonic()
+    opts = (options or RunOptions()).with_env()
 
     def out(status: str, message: str, **kw: Any) -> CaseOutcome:
         return CaseOutcome(case=case.id, status=status, message=message, fixed=fixed,
@@ -131,24 +136,23 @@ def replay(case: Case, *, fixed: bool = False, report_dir: str | Path = "reports
             return out("missing", str(exc))
         wl_name, files = w.name, {w.name: case.workload_file}
     try:
-        art = resolve_artifacts([build_name], log=log)
+        opts, reference = pin_artifacts(
+            msgspec.structs.replace(opts, workload_files={**opts.workload_files, **files}),
+            [build_name], reference=case.reference, log=log)
     except BuildError as exc:
         return out("missing", f"the reference artifacts for {build_name}: {exc}")
-    got = _image(case, art.image_tag)
+    got = _image(case, reference.tag if reference else "")
     if isinstance(got, str):
         return out("missing", got)
     tag, digest = got
     profiles = case.resolved(fixed=fixed)
     p = msgspec.structs.replace(profiles[case.profile], image=tag, workload=wl_name)
     rid = f"case-{case.id}{'-fixed' if fixed else ''}-{int(time.time())}"
-    result = run_differential({case.profile: p}, workloads=[wl_name],
-                              suites=suites_for(case.oracle), report_dir=report_dir, run_id=rid,
-                              param_cache=art.param_cache,
-                              workload_files={**art.workloads, **files},
-                              verifier_image=art.verifier_image, log=log)
-    kw: dict[str, Any] = {"image": tag, "digest": digest or (result.images[0].digest
-                                                           if result.images else ""),
-                          "report": str(Path(report_dir) / rid)}
+    result = run_differential(msgspec.structs.replace(
+        opts, workloads=(wl_name,), suites=suites_for(case.oracle), run_id=rid, select=(),
+        images=()), profiles={case.profile: p}, log=log)
+    kw: dict[str, Any] = {"image": ImageInfo(tag=tag, digest=digest or (
+        result.images[0].digest if result.images else "")), "report": str(opts.report_root / rid)}
     rec = next((r for r in result.records if r.check == case.oracle
                 and r.profile == case.profile), None)
     if result.errors or rec is None:

@@ -10,10 +10,10 @@ fails, or any case fails otherwise than recorded), ``SKIP`` (its image or inputs
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import msgspec
 
+from proofdiff.model.run_options import RunOptions
 from proofdiff.regressions.case import CaseError, discover, load_case
 from proofdiff.regressions.replay import CaseOutcome, replay
 
@@ -43,17 +43,19 @@ def _verdict(status: str, got: CaseOutcome) -> str:
     return "FAIL"
 
 
-def replay_all(root: Path, *, report_dir: Path,
+def replay_all(options: RunOptions | None = None, *,
                log: Callable[[str], None] = lambda _l: None) -> list[CaseVerdict]:
-    """Replay every case under ``root``, in name order."""
+    """Replay every case under ``options.regressions_dir``, in name order (the report dir and
+    the artifacts are ``options``')."""
+    opts = (options or RunOptions()).with_env()
     out = []
-    for folder in discover(root):
+    for folder in discover(opts.regressions_dir):
         try:
             case = load_case(folder)
         except CaseError as exc:
             out.append(CaseVerdict(case=folder.name, verdict="ERROR", message=str(exc)))
             continue
-        got = replay(case, report_dir=report_dir, log=log)
+        got = replay(case, opts, log=log)
         out.append(CaseVerdict(case=case.id, verdict=_verdict(case.status, got),
                                status=case.status, message=got.message, outcome=got))
     return out

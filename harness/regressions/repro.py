@@ -31,11 +31,13 @@ from typing import Any
 import msgspec
 import tomli_w
 
+from proofdiff.model.errors import ProofdiffError
 from proofdiff.bisect import BisectResult, bisect_profiles
 from proofdiff.bisect.probe import judge, suites_for
-from proofdiff.artifacts.errors import BuildError
+from proofdiff.artifacts.build_errors import BuildError
 from proofdiff.core.profile_delta import profile_view
 from proofdiff.core.differential import run_differential
+from proofdiff.core.plan import pin_artifacts
 from proofdiff.model import serde
 from proofdiff.model.config_delta import ABSENT
 from proofdiff.model.oracle_records import OracleRecord
@@ -43,6 +45,7 @@ from proofdiff.model.profile import Profile
 from proofdiff.model.profile_file import (ProfileError, build_profiles, load_profiles,
                                         profile_table, select_profiles, toml_error_where)
 from proofdiff.model.result import DifferentialResult
+from proofdiff.model.run_options import RunOptions
 from proofdiff.model.status import Outcome
 from proofdiff.model.workload import WorkloadError, load_workload
 from proofdiff.runtime.docker import ContainerError
@@ -51,26 +54,27 @@ from proofdiff.runtime.runner import Runner
 from proofdiff.regressions.case import CaseError, load_case, write_case
 from proofdiff.regressions.replay import params_workload
 
-__all__ = ["Artifacts", "ReproError", "ReproResult", "read_env_file", "repro", "revert",
+__all__ = ["ProductionArtifacts", "ReproError", "ReproResult", "read_env_file", "repro", "revert",
            "signature"]
 
 
-class ReproError(ValueError):
+class ReproError(ProofdiffError):
     """Bad input to repro (names the file, the line and the fix), or a case that does not
     reproduce."""
 
 
-class Artifacts(msgspec.Struct, frozen=True, kw_only=True):
-    """Production artifacts: ``config`` (the deployed daemon config file), ``env_file``,
+class ProductionArtifacts(msgspec.Struct, frozen=True, kw_only=True):
+    """What production has: ``config`` (the deployed daemon config file), ``env_file``,
     ``command`` (the daemon's args, one shell-quoted string), ``mounts`` (NAME=PATH),
-    ``workload_file`` or ``workload`` (a built one), ``image`` (default the reference), and the
-    client side when it differs from the ``like`` profile: ``concurrency``, ``job_ids``."""
+    ``inputs`` (the user's inputs in the workload format) or ``workload`` (a built one),
+    ``image`` (default the reference), and the client side when it differs from the ``like``
+    profile: ``concurrency``, ``job_ids``."""
 
     config: str = ""
     env_file: str = ""
     command: str | None = None
     mounts: tuple[str, ...] = ()
-    workload_file: str = ""
+    inputs: str = ""
     workload: str = ""
     image: str = ""
     concurrency: int | None = None
@@ -184,16 +188,16 @@ def _from_report(report: Path) -> tuple[dict[str, Profile], str, str, str, str]:
             raise ReproError(f"{report}: profile {name!r} in {source} has changed since the run; "
                              "repro from the production artifacts instead (--config ...)")
         run = next((r for r in res.runs if r.profile == name), None)
-        image = view.get("image") or (run.image if run else None)
+        image = view.get("image") or (run.image.tag if run else None)
         profiles[name] = msgspec.structs.replace(p, image=image, workload=rec.workload)
     good = names[0]
     bad = rec.profile if rec.profile != good else (names[1] if len(names) > 1 else good)
     return profiles, good, bad, rec.check, ""
 
 
-def _from_artifacts(a: Artifacts, profiles: str | Path | None, like: str,
+def _from_artifacts(a: ProductionArtifacts, opts: RunOptions, like: str,
                     good: str) -> tuple[dict[str, Profile], str, str, str, str]:
-    chosen = select_profiles(load_profiles(profiles), [good, like])
+    chosen = select_profiles(load_profiles(opts.profiles, opts.overrides), [good, like])
     base = chosen[like]
     raw = profile_table(base)
     if a.config:
@@ -213,13 +217,13 @@ def _from_artifacts(a: Artifacts, profiles: str | Path | None, like: str,
         if getattr(a, key) is not None:
             raw[key] = getattr(a, key)
     wl_name, files = a.workload or base.workload, {}
-    if a.workload_file:
+    if a.inputs:
         try:
-            w = load_workload(a.workload_file)
+            w = load_workload(a.inputs)
             params_workload(w)
         except WorkloadError as exc:
             raise ReproError(f"the inputs: {exc}") from None
-        wl_name, files = w.name, {w.name: a.workload_file}
+        wl_name, files = w.name, {w.name: a.inputs}
     raw["workload"] = wl_name
     if a.image:
         raw["image"] = a.image
@@ -231,7 +235,7 @@ def _from_artifacts(a: Artifacts, profiles: str | Path | None, like: str,
         built = build_profiles({good: g, "production": raw}, "production artifacts")
     except ProfileError as exc:
         raise ReproError(str(exc)) from None
-    return built, good, "production", "", a.workload_file
+    return built, good, "production", "", a.inputs
 
 
 def _plain(value: Any) -> Any:
@@ -264,17 +268,20 @@ def _reference(tag: str) -> bool:
     return tag.startswith("proofdiff/refprover:") and "proofdiff.content-key" in labels
 
 
-def repro(*, case_id: str, title: str, out_dir: str | Path = "regressions",
-          report: str | Path | None = None, artifacts: Artifacts | None = None,
-          profiles: str | Path | None = None, like: str = "prod", good: str = "bench",
-          oracle: str | None = None, incident: str = "", link: str = "",
-          fix: Sequence[str] = (), do_bisect: bool = False, report_dir: str | Path = "reports",
+def repro(options: RunOptions | None = None, *, case_id: str, title: str,
+          out_dir: str | Path = "regressions", report: str | Path | None = None,
+          production: ProductionArtifacts | None = None, like: str = "prod",
+          good: str = "bench", oracle: str | None = None, incident: str = "", link: str = "",
+          fix: Sequence[str] = (), do_bisect: bool = False,
           log: Callable[[str], None] = lambda _l: None) -> ReproResult:
     """Create ``<out_dir>/<case_id>/`` (module docstring).
 
     Args:
-        report or artifacts: the source (exactly one). profiles, like, good: the profile set,
-            the profile the artifacts are laid over, and the good profile. oracle: the check
+        options: the profile set and overrides (of ``like`` and ``good``), the artifacts (what
+            is given wins over the build's: a cuzk image's official params and verifier), the
+            report dir.
+        report or production: the source (exactly one). like, good: the profile the
+            production artifacts are laid over, and the good profile. oracle: the check
             expected to fail (default: the first failing one). fix: ``--set`` overrides that
             make it hold, when known.
 
@@ -285,12 +292,11 @@ def repro(*, case_id: str, title: str, out_dir: str | Path = "regressions",
     Raises:
         ReproError: bad input, named with its file and line and the fix.
     """
-    from proofdiff.artifacts import resolve_artifacts
-
     t0 = time.monotonic()
-    if (report is None) == (artifacts is None):
+    opts = (options or RunOptions()).with_env()
+    if (report is None) == (production is None):
         raise ReproError("give exactly one source: --from-report DIR, or production artifacts "
-                         "(--config, --env-file, --workload-file ...)")
+                         "(--config, --env-file, --inputs ...)")
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", case_id):
         raise ReproError(f"--id {case_id!r}: a case id is lower-case letters, digits, '.', '_' "
                          "and '-' (it names the folder)")
@@ -299,28 +305,29 @@ def repro(*, case_id: str, title: str, out_dir: str | Path = "regressions",
         resolved, g, bad, expect, wl_file = _from_report(Path(report))
         oracle = oracle or expect
     else:
-        assert artifacts is not None
-        resolved, g, bad, expect, wl_file = _from_artifacts(artifacts, profiles, like, good)
+        assert production is not None
+        resolved, g, bad, expect, wl_file = _from_artifacts(production, opts, like, good)
     p = resolved[bad]
     inputs = load_workload(wl_file) if wl_file else None
+    files = {inputs.name: wl_file} if inputs else {}
     try:
-        art = resolve_artifacts([params_workload(inputs) if inputs else p.workload], log=log)
+        opts, reference_image = pin_artifacts(
+            msgspec.structs.replace(opts, workload_files={**opts.workload_files, **files}),
+            [params_workload(inputs) if inputs else p.workload], reference=not p.image,
+            log=log)
     except (BuildError, WorkloadError) as exc:
         raise ReproError(f"the reference artifacts: {exc}") from None
-    image = p.image or art.image_tag
+    image = p.image or (reference_image.tag if reference_image else "")
     try:
         digest = str(Runner("repro").image(image).id)
     except ContainerError as exc:
-        raise ReproError(str(exc)) from None
-    files = {inputs.name: wl_file} if inputs else {}
+        raise ReproError(exc.headline, fix=exc.fix) from None
     rid = f"repro-{case_id}-{int(time.time())}"
-    run = run_differential({bad: msgspec.structs.replace(p, image=image)},
-                           workloads=[p.workload], suites=suites_for(oracle),
-                           report_dir=report_dir, run_id=rid, param_cache=art.param_cache,
-                           workload_files={**art.workloads, **files},
-                           verifier_image=art.verifier_image, log=log)
+    run = run_differential(msgspec.structs.replace(
+        opts, workloads=(p.workload,), suites=suites_for(oracle), run_id=rid, select=(),
+        images=()), profiles={bad: msgspec.structs.replace(p, image=image)}, log=log)
     rec = _failing(run, bad, oracle)
-    where = str(Path(report_dir) / rid)
+    where = str(opts.report_root / rid)
     if rec is None:
         return ReproResult(case_dir="", reproduced=False, report=where,
                            message=(f"does not reproduce: {oracle or 'every check'} passed on "
@@ -343,10 +350,10 @@ def repro(*, case_id: str, title: str, out_dir: str | Path = "regressions",
     }
     bis = None
     if do_bisect:
-        bis = bisect_profiles(resolved={n: msgspec.structs.replace(q, image=image)
+        bis = bisect_profiles(msgspec.structs.replace(opts, run_id="", workloads=(p.workload,)),
+                              resolved={n: msgspec.structs.replace(q, image=image)
                                         for n, q in resolved.items()},
-                              good=g, bad=bad, oracle=rec.check, report_dir=report_dir,
-                              log=log)
+                              good=g, bad=bad, oracle=rec.check, log=log)
         if bis.status == "found":
             doc["bisect"] = {"change": [{"path": c.path, "good": _plain(c.good),
                                          "bad": _plain(c.bad)} for c in bis.change],

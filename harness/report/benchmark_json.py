@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest_benchmark
@@ -22,7 +21,7 @@ from pytest_benchmark.utils import get_commit_info
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.runs import RunRecord
 
-__all__ = ["benchmark_doc", "write_benchmarks"]
+__all__ = ["benchmark_doc", "benchmark_files"]
 
 
 def _entry(name: str, group: str, samples_ms: Sequence[float],
@@ -40,8 +39,8 @@ def _entry(name: str, group: str, samples_ms: Sequence[float],
 
 def _entries(run: RunRecord, result: DifferentialResult) -> list[dict[str, Any]]:
     batches = run.flows_named("timing")
-    info = {"profile": run.profile, "workload": run.workload, "image": run.image,
-            "image_digest": run.image_digest, "run_id": result.run_id,
+    info = {"profile": run.profile, "workload": run.workload, "image": run.image.tag,
+            "image_digest": run.image.digest, "run_id": result.run_id,
             "verdicts": {r.oracle: r.outcome.value for r in result.records
                          if r.suite == "timing" and r.profile == run.profile
                          and r.workload == run.workload}}
@@ -76,15 +75,12 @@ def benchmark_doc(result: DifferentialResult, workload: str) -> dict[str, Any] |
             "version": pytest_benchmark.__version__}
 
 
-def write_benchmarks(result: DifferentialResult, run_dir: Path) -> list[Path]:
-    """Write ``run_dir/benchmarks/timing-<workload>.json`` for each workload that was timed."""
-    paths = []
+def benchmark_files(result: DifferentialResult) -> dict[str, bytes]:
+    """``benchmarks/timing-<workload>.json`` for each workload that was timed (relative path
+    -> the file's bytes)."""
+    out = {}
     for wl in dict.fromkeys(r.workload for r in result.runs):
         doc = benchmark_doc(result, wl)
-        if doc is None:
-            continue
-        path = run_dir / "benchmarks" / f"timing-{wl}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-        paths.append(path)
-    return paths
+        if doc is not None:
+            out[f"benchmarks/timing-{wl}.json"] = (json.dumps(doc, indent=2) + "\n").encode()
+    return out

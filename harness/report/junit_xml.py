@@ -1,47 +1,36 @@
-"""junit.xml from the oracle records (junitparser): one test case per record, one suite per
-proofdiff suite, so CI systems show the same outcomes as the report."""
+"""junit.xml of a report view (junitparser): one test case per check, one test suite per
+group, so CI systems show the same outcomes as the report."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
-from proofdiff.model.result import DifferentialResult
-from proofdiff.model.status import Outcome
+from proofdiff.report.view import CheckStatus, ReportView
 
-__all__ = ["write_junit"]
+__all__ = ["junit_of"]
 
 
-def write_junit(result: DifferentialResult, run_dir: Path) -> Path:
-    """Write ``run_dir/junit.xml``: FAIL is a failure, ERROR an error, SKIPPED skipped,
-    INCONCLUSIVE a pass whose system-out says so; run-level errors are one errored case."""
-    xml = JUnitXml(name=f"proofdiff {result.run_id}")
+def junit_of(view: ReportView) -> JUnitXml:
+    """The document: FAILED is a failure, BROKEN an error, SKIPPED skipped, UNKNOWN a pass
+    whose system-out says so; every case's system-out holds its whole text."""
+    xml = JUnitXml(name=f"proofdiff {view.kind} {view.run_id}")
     suites: dict[str, TestSuite] = {}
-    for r in result.records:
-        suite = suites.setdefault(r.suite, TestSuite(f"proofdiff.{r.suite}"))
-        case = TestCase(f"{r.oracle}[{r.profile}-{r.workload}" + (f"-{r.image}]" if r.image
-                                                                 else "]"),
-                        classname=f"proofdiff.{r.suite}")
-        first = r.message.splitlines()[0] if r.message else r.outcome.value
-        if r.outcome is Outcome.FAIL:
+    for c in view.checks:
+        suite = suites.setdefault(c.suite, TestSuite(f"proofdiff.{c.suite}"))
+        where = "-".join(x for x in (c.profile, c.workload) if x)
+        case = TestCase(c.name + (f"[{where}]" if where else ""), classname=f"proofdiff.{c.suite}")
+        first = c.message or c.status.value
+        if c.status is CheckStatus.FAILED:
             case.result = [Failure(first)]
-        elif r.outcome is Outcome.ERROR:
+        elif c.status is CheckStatus.BROKEN:
             case.result = [Error(first)]
-        elif r.outcome is Outcome.SKIPPED:
+        elif c.status is CheckStatus.SKIPPED:
             case.result = [Skipped(first)]
-        case.system_out = r.message
+        if c.stop_ms > c.start_ms:
+            case.time = (c.stop_ms - c.start_ms) / 1000.0
+        case.system_out = c.text or c.message
         suite.add_testcase(case)
-    if result.errors:
-        run = TestSuite("proofdiff.run")
-        case = TestCase("run", classname="proofdiff.run")
-        case.result = [Error(result.errors[0].splitlines()[0])]
-        case.system_out = "\n\n".join(result.errors)
-        run.add_testcase(case)
-        suites["run"] = run
     for s in suites.values():
         s.update_statistics()  # type: ignore[no-untyped-call]
         xml.add_testsuite(s)
-    path = run_dir / "junit.xml"
-    xml.write(str(path), pretty=True)
-    return path
+    return xml

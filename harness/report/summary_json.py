@@ -1,4 +1,5 @@
-"""summary.json: the msgspec JSON of the DifferentialResult, schema version included."""
+"""summary.json read back: a differential's result from its report (the writer,
+:mod:`proofdiff.report.writer`, writes it)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,7 @@ from pathlib import Path
 from proofdiff.model import serde
 from proofdiff.model.result import SCHEMA_VERSION, DifferentialResult
 
-__all__ = ["load_summary", "write_summary"]
-
-
-def write_summary(result: DifferentialResult, run_dir: Path) -> Path:
-    """Write ``run_dir/summary.json`` (indented, atomically); returns its path."""
-    return serde.write(run_dir / "summary.json", result, indent=2)
+__all__ = ["load_summary"]
 
 
 def load_summary(path: str | Path) -> DifferentialResult:

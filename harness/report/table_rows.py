@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from proofdiff.model.oracle_records import ProofCounts
 from proofdiff.model.result import DifferentialResult
 
 __all__ = ["side_by_side"]
@@ -18,15 +19,15 @@ def side_by_side(result: DifferentialResult) -> list[dict[str, Any]]:
     for run in result.runs:
         proofs = next((r for r in result.records if r.suite == "validity" and r.oracle == "proofs"
                        and r.profile == run.profile and r.workload == run.workload), None)
-        ev = proofs.evidence if proofs else {}
+        counts = proofs.counts if proofs and proofs.counts else ProofCounts()
         flow = run.workload_flow
         walls = [j.wall_ms for j in flow.completed()] if flow else []
         rows.append({
-            "profile": run.profile, "workload": run.workload, "image": run.image,
+            "profile": run.profile, "workload": run.workload, "image": run.image.tag,
             "outcome": proofs.outcome.value if proofs else "-",
             "jobs": len(flow.jobs) if flow else 0, "completed": len(walls),
-            "valid": ev.get("valid", 0), "invalid": ev.get("invalid", 0),
-            "failed": ev.get("failed", 0), "unverified": ev.get("unverified", 0),
+            "valid": counts.valid, "invalid": counts.invalid, "failed": counts.failed,
+            "unverified": counts.unverified,
             "median_ms": statistics.median(walls) if walls else None,
             "start_to_ready_ms": run.daemon.start_to_ready_ms if run.daemon else None})
     return rows

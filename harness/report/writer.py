@@ -1,29 +1,59 @@
-"""Write every report file of a result: ``<report dir>/<run id>/`` with summary.json,
-index.html, junit.xml, allure-results/ and benchmarks/ (when timed)."""
+"""The one report writer: every workflow's report folder, written the same way from its view
+(:class:`~proofdiff.report.view.ReportView`).
+
+``<run dir>/`` gets summary.json (first, so the machine-readable result survives a failure of a
+later file), index.html, junit.xml, allure-results/ and the view's other files. A file that
+fails to render is replaced by a note saying why; the others are still written: a report is
+never lost.
+"""
 
 from __future__ import annotations
 
+import traceback
 from pathlib import Path
 
+import jinja2
+
+from proofdiff.model import serde
 from proofdiff.model.result import DifferentialResult
-
 from proofdiff.report.allure_results import write_allure
-from proofdiff.report.benchmark_json import write_benchmarks
-from proofdiff.report.html_page import write_html
-from proofdiff.report.junit_xml import write_junit
-from proofdiff.report.summary_json import write_summary
+from proofdiff.report.junit_xml import junit_of
+from proofdiff.report.view import ReportView
 
-__all__ = ["write_report"]
+__all__ = ["render_page", "write_report", "write_view"]
+
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("proofdiff.report", "templates"),
+    autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined)
+
+
+def render_page(view: ReportView) -> str:
+    """index.html of a view: its template with ``r`` (the result), ``view`` and its context."""
+    return _ENV.get_template(view.template).render(r=view.result, view=view, **view.context)
+
+
+def write_view(view: ReportView, run_dir: Path) -> Path:
+    """Write every file of ``view`` into ``run_dir`` (module docstring); returns ``run_dir``."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    serde.write(run_dir / "summary.json", view.result, indent=2)
+    for rel, data in view.files.items():
+        path = run_dir / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    try:
+        page = render_page(view)
+    except Exception:  # noqa: BLE001 - a page that fails must not lose the rest of the report
+        page = (f"<pre>{view.decision}: {view.decision_line}\n\nthe page did not render:\n"
+                f"{traceback.format_exc()}</pre>")
+    (run_dir / "index.html").write_text(page, encoding="utf-8")
+    junit_of(view).write(str(run_dir / "junit.xml"), pretty=True)
+    write_allure(view, run_dir)
+    return run_dir
 
 
 def write_report(result: DifferentialResult, report_dir: Path) -> Path:
-    """Write the report files; returns the run dir. summary.json is written first, so the
-    machine-readable result survives a failure of a later writer."""
-    run_dir = Path(report_dir) / result.run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_summary(result, run_dir)
-    write_html(result, run_dir)
-    write_junit(result, run_dir)
-    write_allure(result, run_dir)
-    write_benchmarks(result, run_dir)
-    return run_dir
+    """The differential's report: :func:`write_view` of its view into
+    ``<report_dir>/<run id>/``; returns that dir."""
+    from proofdiff.report.differential_view import differential_view
+
+    return write_view(differential_view(result), Path(report_dir) / result.run_id)

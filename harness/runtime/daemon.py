@@ -1,7 +1,6 @@
-"""Start one profile's daemon, or attach to it, and wait until it answers (DESIGN.md
-section 2).
+"""Start one profile's daemon, or attach to it, and wait until it answers.
 
-The profile's ``target`` says how: a container (``docker``), a process on this host
+The profile's ``runtime`` says how: a container (``docker``), a process on this host
 (``process``: the same spec, rewritten by :mod:`proofdiff.runtime.process`) or the daemon
 already running at ``address`` (``attach``: never started or stopped here).
 

@@ -293,7 +293,7 @@ class DockerBackend:
                 LABEL_IMAGE: spec.image}
 
     def _kwargs(self, spec: LaunchSpec) -> tuple[Path | None, dict[str, Any]]:
-        volumes = {str(m.source.resolve()): {"bind": m.target, "mode": "ro" if m.read_only
+        volumes = {str(m.source.resolve()): {"bind": m.container_path, "mode": "ro" if m.read_only
                                              else "rw"} for m in spec.mounts}
         workdir = None
         if spec.files or spec.want_out:

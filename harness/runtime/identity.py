@@ -9,30 +9,19 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
 from functools import lru_cache
 
 from proofdiff.model.choices import Role, Runtime
+from proofdiff.model.image import ImageInfo
 from proofdiff.model.profile import Profile
 
 from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.spec import ContainerError, LaunchSpec
 
-__all__ = ["PARAMGEN", "Identity", "file_sha256", "program_identity"]
+__all__ = ["PARAMGEN", "file_sha256", "image_info", "program_identity"]
 
 #: refprover's paramgen in a bin dir (process and attach runtimes).
 PARAMGEN = "paramgen"
-
-
-@dataclass(frozen=True)
-class Identity:
-    """Name (image tag or program path), digest (``sha256:...``, '' when unknown), one
-    phrase on where it came from, and registry digests (images pulled from one)."""
-
-    name: str
-    digest: str
-    detail: str
-    repo_digests: tuple[str, ...] = ()
 
 
 @lru_cache(maxsize=64)
@@ -54,7 +43,19 @@ def file_sha256(path: str) -> str:
     return _sha256(path, st.st_size, st.st_mtime_ns)
 
 
-def program_identity(runner: Runner, profile: Profile) -> Identity:
+def image_info(runner: Runner, tag: str) -> ImageInfo:
+    """The local image ``tag``: its id and registry digests (never pulled).
+
+    Raises:
+        ContainerError: no engine, or the image is not present (says how to build it).
+    """
+    img = runner.image(tag)
+    repo = tuple(img.attrs.get("RepoDigests") or ())
+    return ImageInfo(tag=tag, digest=str(img.id), repo_digests=repo,
+                     detail=repo[0] if repo else "local build, no registry digest")
+
+
+def program_identity(runner: Runner, profile: Profile) -> ImageInfo:
     """What runs ``profile``'s daemon (module docstring).
 
     Raises:
@@ -62,18 +63,16 @@ def program_identity(runner: Runner, profile: Profile) -> Identity:
             here (each with the fix).
     """
     if profile.runtime is Runtime.ATTACH:
-        return Identity(profile.program, "", "an attached daemon: not started by proofdiff")
+        return ImageInfo(tag=profile.program, detail="an attached daemon: not started by proofdiff")
     if profile.runtime is Runtime.PROCESS:
         spec = LaunchSpec(image=profile.program, role=Role.DAEMON, profile=profile.name,
-                             entrypoint=(profile.program,), runtime=Runtime.PROCESS)
+                          entrypoint=(profile.program,), runtime=Runtime.PROCESS)
         path = runner.processes.program(spec)
         try:
-            return Identity(path, file_sha256(path), f"the program file, {os.path.getsize(path)}"
-                            " bytes")
+            return ImageInfo(tag=path, digest=file_sha256(path),
+                             detail=f"the program file, {os.path.getsize(path)} bytes")
         except OSError as exc:
             raise ContainerError(f"profile {profile.name!r}: program {path} cannot be read "
-                                 f"({exc.strerror})", role=Role.DAEMON, profile=profile.name) from None
-    img = runner.image(profile.image_tag)
-    repo = tuple(img.attrs.get("RepoDigests") or ())
-    return Identity(profile.image_tag, str(img.id), f"{repo[0]}" if repo
-                    else "local build, no registry digest", repo)
+                                 f"({exc.strerror})", role=Role.DAEMON,
+                                 profile=profile.name) from None
+    return image_info(runner, profile.image_tag)

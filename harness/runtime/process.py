@@ -144,7 +144,7 @@ class ProcessHandle:
         return {
             "image": self.argv[0], "entrypoint": self.argv[:1], "cmd": self.argv[1:],
             "user": f"{os.getuid()}:{os.getgid()}", "env": dict(self.spec.env),
-            "mounts": {m.target: f"{m.source} (host path)" for m in self.spec.mounts},
+            "mounts": {m.container_path: f"{m.source} (host path)" for m in self.spec.mounts},
             "limits": {"memory_bytes": self.limits.mem_limit_bytes, "cpus": self.limits.cpus,
                        "enforced_by": self.limits.enforced_by, "note": self.limits.note},
             "network_mode": "host (loopback ports)", "runtime": "process",
@@ -247,7 +247,7 @@ class ProcessBackend:
                split_streams: bool) -> ProcessHandle:
         for sub in ("cwd", "tmp", "files", "out"):
             (workdir / sub).mkdir()
-        paths = {m.target.rstrip("/"): str(Path(m.source).resolve()) for m in spec.mounts}
+        paths = {m.container_path.rstrip("/"): str(Path(m.source).resolve()) for m in spec.mounts}
         paths[OUT_DIR] = str(workdir / "out")
         for i, target in enumerate(spec.files):
             paths[target] = str(workdir / "files" / f"{i}-{Path(target).name}")

@@ -49,16 +49,37 @@ def cpu_cores(stats: dict[str, Any]) -> float:
     return used / system * online if used > 0 and system > 0 else 0.0
 
 
-class ResourceSampler:
+class _Peaks:
+    """What a sampler keeps: the highest memory (bytes) and CPU (cores) seen, and how many
+    samples; a daemon thread named ``thread_name`` runs the subclass's ``_follow`` until it
+    returns or :meth:`stop` is called."""
+
+    def __init__(self, thread_name: str) -> None:
+        self.peak_mem, self.peak_cpu, self.samples = 0, 0.0, 0
+        self._stop = threading.Event()
+        threading.Thread(target=self._follow, name=thread_name, daemon=True).start()
+
+    def _follow(self) -> None:
+        raise NotImplementedError
+
+    def _seen(self, mem_bytes: int, cpu_cores: float | None) -> None:
+        self.peak_mem = max(self.peak_mem, mem_bytes)
+        if cpu_cores is not None:
+            self.peak_cpu = max(self.peak_cpu, cpu_cores)
+        self.samples += 1
+
+    def stop(self) -> None:
+        """Stop sampling (the peaks so far stand)."""
+        self._stop.set()
+
+
+class ResourceSampler(_Peaks):
     """Follows ``container``'s stats until it stops (or :meth:`stop`); :meth:`usage` gives the
     peaks so far with the limits from ``docker inspect``."""
 
     def __init__(self, container: Container) -> None:
         self.container = container
-        self.peak_mem, self.peak_cpu, self.samples = 0, 0.0, 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._follow, name="proofdiff-stats", daemon=True)
-        self._thread.start()
+        super().__init__("proofdiff-stats")
 
     def _follow(self) -> None:
         try:
@@ -66,15 +87,9 @@ class ResourceSampler:
                 if self._stop.is_set():
                     return
                 if not stats.get("read", "").startswith("0001"):  # a real sample
-                    self.peak_mem = max(self.peak_mem, memory_bytes(stats))
-                    self.peak_cpu = max(self.peak_cpu, cpu_cores(stats))
-                    self.samples += 1
+                    self._seen(memory_bytes(stats), cpu_cores(stats))
         except (docker.errors.DockerException, requests.exceptions.RequestException, ValueError):
             return  # the container went away: the peaks so far stand
-
-    def stop(self) -> None:
-        """Stop following (the stream ends with the container anyway)."""
-        self._stop.set()
 
     def usage(self) -> ResourceUsage:
         """The peaks so far and the container's limits."""
@@ -85,25 +100,21 @@ class ResourceSampler:
                              samples=self.samples, enforced_by="docker")
 
 
-class ProcessSampler:
+class ProcessSampler(_Peaks):
     """Samples a process runtime and its children every :data:`PROCESS_SAMPLE_S` until it
     ends (or :meth:`stop`); :meth:`usage` gives the peaks with the limits it runs under."""
 
     def __init__(self, handle: ProcessHandle) -> None:
         self.handle = handle
-        self.peak_mem, self.peak_cpu, self.samples = 0, 0.0, 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._follow, name="proofdiff-psutil", daemon=True)
-        self._thread.start()
+        super().__init__("proofdiff-psutil")
 
     def _follow(self) -> None:
         try:
             root = psutil.Process(self.handle.pid)
             last: tuple[float, float] | None = None
             while not self._stop.is_set() and self.handle.proc.poll() is None:
-                procs = [root, *root.children(recursive=True)]
                 rss = cpu = 0.0
-                for p in procs:
+                for p in (root, *root.children(recursive=True)):
                     try:
                         rss += p.memory_info().rss
                         t = p.cpu_times()
@@ -111,18 +122,12 @@ class ProcessSampler:
                     except (psutil.NoSuchProcess, psutil.AccessDenied):
                         continue
                 now = time.monotonic()
-                if last is not None and now > last[0]:
-                    self.peak_cpu = max(self.peak_cpu, (cpu - last[1]) / (now - last[0]))
+                rate = (cpu - last[1]) / (now - last[0]) if last and now > last[0] else None
                 last = (now, cpu)
-                self.peak_mem = max(self.peak_mem, int(rss))
-                self.samples += 1
+                self._seen(int(rss), rate)
                 self._stop.wait(PROCESS_SAMPLE_S)
         except psutil.Error:
             return  # it ended: the peaks so far stand
-
-    def stop(self) -> None:
-        """Stop sampling."""
-        self._stop.set()
 
     def usage(self) -> ResourceUsage:
         """The peaks so far and the limits (with how they were enforced)."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.choices import Role, Runtime
 
 __all__ = ["BUILD_HINT", "CONTAINER_USER", "LABEL_IMAGE", "LABEL_OWNER", "LABEL_PROFILE",
@@ -23,24 +24,26 @@ OUT_DIR = "/out"
 BUILD_HINT = "build it with `make image` or `proofdiff build` (no registry is used; nothing is pulled)"
 
 
-class ContainerError(RuntimeError):
-    """A container could not be created or started, or failed in a way the caller must see.
+class ContainerError(ProofdiffError):
+    """A container or process could not be created or started, or failed in a way the caller
+    must see.
 
     Attributes:
-        role, profile: what the container was for. container_id: short id ('' when none).
+        role, profile: what it was for. container_id: short id ('' when none).
         exit_code: its exit code when it exited. oom_killed: docker's ``State.OOMKilled``.
         log_tail: the last lines of its log ('' when none); appended to the message once.
+        headline: the message without the fix and the log tail. fix: what to do.
     """
 
-    def __init__(self, message: str, *, role: str = "", profile: str = "",
+    def __init__(self, message: str, *, fix: str = "", role: str = "", profile: str = "",
                  container_id: str = "", exit_code: int | None = None, oom_killed: bool = False,
                  log_tail: str = "") -> None:
         self.role, self.profile, self.container_id = role, profile, container_id
         self.exit_code, self.oom_killed, self.log_tail = exit_code, oom_killed, log_tail
         self.headline = message
+        super().__init__(message, fix=fix)
         if log_tail:
-            message += "\n--- last log lines ---\n" + log_tail.rstrip()
-        super().__init__(message)
+            self.args = (f"{self.args[0]}\n--- last log lines ---\n{log_tail.rstrip()}",)
 
 
 class Tracker(Protocol):
@@ -123,10 +126,11 @@ class Handle(Protocol):
 
 @dataclass(frozen=True)
 class Mount:
-    """A host path bind-mounted at ``target``; read-only unless ``read_only=False``."""
+    """A host path (``source``) bind-mounted at ``container_path``; read-only unless
+    ``read_only=False``."""
 
     source: Path
-    target: str
+    container_path: str
     read_only: bool = True
 
 

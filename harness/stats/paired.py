@@ -64,17 +64,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from statistics import median
 from typing import Any
 
-import msgspec
 import numpy as np
 from msgspec.structs import replace
 from scipy import special  # type: ignore[import-untyped]
 
-from proofdiff.stats.unpaired import DIFFERENT, INCONCLUSIVE, SAME
+from proofdiff.model.timing_verdict import TimingVerdict, json_safe, json_safe_all
+from proofdiff.stats.unpaired import (DIFFERENT, INCONCLUSIVE, SAME, direction_of,
+                                      is_regression, summarize)
 
-__all__ = ["SAME", "DIFFERENT", "INCONCLUSIVE", "PairedVerdict", "alpha_at_look", "alpha_spent",
+__all__ = ["DIFFERENT", "INCONCLUSIVE", "SAME", "alpha_at_look", "alpha_spent",
            "paired_compare", "sequential_compare"]
 
 #: Default effect-size floor of the gate: 5 %.
@@ -83,86 +83,9 @@ DEFAULT_FLOOR_REL = 0.05
 DEFAULT_ALPHA = 0.01
 #: Fewer tested pairs than this can never give SAME or DIFFERENT.
 MIN_PAIRS = 3
+TEST = "paired t-test on log-ratios"
 _PATHS = 1 << 18  # simulated null paths that place the t-test's boundaries
 _SEED = 20240601
-
-
-class PairedVerdict(msgspec.Struct, frozen=True, kw_only=True):
-    """The verdict of one paired comparison, candidate vs baseline (ratio = candidate/baseline).
-
-    Attributes:
-        arm, metric: what was compared and the measured quantity. left, right: labels of the
-            baseline and the candidate side.
-        verdict: SAME | DIFFERENT | INCONCLUSIVE. direction: ``slower`` / ``faster`` (the
-            candidate) for DIFFERENT, ``""`` otherwise.
-        n_pairs: pairs tested; warmup_pairs: leading pairs set apart (kept in the raw samples).
-        baseline_median_ms, candidate_median_ms: medians of the tested samples (nan if none).
-        ratio: exp(mean log-ratio), the geometric-mean ratio (nan with < 3 pairs).
-        ratio_ci: its (1 - alpha_look) interval (the t-test's); equivalence_ci: its
-            (1 - 2 alpha_look) interval (the TOST's, used for SAME).
-        log_ratio_sd: standard deviation of the tested log-ratios (the pair noise).
-        statistic: paired t; df: its degrees of freedom; p_value: two-sided p.
-        alpha: family-wise level; alpha_look: nominal level of this look; alpha_spent: alpha
-            spent by the spending function up to this look; look, max_looks: look number, of.
-        floor_rel: the effect-size floor. test: the test's name. reason: why this verdict.
-        baseline_ms, candidate_ms: all raw samples in drawing order, warmup first (ms).
-        unit: unit of the samples for messages (``ms``).
-    """
-
-    arm: str
-    metric: str
-    left: str
-    right: str
-    verdict: str
-    direction: str = ""
-    n_pairs: int = 0
-    warmup_pairs: int = 0
-    baseline_median_ms: float = math.nan
-    candidate_median_ms: float = math.nan
-    ratio: float = math.nan
-    ratio_ci: tuple[float, float] = (math.nan, math.nan)
-    equivalence_ci: tuple[float, float] = (math.nan, math.nan)
-    log_ratio_sd: float = math.nan
-    statistic: float = math.nan
-    df: int = 0
-    p_value: float = math.nan
-    alpha: float = DEFAULT_ALPHA
-    alpha_look: float = DEFAULT_ALPHA
-    alpha_spent: float = DEFAULT_ALPHA
-    look: int = 1
-    max_looks: int = 1
-    floor_rel: float = DEFAULT_FLOOR_REL
-    test: str = "paired t-test on log-ratios"
-    reason: str = ""
-    baseline_ms: tuple[float, ...] = ()
-    candidate_ms: tuple[float, ...] = ()
-    unit: str = "ms"
-
-    def render(self) -> str:
-        """One paragraph: verdict, medians, ratio with intervals, t, p, alpha at this look."""
-        f = ".0f" if self.unit == "ms" else ".3g"
-        head = f"{self.verdict}, {self.right} {self.direction}" if self.direction else self.verdict
-        return (f"{self.arm}: {head} ({self.reason})\n"
-                f"  {self.left}: median {self.baseline_median_ms:{f}} {self.unit}, {self.right}: "
-                f"median {self.candidate_median_ms:{f}} {self.unit} ({self.n_pairs} pairs after "
-                f"{self.warmup_pairs} warmup)\n"
-                f"  ratio {self.right}/{self.left} = {self.ratio:.3f} [{self.ratio_ci[0]:.3f}, "
-                f"{self.ratio_ci[1]:.3f}], equivalence interval [{self.equivalence_ci[0]:.3f}, "
-                f"{self.equivalence_ci[1]:.3f}]; {self.test} t={self.statistic:.2f} "
-                f"(df {self.df}) p={self.p_value:.4f}; look {self.look}/{self.max_looks} at "
-                f"alpha {self.alpha_look:.4f} (spent {self.alpha_spent:.4f} of {self.alpha}); "
-                f"floor +/-{self.floor_rel:.0%}")
-
-    def evidence(self) -> dict[str, Any]:
-        """JSON-ready evidence (NaN and infinities as ``None``, floats rounded to 6 places):
-        every field."""
-        def num(x: Any) -> Any:
-            if isinstance(x, float):
-                return round(x, 6) if math.isfinite(x) else None
-            if isinstance(x, (list, tuple)):
-                return [num(v) for v in x]
-            return x
-        return {k: num(v) for k, v in msgspec.to_builtins(self).items()}
 
 
 def alpha_spent(t: float, alpha: float = DEFAULT_ALPHA) -> float:
@@ -246,7 +169,7 @@ def paired_compare(baseline_ms: Sequence[float], candidate_ms: Sequence[float], 
                    right: str = "candidate", floor_rel: float = DEFAULT_FLOOR_REL,
                    alpha: float = DEFAULT_ALPHA, warmup: int = 1, look: int = 1,
                    max_looks: int = 1, fractions: Sequence[float] | None = None,
-                   unit: str = "ms") -> PairedVerdict:
+                   unit: str = "ms", worse: str = "") -> TimingVerdict:
     """Compare interleaved samples pair by pair; see the module docstring.
 
     Args:
@@ -257,9 +180,10 @@ def paired_compare(baseline_ms: Sequence[float], candidate_ms: Sequence[float], 
         fractions: information fractions of looks 1..look (default equally spaced,
             ``j / max_looks``); :func:`sequential_compare` passes the real ones.
         unit: unit of the samples for messages (default ``ms``).
+        worse: which direction is a regression (``higher`` | ``lower``; '' = not judged).
 
     Raises:
-        ValueError: unequal lengths, a non-positive or non-finite sample, ``floor_rel <= 0``,
+        ValueError (a caller's bug): unequal lengths, a non-positive or non-finite sample, ``floor_rel <= 0``,
             ``warmup < 0``, ``look`` not in 1..max_looks, bad alpha or fractions.
     """
     if len(baseline_ms) != len(candidate_ms):
@@ -278,14 +202,13 @@ def paired_compare(baseline_ms: Sequence[float], candidate_ms: Sequence[float], 
     n = len(b)
     a_look, spent = alpha_at_look(look, ts, n, alpha)
     base: dict[str, Any] = dict(
-        arm=arm, metric=metric, left=left, right=right, n_pairs=n,
-        warmup_pairs=min(warmup, len(b_all)), alpha=alpha, alpha_look=a_look, alpha_spent=spent,
-        look=look, max_looks=max_looks, floor_rel=floor_rel, unit=unit, baseline_ms=b_all,
-        candidate_ms=c_all)
-    if n:
-        base.update(baseline_median_ms=median(b), candidate_median_ms=median(c))
+        arm=arm, metric=metric, left=left, right=right, test=TEST, paired=True, n_pairs=n,
+        warmup_pairs=min(warmup, len(b_all)), alpha=alpha, alpha_look=json_safe(a_look),
+        alpha_spent=json_safe(spent), look=look, max_looks=max_looks, floor_rel=floor_rel,
+        unit=unit, worse=worse, left_summary=summarize(b), right_summary=summarize(c),
+        left_samples=json_safe_all(b_all), right_samples=json_safe_all(c_all))
     if n < MIN_PAIRS:
-        return PairedVerdict(verdict=INCONCLUSIVE, reason=f"too few pairs after {warmup} warmup "
+        return TimingVerdict(verdict=INCONCLUSIVE, reason=f"too few pairs after {warmup} warmup "
                              f"({n}; need {MIN_PAIRS})", **base)
     d = [math.log(y / x) for x, y in zip(b, c)]
     m = math.fsum(d) / n
@@ -314,14 +237,19 @@ def paired_compare(baseline_ms: Sequence[float], candidate_ms: Sequence[float], 
         verdict, why = INCONCLUSIVE, (f"p={p:.2g} >= {a_look:.4f}, ratio {ratio:.3f} "
                                       f"[{ci[0]:.3f}, {ci[1]:.3f}]: neither beyond nor inside "
                                       f"the {band}")
-    return PairedVerdict(verdict=verdict, direction=direction, ratio=ratio, ratio_ci=ci,
-                         equivalence_ci=eq, log_ratio_sd=sd, statistic=t_stat, df=n - 1,
-                         p_value=p, reason=why, **base)
+    if direction:
+        direction = direction_of(ratio, unit)
+    return TimingVerdict(verdict=verdict, direction=direction,
+                         regression=is_regression(direction, worse), ratio=json_safe(ratio),
+                         ratio_ci=(json_safe(ci[0]), json_safe(ci[1])),
+                         equivalence_ci=(json_safe(eq[0]), json_safe(eq[1])),
+                         log_ratio_sd=json_safe(sd), statistic=json_safe(t_stat), df=n - 1,
+                         p_value=json_safe(p), reason=why, **base)
 
 
 def sequential_compare(draw: Callable[[int], tuple[Sequence[float], Sequence[float]]], *,
                        initial: int = 6, step: int = 2, budget: int = 11, warmup: int = 1,
-                       **kwargs: Any) -> PairedVerdict:
+                       **kwargs: Any) -> TimingVerdict:
     """Compare, drawing more interleaved pairs while INCONCLUSIVE, spending alpha over looks.
 
     Args:
@@ -350,7 +278,7 @@ def sequential_compare(draw: Callable[[int], tuple[Sequence[float], Sequence[flo
     c: list[float] = []
     fractions: list[float] = []
     want = initial
-    verdict: PairedVerdict | None = None
+    verdict: TimingVerdict | None = None
     while len(b) < budget:
         nb, nc = draw(want)
         if not len(nb) or not len(nc):
@@ -361,11 +289,11 @@ def sequential_compare(draw: Callable[[int], tuple[Sequence[float], Sequence[flo
         look = len(fractions)
         verdict = paired_compare(b, c, warmup=warmup, look=look, max_looks=max(planned, look),
                                  fractions=fractions, **kwargs)
-        if verdict.verdict != INCONCLUSIVE:
+        if verdict.verdict is not INCONCLUSIVE:
             break
         want = min(step, budget - len(b))
     if verdict is None:
         return paired_compare([], [], warmup=warmup, **kwargs)
-    if len(b) < budget and verdict.verdict == INCONCLUSIVE:
+    if len(b) < budget and verdict.verdict is INCONCLUSIVE:
         verdict = replace(verdict, reason=f"{verdict.reason}; draw gave no more pairs")
     return verdict

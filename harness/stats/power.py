@@ -82,7 +82,7 @@ def _cell(b: np.ndarray, c: np.ndarray, ratio: float, *, paired: bool, budget: i
         else:  # the unpaired gate sees the same samples less the warmup pair
             u = adaptive_compare(_drawer(bi, ci, 1), initial=5, step=2, budget=budget - 1,
                                  floor_rel=floor_rel, alpha=alpha)
-            verdict, up, used = u.verdict, u.ratio > 1.0, u.a.n
+            verdict, up, used = u.verdict, (u.ratio or 1.0) > 1.0, u.left_summary.n
         key = {DIFFERENT: "slower" if up else "faster", SAME: "same", INCONCLUSIVE: "unsure"}
         n[key[verdict]] += 1
         n["pairs"] += used

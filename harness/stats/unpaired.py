@@ -1,11 +1,12 @@
-"""Timing comparisons (DESIGN.md section 5): distributions, not single numbers.
+"""Timing comparisons (docs/timing.md): distributions, not single numbers.
 
 Two samples of durations (ms) are compared on the log scale, so an effect is a ratio:
 
 * ``summarize``: n, median, IQR (q1, q3), min, max of one sample.
 * ``compare``: a Mann-Whitney U test (``scipy.stats.mannwhitneyu``, two-sided) plus the
   Hodges-Lehmann estimate of the log-ratio with its distribution-free confidence interval (the
-  order statistics of the pairwise differences that the U distribution selects). Three values:
+  order statistics of the pairwise differences that the U distribution selects), as a
+  :class:`~proofdiff.model.timing_verdict.TimingVerdict`. Three values:
 
   - ``DIFFERENT``: p < alpha AND the estimated ratio is beyond the effect-size floor
     (``ratio >= 1 + floor`` or ``ratio <= 1 / (1 + floor)``);
@@ -32,105 +33,45 @@ import msgspec
 import numpy as np
 from scipy import stats  # type: ignore[import-untyped]
 
-__all__ = ["SAME", "DIFFERENT", "INCONCLUSIVE", "Summary", "TimingVerdict", "adaptive_compare",
-           "compare", "summarize"]
+from proofdiff.model.status import Comparison
+from proofdiff.model.timing_verdict import SampleSummary, TimingVerdict, json_safe, json_safe_all
 
-SAME, DIFFERENT, INCONCLUSIVE = "SAME", "DIFFERENT", "INCONCLUSIVE"
+__all__ = ["DIFFERENT", "INCONCLUSIVE", "SAME", "adaptive_compare", "compare", "summarize"]
+
+SAME, DIFFERENT, INCONCLUSIVE = Comparison.SAME, Comparison.DIFFERENT, Comparison.INCONCLUSIVE
 #: Default effect-size floor: ratios within [1/1.25, 1.25] are "the same" for proof latency.
 DEFAULT_FLOOR_REL = 0.25
 #: Default family-wise significance level of one comparison (all looks together).
 DEFAULT_ALPHA = 0.05
 #: Fewer samples than this per side can never give SAME or DIFFERENT.
 MIN_SAMPLES = 4
+TEST = "Mann-Whitney U on log samples"
 
 
-class Summary(msgspec.Struct, frozen=True):
-    """One sample of durations: ``n``, ``median_ms``, ``q1_ms``, ``q3_ms``, ``iqr_ms``,
-    ``min_ms``, ``max_ms`` (all ms; 0 when the sample is empty)."""
-
-    n: int
-    median_ms: float
-    q1_ms: float
-    q3_ms: float
-    iqr_ms: float
-    min_ms: float
-    max_ms: float
-
-    def render(self, unit: str = "ms") -> str:
-        """``median 3712 ms (IQR 3650-3790, n=6)`` (values are in ``unit``, ms by default)."""
-        f = ".0f" if unit == "ms" else ".3g"
-        return (f"median {self.median_ms:{f}} {unit} (IQR {self.q1_ms:{f}}-{self.q3_ms:{f}}, "
-                f"n={self.n})")
-
-
-
-def summarize(xs_ms: Sequence[float]) -> Summary:
-    """Median, quartiles (numpy's linear interpolation), min and max of ``xs_ms`` (ms)."""
-    if not xs_ms:
-        return Summary(0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    a = np.asarray(xs_ms, dtype=float)
+def summarize(xs: Sequence[float]) -> SampleSummary:
+    """Median, quartiles (numpy's linear interpolation), min and max of ``xs`` (any unit)."""
+    if not xs:
+        return SampleSummary()
+    a = np.asarray(xs, dtype=float)
     q1, med, q3 = (float(x) for x in np.percentile(a, [25, 50, 75]))
-    return Summary(len(a), med, q1, q3, q3 - q1, float(a.min()), float(a.max()))
+    return SampleSummary(n=len(a), median=med, q1=q1, q3=q3, iqr=q3 - q1, min=float(a.min()),
+                         max=float(a.max()))
 
 
-class TimingVerdict(msgspec.Struct, frozen=True, kw_only=True):
-    """The verdict of one comparison ``right`` vs ``left`` (ratio = right / left).
+def direction_of(ratio: float, unit: str) -> str:
+    """Which way the right side moved: ``slower``/``faster`` for durations, ``higher``/
+    ``lower`` otherwise."""
+    up = ratio > 1.0
+    if unit == "ms":
+        return "slower" if up else "faster"
+    return "higher" if up else "lower"
 
-    Attributes:
-        arm: what was compared (``latency bench vs prod``, ``A/A bench``).
-        metric: the measured quantity and unit (``per-job cost ms``).
-        left, right: labels of the two sides. a, b: their summaries (ms).
-        verdict: SAME | DIFFERENT | INCONCLUSIVE.
-        ratio: Hodges-Lehmann estimate of right/left (1.0 = equal); nan when not computed.
-        ratio_ci: its confidence interval (level 1 - alpha_look).
-        p_value: two-sided Mann-Whitney p (nan with too few samples). u_stat: U of ``right``.
-        effect_size: rank-biserial correlation in [-1, 1] (>0: right tends to be larger).
-        floor_rel: the effect-size floor. alpha: family-wise level; looks: comparisons made.
-        reason: one sentence on why this verdict.
-        a_ms, b_ms: the raw samples (ms), for plots and pytest-benchmark JSON.
-    """
 
-    arm: str
-    metric: str
-    left: str
-    right: str
-    verdict: str
-    a: Summary
-    b: Summary
-    ratio: float = math.nan
-    ratio_ci: tuple[float, float] = (math.nan, math.nan)
-    p_value: float = math.nan
-    u_stat: float = math.nan
-    effect_size: float = math.nan
-    floor_rel: float = DEFAULT_FLOOR_REL
-    alpha: float = DEFAULT_ALPHA
-    looks: int = 1
-    reason: str = ""
-    a_ms: tuple[float, ...] = ()
-    b_ms: tuple[float, ...] = ()
-    unit: str = "ms"
-
-    def render(self) -> str:
-        """One paragraph: verdict, both sides, ratio with interval, U, p, floor."""
-        return (f"{self.arm}: {self.verdict} ({self.reason})\n"
-                f"  {self.left}: {self.a.render(self.unit)}\n"
-                f"  {self.right}: {self.b.render(self.unit)}\n"
-                f"  ratio {self.right}/{self.left} = {self.ratio:.3f} "
-                f"[{self.ratio_ci[0]:.3f}, {self.ratio_ci[1]:.3f}], Mann-Whitney U={self.u_stat:.1f} "
-                f"p={self.p_value:.4f}, rank-biserial {self.effect_size:+.2f}; floor "
-                f"+/-{self.floor_rel:.0%}, alpha {self.alpha} over {self.looks} look(s)")
-
-    def evidence(self) -> dict[str, Any]:
-        """JSON-ready evidence (NaN as ``None``): every field."""
-        def num(x: Any) -> Any:
-            if isinstance(x, float):
-                return None if math.isnan(x) else round(x, 6)
-            if isinstance(x, (list, tuple)):
-                return [num(v) for v in x]
-            if isinstance(x, dict):
-                return {k: num(v) for k, v in x.items()}
-            return x
-        return {k: num(v) for k, v in msgspec.to_builtins(self).items()}
+def is_regression(direction: str, worse: str) -> bool:
+    """A DIFFERENT verdict's ``direction`` is a regression when it goes the ``worse`` way
+    (``higher``: slower or higher; ``lower``: faster or lower)."""
+    up = direction in ("slower", "higher")
+    return bool(worse) and bool(direction) and (up if worse == "higher" else not up)
 
 
 def _hl_interval(la: np.ndarray, lb: np.ndarray, alpha: float) -> tuple[float, float, float]:
@@ -146,7 +87,8 @@ def _hl_interval(la: np.ndarray, lb: np.ndarray, alpha: float) -> tuple[float, f
 
 def compare(a_ms: Sequence[float], b_ms: Sequence[float], *, arm: str = "", metric: str = "ms",
             left: str = "A", right: str = "B", floor_rel: float = DEFAULT_FLOOR_REL,
-            alpha: float = DEFAULT_ALPHA, looks: int = 1, unit: str = "ms") -> TimingVerdict:
+            alpha: float = DEFAULT_ALPHA, looks: int = 1, unit: str = "ms",
+            worse: str = "") -> TimingVerdict:
     """Compare two samples of positive durations (ms); see the module docstring.
 
     Args:
@@ -154,22 +96,25 @@ def compare(a_ms: Sequence[float], b_ms: Sequence[float], *, arm: str = "", metr
         alpha: family-wise significance level (default 0.05). looks: how many comparisons the
             caller makes in total on growing samples (alpha is divided by it).
         unit: unit of the samples for messages (default ``ms``; any positive quantity works).
+        worse: which direction is a regression (``higher`` | ``lower``; '' = not judged).
 
     Raises:
-        ValueError: a non-positive duration or ``floor_rel <= 0``.
+        ValueError: a non-positive duration or ``floor_rel <= 0`` (a caller's bug).
     """
     if floor_rel <= 0:
         raise ValueError(f"floor_rel must be > 0, got {floor_rel}")
     if any(x <= 0 for x in (*a_ms, *b_ms)):
         raise ValueError("durations must be > 0 ms (a zero means the job did not run)")
     sa, sb = summarize(a_ms), summarize(b_ms)
-    base = dict(arm=arm, metric=metric, left=left, right=right, a=sa, b=sb,
-                floor_rel=floor_rel, alpha=alpha, looks=looks, unit=unit,
-                a_ms=tuple(float(x) for x in a_ms), b_ms=tuple(float(x) for x in b_ms))
+    a_look = alpha / max(1, looks)
+    base: dict[str, Any] = dict(
+        arm=arm, metric=metric, left=left, right=right, test=TEST, left_summary=sa,
+        right_summary=sb, floor_rel=floor_rel, alpha=alpha, alpha_look=json_safe(a_look),
+        max_looks=looks, unit=unit, worse=worse, left_samples=json_safe_all(a_ms),
+        right_samples=json_safe_all(b_ms))
     if min(sa.n, sb.n) < MIN_SAMPLES:
         return TimingVerdict(verdict=INCONCLUSIVE, reason=f"too few samples ({sa.n} and "
-                             f"{sb.n}; need {MIN_SAMPLES} per side)", **base)  # type: ignore[arg-type]
-    a_look = alpha / max(1, looks)
+                             f"{sb.n}; need {MIN_SAMPLES} per side)", **base)
     la, lb = np.log(np.asarray(a_ms, float)), np.log(np.asarray(b_ms, float))
     res = stats.mannwhitneyu(lb, la, alternative="two-sided", method="auto")
     u, p = float(res.statistic), float(res.pvalue)
@@ -188,8 +133,11 @@ def compare(a_ms: Sequence[float], b_ms: Sequence[float], *, arm: str = "", metr
     else:
         verdict, why = INCONCLUSIVE, (f"p={p:.4f}, ratio {ratio:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]:"
                                       f" neither beyond nor inside the +/-{floor_rel:.0%} floor")
-    return TimingVerdict(verdict=verdict, ratio=ratio, ratio_ci=ci, p_value=p, u_stat=u,
-                         effect_size=rbc, reason=why, **base)  # type: ignore[arg-type]
+    direction = direction_of(ratio, unit) if verdict is DIFFERENT else ""
+    return TimingVerdict(verdict=verdict, direction=direction,
+                         regression=is_regression(direction, worse), ratio=json_safe(ratio),
+                         ratio_ci=(json_safe(ci[0]), json_safe(ci[1])), p_value=json_safe(p),
+                         statistic=json_safe(u), effect_size=json_safe(rbc), reason=why, **base)
 
 
 def adaptive_compare(draw: Callable[[int], tuple[Sequence[float], Sequence[float]]], *,
@@ -205,8 +153,8 @@ def adaptive_compare(draw: Callable[[int], tuple[Sequence[float], Sequence[float
         kwargs: passed to :func:`compare` (``arm``, ``left``, ``right``, ``floor_rel``, ...).
 
     Returns:
-        The last verdict; ``looks`` says how many comparisons were made (alpha was split over
-        the most looks the budget allows).
+        The last verdict; ``look`` says how many comparisons were made, ``max_looks`` over how
+        many alpha was split (the most the budget allows).
     """
     max_looks = 1 + max(0, -(-(budget - initial) // max(1, step)))
     a: list[float] = []
@@ -214,12 +162,14 @@ def adaptive_compare(draw: Callable[[int], tuple[Sequence[float], Sequence[float
     na, nb = draw(initial)
     a += na
     b += nb
+    look = 1
     verdict = compare(a, b, looks=max_looks, **kwargs)
-    while verdict.verdict == INCONCLUSIVE and len(a) < budget:
+    while verdict.verdict is INCONCLUSIVE and len(a) < budget:
         na, nb = draw(min(step, budget - len(a)))
         if not na or not nb:
             break
         a += na
         b += nb
+        look += 1
         verdict = compare(a, b, looks=max_looks, **kwargs)
-    return verdict
+    return msgspec.structs.replace(verdict, look=look)

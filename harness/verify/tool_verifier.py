@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.choices import Role, Runtime
 from proofdiff.model.jobs import FlowRecord, JobRecord, ProofVerdict
 from proofdiff.model.workload import POREP, Workload, WorkloadJob
@@ -29,7 +30,7 @@ __all__ = ["VERIFY_BIN", "ToolVerifier", "VerifyError", "Verifier", "attach_verd
 VERIFY_BIN = "/usr/local/bin/verify"
 
 
-class VerifyError(RuntimeError):
+class VerifyError(ProofdiffError):
     """The verifier could not give verdicts (bad exit, unparsable output, deadline, image)."""
 
 

@@ -5,7 +5,6 @@ and the GPU probe on this engine."""
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,7 +14,8 @@ from proofdiff.drivers.bench_cli import BenchCliDriver
 from proofdiff.drivers.deadlines import Deadlines
 from proofdiff.model.profile_file import load_profiles
 from proofdiff.model.workload import load_workload
-from proofdiff.oracles.preflight import required_param_files
+from proofdiff.core.probes import required_param_files
+from proofdiff.model.choices import Runtime
 from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.host import gpu_hint, probe_gpu_support
 
@@ -50,9 +50,9 @@ def test_a_missing_bench_tool_says_which(artifacts: Any, runner: Runner) -> None
 
 def test_required_param_files_are_named_by_the_image(artifacts: Any,
                                                      runner: Runner) -> None:
-    ev = SimpleNamespace(runner=runner, param_cache=Path(artifacts.param_cache))
-    files, source = required_param_files(ev, artifacts.image_tag, "wpost-2k", "bench",  # type: ignore[arg-type]
-                                         timeout_s=60)
+    files, source = required_param_files(runner, Path(artifacts.param_cache),
+                                         program=artifacts.image_tag, runtime=Runtime.DOCKER,
+                                         workload="wpost-2k", profile="bench", timeout_s=60)
     assert sorted(f.rsplit(".", 1)[1] for f in files) == ["params", "vk"], files
     assert all("proof-of-spacetime-fallback" in f for f in files)
     assert "paramgen --print-cache-id" in source

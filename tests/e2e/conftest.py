@@ -59,7 +59,7 @@ def cli_run(artifacts: Any, tmp_path: Path) -> Iterator[Any]:
     def run(*args: str, run_id: str, timeout_s: float = 900) -> CliRun:
         rid = unique(run_id)
         run_ids.append(rid)
-        cmd = [sys.executable, "-m", "proofdiff.cli", "run", "--report-dir", str(tmp_path),
+        cmd = [sys.executable, "-m", "proofdiff", "run", "--report-dir", str(tmp_path),
                "--run-id", rid, *args]
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout_s)
         out = proc.stdout + proc.stderr

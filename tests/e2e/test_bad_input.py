@@ -84,7 +84,7 @@ def test_a_proof_of_the_wrong_length(artifacts: Any, tmp_path: Path) -> None:
     assert rc != 0 and res.verdict is Verdict.FAILED, res.verdict_line
     for profile in ("bench", "prod"):
         proofs = res.records_of("validity", profile, oracle="proofs")[0]
-        assert proofs.outcome is Outcome.FAIL and proofs.evidence["invalid"] == 4
+        assert proofs.outcome is Outcome.FAIL and proofs.counts.invalid == 4
         assert proofs.evidence["bad"][0]["reason"] == \
             "proof is 384 bytes, expected 576 (3 partitions x 192)"
 

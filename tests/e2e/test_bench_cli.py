@@ -34,8 +34,8 @@ def test_cuzk_profiles_on_refprover_bench_cli_vs_grpc_agree(cli_run: Any, artifa
     assert r.result.verdict is Verdict.SAME, r.result.verdict_line
     for profile in ("bench", "prod"):
         proofs = r.record("validity", "proofs", profile)
-        assert proofs.outcome is Outcome.PASS and proofs.evidence["valid"] == 4, proofs.evidence
-        assert proofs.evidence["unverified"] == 0, "refprover's bench saves proofs: all verified"
+        assert proofs.outcome is Outcome.PASS and proofs.counts.valid == 4, proofs.evidence
+        assert proofs.counts.unverified == 0, "refprover's bench saves proofs: all verified"
     bench = r.result.run("bench", "wpost-2k")
     prod = r.result.run("prod", "wpost-2k")
     assert bench and prod and bench.workload_flow and prod.workload_flow

@@ -38,7 +38,7 @@ def test_clean_image_bench_and_prod_agree(cli_run: Any) -> None:
     for profile in ("bench", "prod"):
         proofs = r.record("validity", "proofs", profile)
         assert proofs.outcome is Outcome.PASS
-        assert (proofs.evidence["total"], proofs.evidence["valid"]) == (4, 4), proofs.evidence
+        assert (proofs.counts.total, proofs.counts.valid) == (4, 4), proofs.evidence
         run = r.result.run(profile, "wpost-2k")
         assert run is not None and run.workload_flow is not None
         for j in run.workload_flow.jobs:  # every proof checked partition by partition
@@ -121,7 +121,7 @@ def _wait_for_container(api: Any, label: dict[str, str], proc: subprocess.Popen[
 
 def test_interrupt_removes_containers_and_keeps_the_report(artifacts: Any, tmp_path: Path) -> None:
     run_id = unique("e2e-interrupt")
-    cmd = [sys.executable, "-m", "proofdiff.cli", "run", "--report-dir", str(tmp_path),
+    cmd = [sys.executable, "-m", "proofdiff", "run", "--report-dir", str(tmp_path),
            "--run-id", run_id]
     # A shell may start us with SIGINT ignored; the child gets the default (Ctrl-C) behaviour.
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -141,7 +141,7 @@ def test_sigkill_of_proofdiff_run_leaves_no_container_or_temp_dir(artifacts: Any
                                                                   tmp_path: Path) -> None:
     run_id = unique("e2e-sigkill")
     before = set(Path(tempfile.gettempdir()).glob("proofdiff-daemon-*"))
-    proc = subprocess.Popen([sys.executable, "-m", "proofdiff.cli", "run", "--report-dir",
+    proc = subprocess.Popen([sys.executable, "-m", "proofdiff", "run", "--report-dir",
                              str(tmp_path), "--run-id", run_id], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
     api = docker.from_env().api

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.e2e
 
 def bisect(tmp_path: Path, *args: str) -> tuple[int, str, BisectResult]:
     rid = unique("bisect")
-    cmd = [sys.executable, "-m", "proofdiff.cli", "bisect", "--report-dir", str(tmp_path),
+    cmd = [sys.executable, "-m", "proofdiff", "bisect", "--report-dir", str(tmp_path),
            "--run-id", rid, "--jobs", "1", *args]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1500)
     out = proc.stdout + proc.stderr

@@ -107,7 +107,7 @@ def test_fault_on_prod_is_caught_by_the_suite_meant_for_it(cli_run: Any, fault: 
 @pytest.mark.slow
 def test_catch_matrix_every_fault_through_every_suite(artifacts: Any, tmp_path: Path) -> None:
     rid = unique("e2e-matrix")
-    proc = subprocess.run([sys.executable, "-m", "proofdiff.cli", "catch-matrix", "--report-dir",
+    proc = subprocess.run([sys.executable, "-m", "proofdiff", "catch-matrix", "--report-dir",
                            str(tmp_path), "--run-id", rid], cwd=REPO, capture_output=True,
                           text=True, timeout=3 * 3600)
     doc = json.loads((tmp_path / rid / "summary.json").read_text())

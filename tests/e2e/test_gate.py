@@ -63,7 +63,7 @@ def gate_run(artifacts: Any, tmp_path: Path) -> Callable[..., GateRun]:
     """``gate_run(*args, run_id=...)``: ``proofdiff gate ARGS`` in a subprocess (15 min)."""
     def run(*args: str, run_id: str) -> GateRun:
         rid = unique(run_id)
-        cmd = [sys.executable, "-m", "proofdiff.cli", "gate", "--report-dir", str(tmp_path),
+        cmd = [sys.executable, "-m", "proofdiff", "gate", "--report-dir", str(tmp_path),
                "--run-id", rid, *args]
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
         out = proc.stdout + proc.stderr

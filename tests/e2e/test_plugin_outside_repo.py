@@ -29,7 +29,7 @@ def test_every_job_of_my_workload_completes(proofdiff_run, proofdiff_profile_nam
 
 def test_my_proofs_verify(proofdiff_check, proofdiff_profile_name):
     rec = proofdiff_check("validity", "proofs")
-    assert rec.outcome is Outcome.PASS and rec.evidence["valid"] == 4
+    assert rec.outcome is Outcome.PASS and rec.counts.valid == 4
 
 
 def test_bench_and_prod_agree(proofdiff_divergences, proofdiff_workload_name):

@@ -60,8 +60,8 @@ def test_clean_image_bench_cli_and_prod_agree_on_1_and_2_partitions(porep_run: A
         for profile in ("bench", "prod"):
             proofs = r.record("validity", "proofs", profile, workload)
             assert proofs.outcome is Outcome.PASS
-            assert (proofs.evidence["total"], proofs.evidence["valid"]) == (2, 2), proofs.evidence
-            assert proofs.evidence["unverified"] == 0
+            assert (proofs.counts.total, proofs.counts.valid) == (2, 2), proofs.evidence
+            assert proofs.counts.unverified == 0
             run = r.result.run(profile, workload)
             assert run is not None and run.workload_flow is not None
             for j in run.workload_flow.jobs:

@@ -63,9 +63,9 @@ def test_bench_vs_prod_as_processes_agree(cli_run: Any) -> None:
                                               "behaviour"}
     for run in res.runs:
         assert run.daemon is not None and run.daemon.runtime == "process", run.profile
-        assert run.image_digest.startswith("sha256:") and run.image.endswith("/refprover")
+        assert run.image.digest.startswith("sha256:") and run.image.tag.endswith("/refprover")
     assert r.record("preflight", "image", "prod").evidence["id"].startswith("sha256:")
-    assert r.record("validity", "proofs", "prod").evidence["valid"] == 4
+    assert r.record("validity", "proofs", "prod").counts.valid == 4
     assert r.record("behaviour", "mode", "prod").evidence["reported_pipeline"] is True
     assert not _leftovers(), "daemon processes outlived the run"
 

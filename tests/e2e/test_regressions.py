@@ -16,6 +16,7 @@ import pytest
 import tomli_w
 import tomllib
 
+from proofdiff.model.run_options import RunOptions
 from proofdiff.regressions import discover, load_case, replay
 
 from tests.e2e.conftest import REPO
@@ -27,11 +28,11 @@ SHIPPED = discover(REPO / "regressions")
 
 @pytest.mark.parametrize("folder", SHIPPED, ids=[f.name for f in SHIPPED])
 def test_a_shipped_case_fails_with_its_bug_and_holds_once_fixed(
-        folder: Path, artifacts: Any, tmp_path: Path) -> None:
+        folder: Path, run_opts: RunOptions) -> None:
     case = load_case(folder)
-    got = replay(case, report_dir=tmp_path)
+    got = replay(case, run_opts)
     assert got.status == "reproduces", f"{got.status}: {got.message} ({got.report})"
-    fixed = replay(case, fixed=True, report_dir=tmp_path)
+    fixed = replay(case, run_opts, fixed=True)
     assert fixed.status == "holds", f"{fixed.status}: {fixed.message} ({fixed.report})"
 
 
@@ -72,14 +73,14 @@ def test_proofdiff_run_suite_regressions_judges_as_the_suite(artifacts: Any,
                                                              tmp_path: Path) -> None:
     env = {**os.environ, "PROOFDIFF_REGRESSIONS": str(_one_case(tmp_path, CHEAP,
                                                                 fixed_in_image=False))}
-    proc = subprocess.run([sys.executable, "-m", "proofdiff.cli", "run", "--suite", "regressions",
+    proc = subprocess.run([sys.executable, "-m", "proofdiff", "run", "--suite", "regressions",
                            "--report-dir", str(tmp_path / "r")], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert CHEAP in proc.stdout and " ok " in proc.stdout.replace("│", " "), proc.stdout
 
 
-def test_a_case_whose_image_is_missing_is_skipped_with_how_to_get_it(artifacts: Any,
+def test_a_case_whose_image_is_missing_is_skipped_with_how_to_get_it(run_opts: RunOptions,
                                                                      tmp_path: Path) -> None:
     root = _one_case(tmp_path, CHEAP, fixed_in_image=False)
     path = root / CHEAP / "case.toml"
@@ -87,7 +88,7 @@ def test_a_case_whose_image_is_missing_is_skipped_with_how_to_get_it(artifacts: 
     doc["image"] = {"tag": "proofdiff/absent:never", "digest": "sha256:" + "0" * 64,
                     "reference": False}
     path.write_text(tomli_w.dumps(doc))
-    got = replay(load_case(root / CHEAP), report_dir=tmp_path)
+    got = replay(load_case(root / CHEAP), run_opts)
     assert got.status == "missing" and "docker load" in got.message, got.message
     proc = _suite(root, tmp_path)
     assert "1 skipped" in proc.stdout and "proofdiff/absent:never" in proc.stdout, proc.stdout

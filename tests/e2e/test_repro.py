@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from proofdiff.model.run_options import RunOptions
 from proofdiff.regressions import load_case, replay
 
 from tests.e2e.conftest import REPO
@@ -41,7 +42,7 @@ REFPROVER_FAULTS=partition-race
 
 
 def _repro(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "proofdiff.cli", "repro", "--out",
+    return subprocess.run([sys.executable, "-m", "proofdiff", "repro", "--out",
                            str(tmp_path / "regressions"), "--report-dir", str(tmp_path / "r"),
                            *args], cwd=REPO, capture_output=True, text=True, timeout=1200)
 
@@ -50,7 +51,7 @@ def _artifacts(tmp_path: Path, inputs: Path) -> list[str]:
     (tmp_path / "cuzk.toml").write_text(DEPLOYED)
     (tmp_path / "prod.env").write_text(ENV)
     return ["--config", str(tmp_path / "cuzk.toml"), "--env-file", str(tmp_path / "prod.env"),
-            "--command", "-c /data/zk/cuzk.toml --log-level info", "--workload-file",
+            "--command", "-c /data/zk/cuzk.toml --log-level info", "--inputs",
             str(inputs)]
 
 
@@ -68,7 +69,7 @@ def test_repro_from_production_artifacts_writes_a_case_that_reproduces(
     prod = case.resolved()["production"]
     assert prod.config["synthesis"]["partition_workers"] == 4, "the config as deployed"
     assert prod.env["REFPROVER_FAULTS"] == "partition-race" and prod.concurrency == 4
-    got = replay(case, report_dir=tmp_path / "replay")
+    got = replay(case, RunOptions.from_env(report_dir=str(tmp_path / "replay")))
     assert got.status == "reproduces", got.message
 
 
@@ -103,7 +104,8 @@ def test_repro_from_a_deployed_config_env_file_and_c1_envelopes_reproduces(
     """The slow tier: PoRep C2 from real C1 envelopes (`seal porep`), the production way."""
     from proofdiff.artifacts import ensure_artifacts
 
-    porep = ensure_artifacts(["porep-2k"], log=lambda _l: None,
+    porep = ensure_artifacts(["porep-2k"], lambda _l: None,
+                             cache_root=Path(RunOptions.from_env().cache_root),
                              crate_dir=REPO / "targets" / "refprover")
     inputs = tmp_path / "c1-inputs.json"
     shutil.copy(porep.workloads["porep-2k"], inputs)
@@ -112,5 +114,5 @@ def test_repro_from_a_deployed_config_env_file_and_c1_envelopes_reproduces(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     case = load_case(tmp_path / "regressions" / "porep-c2-invalid")
     assert case.oracle == "validity/proofs" and case.workload_file.endswith("c1-inputs.json")
-    got = replay(case, report_dir=tmp_path / "replay")
+    got = replay(case, RunOptions.from_env(report_dir=str(tmp_path / "replay")))
     assert got.status == "reproduces", got.message

@@ -8,19 +8,21 @@ from pathlib import Path
 from typing import Any
 
 import docker
+import msgspec
 import pytest
 
-from proofdiff import Outcome, Verdict, run_differential
+from proofdiff import Outcome, RunOptions, Verdict, run_differential
 
 from tests.e2e.conftest import unique
 
 pytestmark = pytest.mark.e2e
 
 
-def test_run_differential_returns_the_divergence(artifacts: Any, tmp_path: Path) -> None:
+def test_run_differential_returns_the_divergence(run_opts: RunOptions, tmp_path: Path) -> None:
     rid = unique("e2e-core")
-    result = run_differential("refprover", overrides=["prod.env.REFPROVER_FAULTS=partition-race"],
-                              suites=["validity"], report_dir=tmp_path, run_id=rid)
+    result = run_differential(msgspec.structs.replace(
+        run_opts, overrides=("prod.env.REFPROVER_FAULTS=partition-race",), suites=("validity",),
+        run_id=rid))
     assert result.verdict is Verdict.DIVERGED and result.exit_code == 1, result.verdict_line
     (div,) = result.divergences
     assert (div.suite, div.oracle, div.baseline, div.profile) == ("validity", "proofs", "bench",

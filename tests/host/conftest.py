@@ -30,7 +30,7 @@ PROD_CONFIG: dict[str, Any] = {"pipeline": {"enabled": True},
 @pytest.fixture(scope="session")
 def binary(artifacts: Any) -> Path:
     path = Path(artifacts.cache_root) / "cargo-target" / "release" / "refprover"
-    assert path.is_file(), f"{path} missing: run `python -m proofdiff.artifacts`"
+    assert path.is_file(), f"{path} missing: run `proofdiff build`"
     return path
 
 

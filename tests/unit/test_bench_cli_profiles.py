@@ -87,8 +87,8 @@ def test_unverifiable_proofs_are_counted_and_never_called_valid() -> None:
     jobs.append(job(2, JobStatus.FAILED, error="C1 parse failed: bad envelope"))
     got = _validity(run("bench", jobs))
     assert got["proofs"].outcome is Outcome.ERROR  # nothing verified: never a pass
-    assert got["proofs"].evidence["unverified"] == 2
-    assert got["proofs"].evidence["unverified_reasons"] == [why]
+    assert got["proofs"].counts.unverified == 2
+    assert got["proofs"].counts.unverified_reasons == (why,)
     assert "2 completed proof(s) not verified: the bench tool has no --save-proofs" in \
         got["proofs"].message
     assert got["jobs"].outcome is Outcome.FAIL

@@ -195,3 +195,18 @@ def test_unknown_workload_lists_the_known_ones() -> None:
     assert info.value.step == "workloads"
     assert "nope-32g" in info.value.cause and "wpost-2k" in info.value.fix
     assert [s.name for s in resolve(["wpost-2k", "wpost-2k"])] == ["wpost-2k"]
+
+
+def test_seeding_the_verifier_target_never_copies_a_folder_into_itself(tmp_path: Path) -> None:
+    """The pinned verifier's cargo target is seeded from the main one; a target inside the
+    folder copied would be copied into itself until the disk is full (seen once: 78 GB)."""
+    from proofdiff.artifacts.build_errors import BuildError
+    from proofdiff.artifacts.pinned_verifier import seed_target
+
+    main = tmp_path / "cargo-target"
+    (main / "release").mkdir(parents=True)
+    (main / "release" / "verify").write_bytes(b"bin")
+    with pytest.raises(BuildError, match="copy it into itself"):
+        seed_target(tmp_path, tmp_path / "verifier-target", lambda _l: None)
+    seed_target(main, tmp_path / "verifier-target", lambda _l: None)
+    assert (tmp_path / "verifier-target" / "release" / "verify").read_bytes() == b"bin"

@@ -14,9 +14,9 @@ import jsonschema
 import numpy as np
 import pytest
 
+from proofdiff.model.image import ImageInfo
 from proofdiff.gate.allowlist import AllowlistError, apply_allowlist, load_allowlist
-from proofdiff.gate.gate_result import (GATE_SCHEMA_VERSION, Decision, Finding, GateResult, ProfileTiming,
-                                 Side)
+from proofdiff.gate.gate_result import (GATE_SCHEMA_VERSION, Decision, Finding, GateResult, ProfileTiming)
 from proofdiff.gate.gate_view import SCHEMA_FILE, intoto_statement, schema, write_gate_report
 from proofdiff.gate.gating import decide
 from proofdiff.gate.timing_rounds import measure_profile
@@ -180,8 +180,8 @@ def _result(tmp_path: Path) -> GateResult:
     decision, line = decide(findings, [], [t], aa=False)
     return GateResult(run_id="g1", created_unix_s=0.0, decision=decision, decision_line=line,
                       exit_code=decision.exit_code,
-                      candidate=Side(role="candidate", image="img:cand", digest="sha256:" + "c" * 64),
-                      baseline=Side(role="baseline", image="img:base", digest="sha256:" + "b" * 64),
+                      candidate=ImageInfo(tag="img:cand", digest="sha256:" + "c" * 64),
+                      baseline=ImageInfo(tag="img:base", digest="sha256:" + "b" * 64),
                       findings=tuple(findings), timing=(t,))
 
 
@@ -191,14 +191,15 @@ def test_the_shipped_schema_is_the_models_and_validates_a_written_summary(tmp_pa
     write_gate_report(_result(tmp_path), tmp_path)
     doc = json.loads((tmp_path / "summary.json").read_text())
     jsonschema.validate(doc, json.loads((tmp_path / SCHEMA_FILE).read_text()))
-    assert doc["schema_version"] == GATE_SCHEMA_VERSION == 2
+    assert doc["schema_version"] == GATE_SCHEMA_VERSION == 3
     assert doc["decision"] == "fail" and doc["exit_code"] == 1
     html = (tmp_path / "index.html").read_text()
     assert html.index("FAIL (exit 1)") < html.index("<h2>Timing") and html.count("<svg") == 2
-    assert "validity/proofs[prod/wpost-2k]" in (tmp_path / "junit.xml").read_text()
+    assert 'name="validity/proofs[prod-wpost-2k]"' in (tmp_path / "junit.xml").read_text()
     results = [json.loads(p.read_text()) for p in (tmp_path / "allure-results").glob("*-result.json")]
     by_name = {r["name"]: r["status"] for r in results}
-    assert by_name["decision"] == "failed" and by_name["validity/proofs [prod]"] == "failed"
+    assert by_name["gate/decision"] == "failed"
+    assert by_name["gate-check/validity/proofs [prod]"] == "failed"
     env = (tmp_path / "allure-results" / "environment.properties").read_text()
     assert "candidate=" in env and "sha256:" in env
 

@@ -12,7 +12,7 @@ import pytest
 from msgspec.structs import replace
 
 from proofdiff.core.differential import assemble
-from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.oracle_records import ProofCounts, OracleRecord
 from proofdiff.model.profile_file import load_profiles
 from proofdiff.model.result import DifferentialResult, ImageInfo
 from proofdiff.model.status import JobStatus, Outcome, Verdict
@@ -39,7 +39,7 @@ def diverged() -> DifferentialResult:
             OracleRecord(suite="validity", oracle="proofs", profile="prod", workload="wpost-2k",
                          outcome=Outcome.FAIL, message="0/4 valid: INVALID\n  wpost-1 "
                          "(id=wpost-1000-1, COMPLETED): invalid: partitions [1] do not verify",
-                         evidence={"valid": 2, "invalid": 1, "failed": 1, "unverified": 0}),
+                         counts=ProofCounts(total=4, completed=3, valid=2, invalid=1, failed=1)),
             OracleRecord(suite="preflight", oracle="config-keys", profile="prod",
                          workload="wpost-2k", outcome=Outcome.PASS,
                          message="[profiles.prod] keys all known")]

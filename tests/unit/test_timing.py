@@ -22,7 +22,7 @@ from proofdiff.model.jobs import FlowRecord
 from proofdiff.model.status import JobStatus, Outcome
 from proofdiff.oracles import timing
 from proofdiff.oracles.timing import judge
-from proofdiff.report.benchmark_json import write_benchmarks
+from proofdiff.report.benchmark_json import benchmark_files
 from proofdiff.stats.unpaired import (DIFFERENT, INCONCLUSIVE, SAME, adaptive_compare, compare,
                                    summarize)
 from proofdiff.stats.concurrency import in_progress
@@ -36,7 +36,7 @@ def _lognormal(rng: np.random.Generator, median_ms: float, n: int, sigma: float 
 
 def test_summary_median_and_iqr() -> None:
     s = summarize([1.0, 2.0, 3.0, 4.0, 100.0])
-    assert (s.n, s.median_ms, s.q1_ms, s.q3_ms, s.iqr_ms, s.min_ms, s.max_ms) == \
+    assert (s.n, s.median, s.q1, s.q3, s.iqr, s.min, s.max) == \
         (5, 3.0, 2.0, 4.0, 2.0, 1.0, 100.0)
     assert summarize([]).n == 0
 
@@ -89,10 +89,10 @@ def test_adaptive_sampling_adds_samples_until_decided_within_budget() -> None:
         return _lognormal(rng, 3700, n, 0.15), _lognormal(rng, 3700, n, 0.15)
 
     v = adaptive_compare(draw, initial=4, step=2, budget=12)
-    assert calls[0] == 4 and sum(calls) <= 12 and v.looks == 5
-    assert v.verdict in (SAME, INCONCLUSIVE) and v.a.n == sum(calls)
+    assert calls[0] == 4 and sum(calls) <= 12 and v.max_looks == 5
+    assert v.verdict in (SAME, INCONCLUSIVE) and v.left_summary.n == sum(calls)
     if v.verdict == INCONCLUSIVE:
-        assert v.a.n == 12  # it only gives up at the budget
+        assert v.left_summary.n == 12  # it only gives up at the budget
 
 
 def test_aa_false_alarm_rate_stays_within_alpha() -> None:
@@ -160,8 +160,11 @@ def test_benchmark_json_is_read_by_pytest_benchmark_compare(tmp_path: Path) -> N
     result = assemble(run_id="r-bench", profiles={}, records=[], created_unix_s=1.7e9,
                       runs=[timed("bench", [[3700.0], [3650.0], [3800.0]]),
                             timed("prod", [[14000.0, 13500.0]])])
-    (p1,) = write_benchmarks(result, tmp_path / "a")
-    doc = json.loads(p1.read_text())
+    ((rel, data),) = benchmark_files(result).items()
+    assert rel == "benchmarks/timing-wpost-2k.json"
+    p1 = tmp_path / "timing-wpost-2k.json"
+    p1.write_bytes(data)
+    doc = json.loads(data)
     names = [b["name"] for b in doc["benchmarks"]]
     assert names == ["wpost-2k/warmup[bench]", "wpost-2k/latency[bench]",
                      "wpost-2k/per-proof-cost[bench]", "wpost-2k/warmup[prod]",

@@ -16,7 +16,7 @@ def _judge(r):  # type: ignore[no-untyped-def]
 def test_all_valid_passes_both_oracles() -> None:
     got = _judge(run("bench", [job(i) for i in range(4)]))
     assert got["proofs"].outcome is Outcome.PASS and got["jobs"].outcome is Outcome.PASS
-    assert got["proofs"].evidence["valid"] == 4 and got["proofs"].evidence["completed"] == 4
+    assert got["proofs"].counts.valid == 4 and got["proofs"].counts.completed == 4
 
 
 def test_invalid_partition_is_named_with_the_job_and_id() -> None:
@@ -56,7 +56,7 @@ def test_nothing_to_verify_is_an_error_not_a_pass() -> None:
     unverifiable = replace(unverifiable, proof=b"", unverifiable="the tool has no --save-proofs")
     got = _judge(run("bench", [unverifiable]))["proofs"]
     assert got.outcome is Outcome.ERROR and "every completed proof was unverifiable" in got.message
-    assert got.evidence["unverified"] == 1
+    assert got.counts.unverified == 1
 
 
 def test_a_run_that_never_sent_jobs_is_an_error_with_the_cause() -> None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+from proofdiff.model.errors import ProofdiffError
 
 
-class BuildError(RuntimeError):
+class BuildError(ProofdiffError):
     """A build step failed.
 
     Attributes:
@@ -18,9 +19,8 @@ class BuildError(RuntimeError):
 
     def __init__(self, step: str, cause: str, fix: str) -> None:
         self.step = step
+        super().__init__(f"build step {step!r} failed: {cause}", fix=fix)
         self.cause = cause
-        self.fix = fix
-        super().__init__(f"build step {step!r} failed: {cause}\nfix: {fix}")
 
 
 @dataclass(frozen=True)

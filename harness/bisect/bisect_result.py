@@ -1,0 +1,69 @@
+"""What a bisection established (its summary.json), and its exit codes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from proofdiff.bisect.probe import Probe
+from proofdiff.model.image import ImageInfo
+
+__all__ = ["EXIT", "BisectResult", "ChangeItem"]
+
+#: Exit codes: found, nothing to bisect, unresolved (or budget), could not run, interrupted.
+EXIT = {"found": 0, "good-fails": 1, "bad-passes": 1, "unresolved": 2, "budget": 2,
+        "error": 3, "interrupted": 130}
+
+
+class ChangeItem(msgspec.Struct, frozen=True, kw_only=True):
+    """One item of the minimal change: its delta ``path``, the good and bad values, and the
+    ``unit`` it moved in (the coupled items' label)."""
+
+    path: str
+    good: Any
+    bad: Any
+    unit: str
+
+
+class BisectResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What a bisection established.
+
+    Attributes:
+        run_id, created_unix_s: as a differential. status: ``found`` | ``good-fails`` |
+            ``bad-passes`` | ``unresolved`` | ``budget`` | ``error`` | ``interrupted``;
+            exit_code: :data:`EXIT`'s. line: the one-line conclusion.
+        good, bad: the profile names; workload; oracle ('' = any failure); image: the image
+            probed, with its id.
+        change: the minimal failure-inducing change from good (every item, good and bad
+            value). difference: the unit labels dd isolated between the final passing and
+            failing configurations (a subset of ``change``).
+        units: every unit label, most suspect first. probes: the probe table; n_probes its
+            length. evidence: the bad profile's failing record (check and first line).
+        steps: dd's decisions. reason: why it is not ``found``. profiles: good and bad as
+            resolved. wall_s: seconds. machine: the host.
+    """
+
+    run_id: str
+    created_unix_s: float
+    status: str
+    exit_code: int
+    line: str
+    good: str
+    bad: str
+    workload: str = ""
+    oracle: str = ""
+    image: ImageInfo = msgspec.field(default_factory=lambda: ImageInfo(tag=""))
+    change: tuple[ChangeItem, ...] = ()
+    difference: tuple[str, ...] = ()
+    units: tuple[str, ...] = ()
+    probes: tuple[Probe, ...] = ()
+    n_probes: int = 0
+    evidence: dict[str, str] = msgspec.field(default_factory=dict)
+    steps: tuple[str, ...] = ()
+    reason: str = ""
+    profiles: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+    wall_s: float = 0.0
+    machine: dict[str, Any] = msgspec.field(default_factory=dict)
+
+

@@ -1,0 +1,268 @@
+"""What a run is asked to do, stated once: :class:`RunOptions`, and the one table of the options
+that set it (:data:`OPTIONS`), from which every command line (``proofdiff run``, ``gate``,
+``bisect``, ``repro``, ``catch-matrix``, ``build``) and the pytest plugin (``--proofdiff-*``)
+declare theirs.
+
+The environment is read once, by :meth:`RunOptions.from_env` (``PROOFDIFF_CACHE``,
+``PROOFDIFF_CRATE``, ``PROOFDIFF_REGRESSIONS``, the current directory's
+``targets/refprover``); nothing else in proofdiff reads those variables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from proofdiff.model.profile_file import DEFAULT_PROFILE_SET, ProfileError, parse_override
+
+__all__ = ["DEFAULT_VERIFY_TIMEOUT_S", "OPTIONS", "OptionSpec", "RunOptions", "options_from",
+           "positive_seconds", "workload_file"]
+
+#: Deadline of one verifier run, seconds.
+DEFAULT_VERIFY_TIMEOUT_S = 300.0
+
+
+class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """Every choice of a run that a caller makes (frozen; resolved once).
+
+    Selection:
+        profiles: a shipped profile set's name (``refprover``, ``cuzk``, ``cuzk-host``) or a
+            TOML file (default ``refprover``). overrides: ``--set PROFILE.KEY=VALUE`` strings,
+            in order. select: profile names to keep, in order (the first is the baseline;
+            none = all). workloads, suites, images: names and tags (none = each profile's
+            workload, the default suites, each profile's image).
+    Report:
+        report_dir: the report root (``<report_dir>/<run id>/``, default ``reports``).
+        run_id: the run's id ('' = a new one).
+    Artifacts (each '' or empty = built or found, cached by content):
+        param_cache: host dir of ``.params``/``.vk``. workload_files: workload name -> file.
+        verifier_image: the image whose ``verify`` judges every proof of a docker runtime.
+        params_manifest: a parameters.json to check the params against. bin_dir: refprover's
+        host binaries (process and attach runtimes).
+    Deadlines:
+        verify_timeout_s: one verifier run, seconds (default 300).
+    Environment (:meth:`from_env`):
+        cache_root: where heavy builds are cached (``$PROOFDIFF_CACHE``, else
+        ``~/.cache/proofdiff``). crate_dir: the refprover crate to build from
+        (``$PROOFDIFF_CRATE``, else ``./targets/refprover``; '' = none: the last build's
+        artifacts are used). regressions_dir: the regression cases
+        (``$PROOFDIFF_REGRESSIONS``, else ``./regressions``, else the checkout's).
+    """
+
+    profiles: str = DEFAULT_PROFILE_SET
+    overrides: tuple[str, ...] = ()
+    select: tuple[str, ...] = ()
+    workloads: tuple[str, ...] = ()
+    suites: tuple[str, ...] = ()
+    images: tuple[str, ...] = ()
+    report_dir: str = "reports"
+    run_id: str = ""
+    param_cache: str = ""
+    workload_files: dict[str, str] = msgspec.field(default_factory=dict)
+    verifier_image: str = ""
+    params_manifest: str = ""
+    bin_dir: str = ""
+    verify_timeout_s: float = DEFAULT_VERIFY_TIMEOUT_S
+    cache_root: str = ""
+    crate_dir: str = ""
+    regressions_dir: str = ""
+
+    @classmethod
+    def from_env(cls, **fields: Any) -> RunOptions:
+        """``RunOptions(**fields)`` with the environment's paths filled in where not given
+        (:meth:`with_env`)."""
+        return cls(**fields).with_env()
+
+    def with_env(self) -> RunOptions:
+        """These options with ``cache_root``, ``crate_dir`` and ``regressions_dir`` read from
+        the environment where they are '' (the class docstring); ``self`` when all are set."""
+        if self.cache_root and self.regressions_dir and self.crate_dir:
+            return self
+        env = os.environ
+        cache = self.cache_root or env.get("PROOFDIFF_CACHE") or str(
+            Path.home() / ".cache" / "proofdiff")
+        crate = self.crate_dir or _crate(env.get("PROOFDIFF_CRATE"))
+        cases = self.regressions_dir or env.get("PROOFDIFF_REGRESSIONS") or _cases()
+        return msgspec.structs.replace(self, cache_root=str(Path(cache).expanduser()),
+                                       crate_dir=crate, regressions_dir=cases)
+
+    @property
+    def report_root(self) -> Path:
+        """``report_dir`` as an absolute path."""
+        return Path(self.report_dir).absolute()
+
+
+def _crate(env: str | None) -> str:
+    for cand in (env, str(Path.cwd() / "targets" / "refprover")):
+        if cand and (Path(cand) / "Cargo.toml").is_file():
+            return str(Path(cand).resolve())
+    return ""
+
+
+def _cases() -> str:
+    here = Path.cwd() / "regressions"
+    return str(here if here.is_dir() else Path(__file__).resolve().parents[2] / "regressions")
+
+
+# -- the one table of options ---------------------------------------------------------------
+
+def positive_seconds(text: str) -> float:
+    """A positive number of seconds.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else (says what is expected).
+    """
+    try:
+        val = float(text)
+    except ValueError:
+        val = -1.0
+    if val <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive number of seconds")
+    return val
+
+
+def workload_file(text: str) -> tuple[str, str]:
+    """``NAME=PATH`` of ``--workload-file``.
+
+    Raises:
+        argparse.ArgumentTypeError: not ``NAME=PATH`` (with an example).
+    """
+    name, sep, path = text.partition("=")
+    if not sep or not name or not path:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=PATH, e.g. "
+                                         "wpost-2k=/root/.cache/proofdiff/workloads/x/wpost-2k.json")
+    return name, path
+
+
+def override(text: str) -> str:
+    """A ``--set`` override, checked for its shape (``PROFILE.KEY=VALUE``).
+
+    Raises:
+        argparse.ArgumentTypeError: the shape is wrong (the parser's words).
+    """
+    try:
+        parse_override(text)
+    except ProfileError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option of :class:`RunOptions`.
+
+    Attributes:
+        flag: the long flag without dashes (``param-cache``: ``--param-cache`` on the command
+            line, ``--proofdiff-param-cache`` in pytest). field: the RunOptions field it sets.
+        group: ``select`` (profiles, set, workload), ``select-profile`` (``--profile``),
+            ``suites``, ``images``, ``artifacts``, ``report``, ``deadlines``: a command takes
+            the groups that apply to it. metavar: what the value is (``SECONDS``, ``DIR``).
+        help: what it does and its default (``Default: ...``). parse: argparse ``type``.
+        repeat: repeatable (``action=append``).
+    """
+
+    flag: str
+    field: str
+    group: str
+    metavar: str
+    help: str
+    parse: Callable[[str], Any] | None = None
+    repeat: bool = False
+
+    @property
+    def dest(self) -> str:
+        """The argparse destination (the field's name)."""
+        return self.field
+
+
+OPTIONS: tuple[OptionSpec, ...] = (
+    OptionSpec("profiles", "profiles", "select", "SET|FILE",
+               "a shipped profile set (refprover, cuzk, cuzk-host) or a TOML file. Default: "
+               f"{DEFAULT_PROFILE_SET}"),
+    OptionSpec("profile", "select", "select-profile", "NAME",
+               "profile to run (repeatable; the first is the baseline). Default: every profile, "
+               "in file order", repeat=True),
+    OptionSpec("set", "overrides", "select", "PROFILE.KEY=VALUE",
+               "override one profile key, e.g. prod.env.REFPROVER_FAULTS=partition-race "
+               "(repeatable; '*' = every profile; values parse as TOML literals). Default: none",
+               parse=override, repeat=True),
+    OptionSpec("workload", "workloads", "select", "NAME",
+               "workload (repeatable). Default: each profile's workload", repeat=True),
+    OptionSpec("suite", "suites", "suites", "NAME",
+               "suite to run (repeatable; 'all' = every suite). Default: the default suites",
+               repeat=True),
+    OptionSpec("image", "images", "images", "TAG",
+               "run every profile on this image (repeatable: one differential per image). "
+               "Default: each profile's image (the reference image when unset)", repeat=True),
+    OptionSpec("report-dir", "report_dir", "report", "DIR", "report root. Default: ./reports"),
+    OptionSpec("run-id", "run_id", "report", "ID",
+               "run id (report folder, container label). Default: a new one"),
+    OptionSpec("param-cache", "param_cache", "artifacts", "DIR",
+               "host dir of .params/.vk, mounted read-only (the official params for a cuzk "
+               "image). Default: the build's"),
+    OptionSpec("workload-file", "workload_files", "artifacts", "NAME=PATH",
+               "a workload file (repeatable). Default: the build's", parse=workload_file,
+               repeat=True),
+    OptionSpec("verifier-image", "verifier_image", "artifacts", "TAG",
+               "image whose `verify` checks every proof of a docker runtime. Default: the "
+               "pinned verifier the build made (verifier.lock)"),
+    OptionSpec("params-manifest", "params_manifest", "artifacts", "FILE",
+               "parameters.json to check the params against (the published one for the "
+               "official Filecoin params). Default: the one the build wrote into the param cache"),
+    OptionSpec("bin-dir", "bin_dir", "artifacts", "DIR",
+               "refprover's host binaries (refprover, verify, bench, paramgen, seal) for the "
+               "process and attach runtimes, e.g. carried to a host without cargo. Default: "
+               "the build's (cargo)"),
+    OptionSpec("crate", "crate_dir", "artifacts", "DIR",
+               "the refprover crate to build from. Default: $PROOFDIFF_CRATE, else "
+               "./targets/refprover, else the last build's artifacts"),
+    OptionSpec("cache-dir", "cache_root", "artifacts", "DIR",
+               "where heavy builds are cached, keyed by content. Default: $PROOFDIFF_CACHE, "
+               "else ~/.cache/proofdiff"),
+    OptionSpec("verify-timeout", "verify_timeout_s", "deadlines", "SECONDS",
+               f"deadline of one verifier run. Default: {DEFAULT_VERIFY_TIMEOUT_S:.0f}",
+               parse=positive_seconds),
+)
+
+_DEFAULTS = RunOptions()
+
+
+def _value(spec: OptionSpec, raw: Any) -> Any:
+    if spec.field == "workload_files":
+        return {n: str(p) for n, p in raw or ()}
+    if spec.repeat:
+        return tuple(dict.fromkeys(raw or ()))
+    if spec.field == "verify_timeout_s":
+        return float(raw)
+    return str(raw)
+
+
+def options_from(values: Mapping[str, Any], **fixed: Any) -> RunOptions:
+    """RunOptions from parsed option values by field name (an argparse namespace's
+    ``vars()``, or the plugin's); values that are ``None`` or absent keep their defaults;
+    ``fixed`` fields win (a command's own choices). The environment is read here, once."""
+    fields: dict[str, Any] = {}
+    for spec in OPTIONS:
+        raw = values.get(spec.dest)
+        if raw is None or (spec.repeat and not raw):
+            continue
+        fields[spec.field] = _value(spec, raw)
+    fields.update(fixed)
+    return RunOptions.from_env(**fields)
+
+
+def default_of(spec: OptionSpec) -> Any:
+    """The parser default of one option: ``None`` (unset: the RunOptions default applies) or
+    ``[]`` for a repeatable one."""
+    return [] if spec.repeat else None
+
+
+def shown_default(spec: OptionSpec) -> Any:
+    """RunOptions' own default for the option (for help texts and checks)."""
+    return getattr(_DEFAULTS, spec.field)

@@ -1,0 +1,68 @@
+"""The differential's report view: its result as a page (``index.html.j2``: the verdict first,
+divergences with suspects, errors, every record worst first, timing plots, the side-by-side
+table, config deltas and the jobs), its records as checks, and its timing samples in
+pytest-benchmark's format."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from proofdiff.model.result import DifferentialResult
+from proofdiff.model.status import Outcome
+from proofdiff.report.benchmark_json import benchmark_files
+from proofdiff.report.table_rows import side_by_side
+from proofdiff.report.view import Check, CheckStatus, ReportView
+
+__all__ = ["CATEGORIES", "STATUS", "differential_view"]
+
+#: an oracle outcome as a check's status
+STATUS = {Outcome.PASS: CheckStatus.PASSED, Outcome.FAIL: CheckStatus.FAILED,
+          Outcome.ERROR: CheckStatus.BROKEN, Outcome.SKIPPED: CheckStatus.SKIPPED,
+          Outcome.INCONCLUSIVE: CheckStatus.UNKNOWN}
+_ORDER = {Outcome.FAIL: 0, Outcome.ERROR: 1, Outcome.SKIPPED: 2, Outcome.INCONCLUSIVE: 3,
+          Outcome.PASS: 4}
+
+#: Allure categories: each matches results by the message the oracles write.
+CATEGORIES: tuple[dict[str, Any], ...] = (
+    {"name": "Invalid proofs (the independent verifier rejected a partition)",
+     "matchedStatuses": ["failed"], "messageRegex": ".*(INVALID|do not verify|does not verify).*"},
+    {"name": "Isolation (colliding or reused ids, shared proofs, lost or stuck jobs)",
+     "matchedStatuses": ["failed"], "messageRegex": "(?s)^isolation.*"},
+    {"name": "Daemon could not run (start, readiness, params)",
+     "matchedStatuses": ["failed", "broken"],
+     "messageRegex": ".*(did not answer GetStatus|exited with code|params are mounted|not "
+                     "present locally|did not start).*"},
+    {"name": "Timing (throughput, concurrency, false alarms)", "matchedStatuses": ["failed"],
+     "messageRegex": ".*(A/A|throughput|jobs in progress).*"},
+)
+
+
+def differential_view(result: DifferentialResult) -> ReportView:
+    """The view of one differential result (module docstring)."""
+    start = int(result.created_unix_s * 1000)
+    checks = [Check(suite=r.suite, name=r.oracle, status=STATUS[r.outcome],
+                    message=(r.message.splitlines() or [r.outcome.value])[0], text=r.message,
+                    profile=r.profile, workload=r.workload + (f"-{r.image}" if r.image else ""),
+                    start_ms=int(r.started_unix_s * 1000) or start,
+                    stop_ms=int(r.stopped_unix_s * 1000) or start,
+                    history_id=hashlib.md5(f"{r.suite}.{r.oracle}[{r.profile}-{r.workload}]"
+                                           .encode()).hexdigest())
+              for r in result.records]
+    if result.errors:
+        checks.append(Check(suite="run", name="run", status=CheckStatus.BROKEN,
+                            message=result.errors[0].splitlines()[0],
+                            text="\n\n".join(result.errors), start_ms=start, stop_ms=start))
+    records = sorted(result.records, key=lambda r: (_ORDER[r.outcome], r.suite, r.profile))
+    timing = [r for r in result.records if r.timing is not None
+              and (r.timing.left_samples or r.timing.right_samples)]
+    return ReportView(
+        run_id=result.run_id, kind="run", decision=result.verdict.value,
+        decision_line=result.verdict_line, exit_code=result.exit_code, result=result,
+        template="index.html.j2",
+        context={"records": records, "timing": timing, "rows": side_by_side(result)},
+        checks=tuple(checks), categories=CATEGORIES,
+        environment={"proofdiff.run_id": result.run_id, "verdict": result.verdict.value,
+                     "images": ",".join(f"{i.tag}@{i.digest}" for i in result.images),
+                     "profiles": ",".join(result.profiles)},
+        files=benchmark_files(result))
