@@ -1,4 +1,4 @@
-"""``python -m proofdiff.cli``: the same as ``proofdiff``."""
+"""``python -m proofdiff``: the same as ``proofdiff``."""
 
 import sys
 

@@ -20,7 +20,7 @@ import pytest
 
 from proofdiff.model.image import ImageInfo
 from proofdiff.model.run_options import RunOptions
-from proofdiff.model.jobs import FlowRecord, JobRecord, ProofVerdict
+from proofdiff.model.jobs import DaemonTimings, FlowRecord, JobRecord, ProofVerdict
 from proofdiff.model.runs import DaemonFacts, RunRecord
 from proofdiff.model.status import JobStatus
 from proofdiff.oracles.evidence import Recorder
@@ -96,8 +96,9 @@ def job(i: int, status: JobStatus = JobStatus.COMPLETED, nbytes: int = 384, rid:
     return JobRecord(index=i, job=name or f"wpost-{i}", request_id=rid or f"id-{i}",
                      job_id=rid or f"id-{i}", status=status,
                      proof=bytes([i + 1]) * nbytes if done else b"", error=error,
-                     queue_wait_ms=5, srs_load_ms=200 if i == 0 else 0, synthesis_ms=40,
-                     gpu_compute_ms=700, total_ms=int(wall_ms) - 10, wall_ms=wall_ms,
+                     timings=DaemonTimings(queue_wait_ms=5, srs_load_ms=200 if i == 0 else 0,
+                                           synthesis_ms=40, gpu_compute_ms=700,
+                                           total_ms=int(wall_ms) - 10), wall_ms=wall_ms,
                      started_unix_s=1_700_000_000.0 + i, verdict=verdict)
 
 

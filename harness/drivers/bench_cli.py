@@ -38,7 +38,7 @@ from collections.abc import Sequence
 import msgspec
 
 from proofdiff.model.choices import Role, Runtime
-from proofdiff.model.jobs import JobRecord, JobSpec
+from proofdiff.model.jobs import DaemonTimings, JobRecord, JobSpec
 from proofdiff.model.profile import Profile
 from proofdiff.model.status import JobStatus
 from proofdiff.model.workload import POREP, Workload, WorkloadJob
@@ -277,8 +277,9 @@ class BenchCliDriver:
             records.append(JobRecord(
                 index=spec.index, job=spec.job, request_id=TOOL_CHOSEN_ID, priority=spec.priority,
                 status=JobStatus.COMPLETED if line.completed else JobStatus.FAILED, proof=proof,
-                error=error, queue_wait_ms=line.queue_ms or 0,
-                gpu_compute_ms=line.prove_ms or 0, total_ms=int(line.wall_ms or 0),
+                error=error, timings=DaemonTimings(
+                    queue_wait_ms=line.queue_ms or 0, srs_load_ms=0, synthesis_ms=0,
+                    gpu_compute_ms=line.prove_ms or 0, total_ms=int(line.wall_ms or 0)),
                 wall_ms=line.wall_ms or 0.0, started_unix_s=t_start, unverifiable=note))
         return records
 
@@ -316,8 +317,7 @@ class BenchCliDriver:
                 index=spec.index, job=spec.job, request_id=out.job_id or TOOL_CHOSEN_ID,
                 priority=spec.priority, status=JobStatus.COMPLETED if out.completed
                 else JobStatus.FAILED, proof=proof, error=out.error, job_id=out.job_id,
-                queue_wait_ms=out.queue_ms, srs_load_ms=out.srs_ms, synthesis_ms=out.synth_ms,
-                gpu_compute_ms=out.gpu_ms, total_ms=out.total_ms,
+                timings=out.timings,
                 wall_ms=out.wall_ms or (time.time() - started) * 1000.0, started_unix_s=started,
                 unverifiable=note))
             if not out.completed:

@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
 from proofdiff.model.errors import ProofdiffError
+from proofdiff.model.jobs import NO_TIMINGS, DaemonTimings
 
 __all__ = [
     "BenchLine",
@@ -269,19 +271,15 @@ class SingleResult:
 
     Attributes:
         status: COMPLETED | FAILED | CANCELLED | TIMEOUT | UNKNOWN. job_id: the daemon's id.
-        total_ms, queue_ms, srs_ms, synth_ms, gpu_ms: the daemon's timings (0 unless
-            COMPLETED). wall_ms: the tool's wall time, ms.
+        timings: the daemon's timings as the tool printed them (0 unless COMPLETED).
+        wall_ms: the tool's wall time, ms.
         proof: the proof bytes when printed whole (up to 256 bytes); ``None`` when cut short.
         proof_len: its length in bytes. error: the daemon's error text ('' when COMPLETED).
     """
 
     status: str
     job_id: str = ""
-    total_ms: int = 0
-    queue_ms: int = 0
-    srs_ms: int = 0
-    synth_ms: int = 0
-    gpu_ms: int = 0
+    timings: DaemonTimings = NO_TIMINGS
     wall_ms: float = 0.0
     proof: bytes | None = None
     proof_len: int = 0
@@ -324,8 +322,10 @@ def parse_single_output(stdout: str) -> SingleResult:
     whole = None if proof.group("cut") else bytes.fromhex(hexs)
     if whole is not None and len(whole) != length:
         raise BenchOutputError(f"the proof line says {length} bytes but its hex has {len(whole)}")
-    return SingleResult(
-        status=status, job_id=res.job_id, total_ms=int(t.group("total")) if t else 0,
-        queue_ms=int(t.group("queue")) if t else 0, srs_ms=int(t.group("srs")) if t else 0,
-        synth_ms=int(t.group("synth")) if t else 0, gpu_ms=int(t.group("gpu")) if t else 0,
-        wall_ms=float(wall.group(1)) if wall else 0.0, proof=whole, proof_len=length)
+    timings = DaemonTimings(
+        total_ms=int(t.group("total")), queue_wait_ms=int(t.group("queue")),
+        srs_load_ms=int(t.group("srs")), synthesis_ms=int(t.group("synth")),
+        gpu_compute_ms=int(t.group("gpu"))) if t else NO_TIMINGS
+    return SingleResult(status=status, job_id=res.job_id, timings=timings,
+                        wall_ms=float(wall.group(1)) if wall else 0.0, proof=whole,
+                        proof_len=length)

@@ -27,7 +27,7 @@ from typing import Any
 import grpc
 import msgspec
 
-from proofdiff.model.jobs import PRIORITIES, JobRecord, JobSpec
+from proofdiff.model.jobs import DaemonTimings, JobRecord, JobSpec, PRIORITIES
 from proofdiff.model.status import JobStatus
 from proofdiff.model.workload import POREP, Workload, WorkloadJob
 from proofdiff.proto import cuzk_pb2
@@ -102,11 +102,12 @@ def merge_partitions(spec: JobSpec, request_id: str, parts: Sequence[JobRecord])
         await_only=spec.await_only, job_id=",".join(r.job_id for r in parts),
         status=bad.status if bad else JobStatus.COMPLETED,
         proof=b"" if bad else b"".join(r.proof for r in parts), error=errors,
-        queue_wait_ms=min(r.queue_wait_ms for r in parts),
-        srs_load_ms=sum(r.srs_load_ms for r in parts),
-        synthesis_ms=sum(r.synthesis_ms for r in parts),
-        gpu_compute_ms=sum(r.gpu_compute_ms for r in parts),
-        total_ms=sum(r.total_ms for r in parts), wall_ms=(end - start) * 1000.0,
+        timings=DaemonTimings(
+            queue_wait_ms=min(r.timings.queue_wait_ms for r in parts),
+            srs_load_ms=sum(r.timings.srs_load_ms for r in parts),
+            synthesis_ms=sum(r.timings.synthesis_ms for r in parts),
+            gpu_compute_ms=sum(r.timings.gpu_compute_ms for r in parts),
+            total_ms=sum(r.timings.total_ms for r in parts)), wall_ms=(end - start) * 1000.0,
         started_unix_s=start)
 
 
@@ -117,9 +118,10 @@ def record_of(spec: JobSpec, rid: str, resp: Any, t0: float, started: float) -> 
         index=spec.index, job=spec.job, request_id=rid, priority=spec.priority,
         await_only=spec.await_only, job_id=resp.job_id,
         status=_STATUS.get(resp.status, JobStatus.UNKNOWN), proof=bytes(resp.proof),
-        error=resp.error_message, queue_wait_ms=resp.queue_wait_ms,
-        srs_load_ms=resp.srs_load_ms, synthesis_ms=resp.synthesis_ms,
-        gpu_compute_ms=resp.gpu_compute_ms, total_ms=resp.total_ms,
+        error=resp.error_message, timings=DaemonTimings(
+            queue_wait_ms=resp.queue_wait_ms, srs_load_ms=resp.srs_load_ms,
+            synthesis_ms=resp.synthesis_ms, gpu_compute_ms=resp.gpu_compute_ms,
+            total_ms=resp.total_ms),
         wall_ms=(time.monotonic() - t0) * 1000.0, started_unix_s=started)
 
 

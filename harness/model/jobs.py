@@ -11,7 +11,8 @@ import msgspec
 
 from proofdiff.model.status import JobStatus
 
-__all__ = ["PRIORITIES", "FlowRecord", "JobRecord", "JobSpec", "ProofVerdict", "StatusSample"]
+__all__ = ["NO_TIMINGS", "PRIORITIES", "DaemonTimings", "FlowRecord", "JobRecord", "JobSpec",
+           "ProofVerdict", "StatusSample"]
 
 #: cuzk's ``Priority`` enum (docs/cuzk-interface.md): name -> wire value; UNSPECIFIED lets the
 #: daemon choose by kind (cuzk: WinningPoSt CRITICAL, WindowPoSt HIGH, PoRep/Snap NORMAL).
@@ -60,6 +61,24 @@ class ProofVerdict(msgspec.Struct, frozen=True, kw_only=True):
         return [i for i, ok in enumerate(self.partitions) if not ok]
 
 
+class DaemonTimings(msgspec.Struct, frozen=True, kw_only=True):
+    """How long the daemon says one job took, ms (``AwaitProofResponse`` fields 10-14,
+    docs/cuzk-interface.md; 0 when not reported): waiting in its queue, loading the SRS,
+    synthesis, GPU (or CPU) proving, and in all. A claim, to cross-check with the client's wall
+    time."""
+
+    queue_wait_ms: int
+    srs_load_ms: int
+    synthesis_ms: int
+    gpu_compute_ms: int
+    total_ms: int
+
+
+#: A job the daemon reported no timings for.
+NO_TIMINGS = DaemonTimings(queue_wait_ms=0, srs_load_ms=0, synthesis_ms=0, gpu_compute_ms=0,
+                           total_ms=0)
+
+
 class JobRecord(msgspec.Struct, frozen=True, kw_only=True):
     """One job's result.
 
@@ -71,8 +90,7 @@ class JobRecord(msgspec.Struct, frozen=True, kw_only=True):
         priority: the cuzk ``Priority`` name sent ('' = UNSPECIFIED).
         proof: proof bytes (``partitions x 192``), ``b''`` when none.
         error: the daemon's ``error_message``, the transport error, or why it is LOST/STUCK.
-        queue_wait_ms, srs_load_ms, synthesis_ms, gpu_compute_ms, total_ms: as the daemon
-            reported them (0 when not reported).
+        timings: what the daemon reported (:class:`DaemonTimings`).
         wall_ms: client wall time from the call to its answer, ms.
         started_unix_s: wall clock when the job was sent, seconds since the epoch.
         unverifiable: why a COMPLETED job's proof bytes could not be obtained ('' = they were),
@@ -89,11 +107,7 @@ class JobRecord(msgspec.Struct, frozen=True, kw_only=True):
     priority: str = ""
     proof: bytes = b""
     error: str = ""
-    queue_wait_ms: int = 0
-    srs_load_ms: int = 0
-    synthesis_ms: int = 0
-    gpu_compute_ms: int = 0
-    total_ms: int = 0
+    timings: DaemonTimings = NO_TIMINGS
     wall_ms: float = 0.0
     started_unix_s: float = 0.0
     unverifiable: str = ""

@@ -24,12 +24,12 @@ class ProofCounts(msgspec.Struct, frozen=True, kw_only=True):
             could not be had (a bench tool that prints none), with ``unverified_reasons``.
     """
 
-    total: int = 0
-    completed: int = 0
-    valid: int = 0
-    invalid: int = 0
-    failed: int = 0
-    unverified: int = 0
+    total: int
+    completed: int
+    valid: int
+    invalid: int
+    failed: int
+    unverified: int
     unverified_reasons: tuple[str, ...] = ()
 
 

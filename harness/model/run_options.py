@@ -1,7 +1,7 @@
 """What a run is asked to do, stated once: :class:`RunOptions`, and the one table of the options
-that set it (:data:`OPTIONS`), from which every command line (``proofdiff run``, ``gate``,
-``bisect``, ``repro``, ``catch-matrix``, ``build``) and the pytest plugin (``--proofdiff-*``)
-declare theirs.
+that set it (:data:`OPTIONS`, read from ``run_options.toml`` beside this module), from which
+every command line (``proofdiff run``, ``gate``, ``bisect``, ``repro``, ``catch-matrix``,
+``build``) and the pytest plugin (``--proofdiff-*``) declare theirs.
 
 The environment is read once, by :meth:`RunOptions.from_env` (``PROOFDIFF_CACHE``,
 ``PROOFDIFF_CRATE``, ``PROOFDIFF_REGRESSIONS``, the current directory's
@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from proofdiff.model.profile_file import DEFAULT_PROFILE_SET, ProfileError, parse_override
+from proofdiff.model.profile_file import (DEFAULT_PROFILE_SET, ProfileError, parse_override,
+                                          shipped_profile_sets)
 
 __all__ = ["DEFAULT_VERIFY_TIMEOUT_S", "OPTIONS", "OptionSpec", "RunOptions", "options_from",
            "positive_seconds", "workload_file"]
@@ -181,54 +184,36 @@ class OptionSpec:
         return self.field
 
 
-OPTIONS: tuple[OptionSpec, ...] = (
-    OptionSpec("profiles", "profiles", "select", "SET|FILE",
-               "a shipped profile set (refprover, cuzk, cuzk-host) or a TOML file. Default: "
-               f"{DEFAULT_PROFILE_SET}"),
-    OptionSpec("profile", "select", "select-profile", "NAME",
-               "profile to run (repeatable; the first is the baseline). Default: every profile, "
-               "in file order", repeat=True),
-    OptionSpec("set", "overrides", "select", "PROFILE.KEY=VALUE",
-               "override one profile key, e.g. prod.env.REFPROVER_FAULTS=partition-race "
-               "(repeatable; '*' = every profile; values parse as TOML literals). Default: none",
-               parse=override, repeat=True),
-    OptionSpec("workload", "workloads", "select", "NAME",
-               "workload (repeatable). Default: each profile's workload", repeat=True),
-    OptionSpec("suite", "suites", "suites", "NAME",
-               "suite to run (repeatable; 'all' = every suite). Default: the default suites",
-               repeat=True),
-    OptionSpec("image", "images", "images", "TAG",
-               "run every profile on this image (repeatable: one differential per image). "
-               "Default: each profile's image (the reference image when unset)", repeat=True),
-    OptionSpec("report-dir", "report_dir", "report", "DIR", "report root. Default: ./reports"),
-    OptionSpec("run-id", "run_id", "report", "ID",
-               "run id (report folder, container label). Default: a new one"),
-    OptionSpec("param-cache", "param_cache", "artifacts", "DIR",
-               "host dir of .params/.vk, mounted read-only (the official params for a cuzk "
-               "image). Default: the build's"),
-    OptionSpec("workload-file", "workload_files", "artifacts", "NAME=PATH",
-               "a workload file (repeatable). Default: the build's", parse=workload_file,
-               repeat=True),
-    OptionSpec("verifier-image", "verifier_image", "artifacts", "TAG",
-               "image whose `verify` checks every proof of a docker runtime. Default: the "
-               "pinned verifier the build made (verifier.lock)"),
-    OptionSpec("params-manifest", "params_manifest", "artifacts", "FILE",
-               "parameters.json to check the params against (the published one for the "
-               "official Filecoin params). Default: the one the build wrote into the param cache"),
-    OptionSpec("bin-dir", "bin_dir", "artifacts", "DIR",
-               "refprover's host binaries (refprover, verify, bench, paramgen, seal) for the "
-               "process and attach runtimes, e.g. carried to a host without cargo. Default: "
-               "the build's (cargo)"),
-    OptionSpec("crate", "crate_dir", "artifacts", "DIR",
-               "the refprover crate to build from. Default: $PROOFDIFF_CRATE, else "
-               "./targets/refprover, else the last build's artifacts"),
-    OptionSpec("cache-dir", "cache_root", "artifacts", "DIR",
-               "where heavy builds are cached, keyed by content. Default: $PROOFDIFF_CACHE, "
-               "else ~/.cache/proofdiff"),
-    OptionSpec("verify-timeout", "verify_timeout_s", "deadlines", "SECONDS",
-               f"deadline of one verifier run. Default: {DEFAULT_VERIFY_TIMEOUT_S:.0f}",
-               parse=positive_seconds),
-)
+#: How an option's value is checked, by the table's ``parse`` name.
+PARSERS: dict[str, Callable[[str], Any]] = {"seconds": positive_seconds,
+                                            "name=path": workload_file, "override": override}
+
+
+def _load_table() -> tuple[OptionSpec, ...]:
+    """The table (``run_options.toml`` beside this module: data, shipped with the package).
+
+    Raises:
+        KeyError: an entry names a field RunOptions lacks or an unknown parser (a bug of ours,
+            caught by the unit tests at once).
+    """
+    text = resources.files("proofdiff.model").joinpath("run_options.toml").read_text("utf-8")
+    fields = set(RunOptions.__struct_fields__)
+    sets = ", ".join(shipped_profile_sets())
+    out = []
+    for e in tomllib.loads(text)["option"]:
+        if e["field"] not in fields:
+            raise KeyError(f"run_options.toml: option {e['flag']!r} sets no RunOptions field "
+                           f"{e['field']!r}")
+        out.append(OptionSpec(flag=e["flag"], field=e["field"], group=e["group"],
+                              metavar=e["metavar"],
+                              help=e["help"].replace("{profile_sets}", sets),
+                              parse=PARSERS[e["parse"]] if "parse" in e else None,
+                              repeat=bool(e.get("repeat", False))))
+    return tuple(out)
+
+
+#: Every run option, in the table's order.
+OPTIONS: tuple[OptionSpec, ...] = _load_table()
 
 _DEFAULTS = RunOptions()
 

@@ -16,7 +16,7 @@ import msgspec
 
 from proofdiff.model.status import Comparison
 
-__all__ = ["SampleSummary", "TimingVerdict", "json_safe", "json_safe_all"]
+__all__ = ["NO_SAMPLES", "SampleSummary", "TimingVerdict", "json_safe", "json_safe_all"]
 
 
 def json_safe(x: float | None) -> float | None:
@@ -34,21 +34,29 @@ def json_safe_all(xs: Iterable[float]) -> tuple[float, ...]:
 
 
 class SampleSummary(msgspec.Struct, frozen=True, kw_only=True):
-    """One side's tested samples: ``n``, median, quartiles, IQR, min, max (in the verdict's
-    ``unit``; all 0 when ``n`` is 0)."""
+    """One side's tested samples: ``n``, median, quartiles, min, max (in the verdict's
+    ``unit``; all 0 when ``n`` is 0: :data:`NO_SAMPLES`)."""
 
-    n: int = 0
-    median: float = 0.0
-    q1: float = 0.0
-    q3: float = 0.0
-    iqr: float = 0.0
-    min: float = 0.0
-    max: float = 0.0
+    n: int
+    median: float
+    q1: float
+    q3: float
+    min: float
+    max: float
+
+    @property
+    def iqr(self) -> float:
+        """The interquartile range, ``q3 - q1``."""
+        return self.q3 - self.q1
 
     def render(self, unit: str = "ms") -> str:
         """``median 3712 ms (IQR 3650-3790, n=6)``."""
         f = ".0f" if unit == "ms" else ".3g"
         return f"median {self.median:{f}} {unit} (IQR {self.q1:{f}}-{self.q3:{f}}, n={self.n})"
+
+
+#: The summary of no samples.
+NO_SAMPLES = SampleSummary(n=0, median=0.0, q1=0.0, q3=0.0, min=0.0, max=0.0)
 
 
 def _num(x: float | None, spec: str) -> str:
@@ -96,8 +104,8 @@ class TimingVerdict(msgspec.Struct, frozen=True, kw_only=True):
     direction: str = ""
     worse: str = ""
     regression: bool = False
-    left_summary: SampleSummary = msgspec.field(default_factory=SampleSummary)
-    right_summary: SampleSummary = msgspec.field(default_factory=SampleSummary)
+    left_summary: SampleSummary = NO_SAMPLES
+    right_summary: SampleSummary = NO_SAMPLES
     n_pairs: int = 0
     warmup_pairs: int = 0
     ratio: float | None = None
@@ -110,10 +118,10 @@ class TimingVerdict(msgspec.Struct, frozen=True, kw_only=True):
     log_ratio_sd: float | None = None
     floor_rel: float = 0.05
     alpha: float = 0.05
-    alpha_look: float | None = None
-    alpha_spent: float | None = None
     look: int = 1
     max_looks: int = 1
+    alpha_look: float | None = None
+    alpha_spent: float | None = None
     reason: str = ""
     left_samples: tuple[float, ...] = ()
     right_samples: tuple[float, ...] = ()

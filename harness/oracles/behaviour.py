@@ -38,6 +38,11 @@ from proofdiff.oracles.evidence import Evidence, Recorder
 __all__ = ["ORACLES", "PRIORITY_BOUND", "evaluate", "requested"]
 
 ORACLES = ("priority", "mode", "in-flight", "resources")
+#: Whether ``proofdiff run`` runs this suite without ``--suite`` (``all`` adds it otherwise).
+DEFAULT = True
+#: What the suite checks, in one line (``--help`` and the README read it).
+DOC = ("what the daemon really does: priority first, the proving mode and workers asked for, "
+       "the in-flight limit kept, memory and CPU under the container's limits")
 #: A high-priority job's latency under queued lower-priority work, over its solo latency, that
 #: a correct non-preemptive scheduler stays within: it waits at most for the items already being
 #: proved, sharing the CPU with them. Measured on the clean image, 2 cores (README, 'Suites'):
@@ -82,7 +87,7 @@ def _peak(flows: Sequence[FlowRecord]) -> tuple[int, str, int, int]:
 
 
 def _start_s(j: JobRecord) -> float:
-    return j.started_unix_s + j.queue_wait_ms / 1000.0
+    return j.started_unix_s + j.timings.queue_wait_ms / 1000.0
 
 
 def _priority(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:

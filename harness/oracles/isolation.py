@@ -36,6 +36,11 @@ from proofdiff.oracles.evidence import Evidence, Recorder
 __all__ = ["ORACLES", "Finding", "evaluate", "findings"]
 
 ORACLES = ("hang", "lost-or-twice", "colliding-ids", "reused-id", "distinct-inputs")
+#: Whether ``proofdiff run`` runs this suite without ``--suite`` (``all`` adds it otherwise).
+DEFAULT = True
+#: What the suite checks, in one line (``--help`` and the README read it).
+DOC = ("colliding ids, a reused id, K inputs together: own proofs only, nothing shared, "
+       "lost, stuck or returned twice")
 _CLEAR_REJECT = re.compile(r"duplicate|already (exists|in use|submitted|registered)", re.I)
 Finding = tuple[str, str]  # (oracle, message)
 

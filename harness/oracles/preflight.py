@@ -46,6 +46,11 @@ __all__ = ["BLOCKING", "DEPRECATED_KEYS", "KNOWN_KEYS", "ORACLES", "evaluate",
            "integrity_problems"]
 
 ORACLES = ("image", "workload", "params", "params-integrity", "config-keys", "bench-cli")
+#: Whether ``proofdiff run`` runs this suite without ``--suite`` (``all`` adds it otherwise).
+DEFAULT = True
+#: What the suite checks, in one line (``--help`` and the README read it).
+DOC = ("image + digest, the workload file, params readable where the daemon reads, config "
+       "keys the daemon knows, a bench command line the tool accepts")
 #: Checks whose failure makes proving on that profile pointless.
 BLOCKING = ("image", "workload", "params", "params-integrity", "bench-cli")
 #: The keys cuzk reads (cuzk-core/src/config.rs of curio e0294b0f: its Config structs), and

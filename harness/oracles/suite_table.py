@@ -28,24 +28,10 @@ class Suite:
 
 
 #: In run order: preflight before any proof, the cheap oracles before the expensive ones.
-SUITES: dict[str, Suite] = {s.name: s for s in (
-    Suite("preflight", preflight.ORACLES, preflight.evaluate, True,
-          "image + digest, the workload file, params readable where the daemon reads, config "
-          "keys the daemon knows, a bench command line the tool accepts"),
-    Suite("validity", validity.ORACLES, validity.evaluate, True,
-          "every COMPLETED proof verifies per partition against its own inputs; every job "
-          "completes"),
-    Suite("warmup", warmup.ORACLES, warmup.evaluate, True,
-          "the first proof completes, verifies and took plausibly long; the daemon survives"),
-    Suite("isolation", isolation.ORACLES, isolation.evaluate, True,
-          "colliding ids, a reused id, K inputs together: own proofs only, nothing shared, "
-          "lost, stuck or returned twice"),
-    Suite("behaviour", behaviour.ORACLES, behaviour.evaluate, True,
-          "what the daemon really does: priority first, the proving mode and workers asked "
-          "for, the in-flight limit kept, memory and CPU under the container's limits"),
-    Suite("timing", timing.ORACLES, timing.evaluate, False,
-          "A/A, throughput and jobs really in progress at once, interleaved, three-valued"),
-)}
+SUITES: dict[str, Suite] = {
+    name: Suite(name, m.ORACLES, m.evaluate, m.DEFAULT, m.DOC) for name, m in (
+        ("preflight", preflight), ("validity", validity), ("warmup", warmup),
+        ("isolation", isolation), ("behaviour", behaviour), ("timing", timing))}
 DEFAULT_SUITES = tuple(n for n, s in SUITES.items() if s.default)
 
 

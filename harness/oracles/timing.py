@@ -38,6 +38,10 @@ from proofdiff.oracles.behaviour import MODE_KEYS, requested
 __all__ = ["INITIAL_ROUNDS", "MAX_ROUNDS", "ORACLES", "Sampling", "evaluate", "judge"]
 
 ORACLES = ("latency-throughput", "aa", "throughput", "concurrency")
+#: Whether ``proofdiff run`` runs this suite without ``--suite`` (``all`` adds it otherwise).
+DEFAULT = False
+#: What the suite checks, in one line (``--help`` and the README read it).
+DOC = ("A/A, throughput and jobs really in progress at once, interleaved, three-valued")
 INITIAL_ROUNDS, MAX_ROUNDS = 4, 6
 LOOKS = MAX_ROUNDS - INITIAL_ROUNDS + 1
 #: Per-proof cost floor: throughput within +/-25 % is "the same".
@@ -176,15 +180,15 @@ def _figures(rec: Recorder, ev: Evidence, workload: str, s: Sampling, name: str,
     lat, cost = summarize(s.latencies(*sides)), summarize(s.costs(*sides))
     wl = ev.run(name, workload).workload_flow
     first = next((j for j in wl.jobs if j.index == 0), None) if wl else None
-    warm = f"{first.wall_ms:.0f} ms (SRS load {first.srs_load_ms} ms)" if first else "none"
+    warm = f"{first.wall_ms:.0f} ms (SRS load {first.timings.srs_load_ms} ms)" if first else "none"
     conc = ev.profiles[name].concurrency
     text = (f"profile {name!r} on {workload} at concurrency {conc}: warmup {warm}; steady latency "
             f"{lat.render()}; per-proof cost {cost.render()} = throughput "
             f"{60000 / cost.median if cost.median else 0:.1f} proofs/min")
     jobs = [j for b in (s.ok(x) for x in sides) for f in b for j in f.jobs] + (
         wl.completed() if wl else [])
-    odd = [f"{j.job} (id={j.request_id}): total {j.total_ms} ms < SRS load {j.srs_load_ms} ms"
-           for j in jobs if j.completed and j.total_ms < j.srs_load_ms]
+    odd = [f"{j.job} (id={j.request_id}): total {j.timings.total_ms} ms < SRS load {j.timings.srs_load_ms} ms"
+           for j in jobs if j.completed and j.timings.total_ms < j.timings.srs_load_ms]
     ev_ = {"latency_ms": [lat.median, lat.q1, lat.q3, lat.n],
            "cost_ms": [cost.median, cost.q1, cost.q3, cost.n],
            "warmup_ms": first.wall_ms if first else None}

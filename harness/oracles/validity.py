@@ -23,6 +23,11 @@ from proofdiff.oracles.evidence import Evidence, Recorder
 __all__ = ["ORACLES", "evaluate", "judge_run"]
 
 ORACLES = ("proofs", "jobs")
+#: Whether ``proofdiff run`` runs this suite without ``--suite`` (``all`` adds it otherwise).
+DEFAULT = True
+#: What the suite checks, in one line (``--help`` and the README read it).
+DOC = ("every COMPLETED proof verifies per partition against its own inputs; every job "
+       "completes")
 
 
 def _bad(j: JobRecord, kind: str, reason: str, parts: list[int] | None = None) -> dict[str, Any]:

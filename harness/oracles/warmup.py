@@ -29,6 +29,10 @@ __all__ = ["DEFAULT_FLOOR_MS", "DEFAULT_FLOOR_REL", "ORACLES", "evaluate", "firs
            "liveness"]
 
 ORACLES = ("first-proof", "liveness")
+#: Whether ``proofdiff run`` runs this suite without ``--suite`` (``all`` adds it otherwise).
+DEFAULT = True
+#: What the suite checks, in one line (``--help`` and the README read it).
+DOC = ("the first proof completes, verifies and took plausibly long; the daemon survives")
 #: No real Groth16 proof, SRS load included, takes less than this (ms).
 DEFAULT_FLOOR_MS = 250.0
 #: A warmup faster than this fraction of the steady-state median is implausible.
@@ -58,9 +62,9 @@ def first_proof(rec: Recorder, run: RunRecord, concurrency: int, *,
     v = first.verdict
     fig: dict[str, Any] = {
         "job": first.job, "request_id": first.request_id, "status": first.status.value,
-        "wall_ms": round(first.wall_ms, 3), "total_ms": first.total_ms,
-        "srs_load_ms": first.srs_load_ms, "gpu_compute_ms": first.gpu_compute_ms,
-        "queue_wait_ms": first.queue_wait_ms, "verified": None if v is None else v.valid}
+        "wall_ms": round(first.wall_ms, 3), "total_ms": first.timings.total_ms,
+        "srs_load_ms": first.timings.srs_load_ms, "gpu_compute_ms": first.timings.gpu_compute_ms,
+        "queue_wait_ms": first.timings.queue_wait_ms, "verified": None if v is None else v.valid}
     problems = []
     log = run.daemon.log_tail if run.daemon else ""
     if first.status is not JobStatus.COMPLETED:
@@ -75,9 +79,9 @@ def first_proof(rec: Recorder, run: RunRecord, concurrency: int, *,
         problems.append(f"the warmup proof does not verify: bad partitions {v.bad_partitions()} "
                         f"({v.error or 'no verifier text'})")
     if first.status is JobStatus.COMPLETED:
-        if first.srs_load_ms and first.wall_ms < first.srs_load_ms:
+        if first.timings.srs_load_ms and first.wall_ms < first.timings.srs_load_ms:
             problems.append(f"implausible: the warmup took {first.wall_ms:.0f} ms on the client "
-                            f"but reports an SRS load of {first.srs_load_ms} ms")
+                            f"but reports an SRS load of {first.timings.srs_load_ms} ms")
         if first.wall_ms < floor:
             problems.append(f"implausibly fast warmup: {first.wall_ms:.0f} ms < floor {floor:.0f} "
                             f"ms (max of {floor_ms:.0f} ms and {floor_rel} x steady median); a "
@@ -86,7 +90,7 @@ def first_proof(rec: Recorder, run: RunRecord, concurrency: int, *,
     head = f"warmup of profile {run.profile!r} on {run.workload}: " + ("ok" if not problems
                                                                       else "FAILED")
     figs = (f"  first proof {first.job} (id={first.request_id}): {first.status.value}, wall "
-            f"{first.wall_ms:.0f} ms, SRS load {first.srs_load_ms} ms, verified={fig['verified']}"
+            f"{first.wall_ms:.0f} ms, SRS load {first.timings.srs_load_ms} ms, verified={fig['verified']}"
             f"; steady state {steady.render() if steady.n else 'not measured'}; plausibility "
             f"floor {floor:.0f} ms")
     rec("first-proof", run.profile, Outcome.FAIL if problems else Outcome.PASS,

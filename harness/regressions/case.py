@@ -31,6 +31,7 @@ import msgspec
 import tomli_w
 
 from proofdiff.model.errors import ProofdiffError
+from proofdiff.model.image import ImageInfo
 from proofdiff.model.profile import Profile
 from proofdiff.model.profile_file import ProfileError, build_profiles, toml_error_where
 
@@ -49,8 +50,9 @@ class RegressionCase(msgspec.Struct, frozen=True, kw_only=True):
 
     Attributes:
         dir: the case folder. id, title, incident, link, date, status: ``[case]``.
-        image, digest, reference: ``[image]``. workload: a workload name; workload_file:
-            a file in the folder (absolute path), '' when a name is used.
+        image: ``[image]`` tag and digest; reference: the reference image the build makes
+            (its digest is not checked). workload: a workload name; workload_file: a file in
+            the folder (absolute path), '' when a name is used.
         profile, oracle, match: ``[expect]``. fix: ``[fix] overrides``; fix_note.
         bisect: ``[bisect]`` as read ({} when unknown). profiles: the pinned tables.
     """
@@ -65,8 +67,7 @@ class RegressionCase(msgspec.Struct, frozen=True, kw_only=True):
     incident: str = ""
     link: str = ""
     date: str = ""
-    image: str = ""
-    digest: str = ""
+    image: ImageInfo = msgspec.field(default_factory=lambda: ImageInfo(tag=""))
     reference: bool = False
     workload: str = ""
     workload_file: str = ""
@@ -155,8 +156,9 @@ def load_case(folder: str | Path) -> RegressionCase:
     return RegressionCase(
         dir=str(Path(folder).resolve()), id=need("case", "id"), title=need("case", "title"),
         status=status, incident=str(doc["case"].get("incident", "")),
-        link=str(doc["case"].get("link", "")), date=str(d), image=str(image.get("tag", "")),
-        digest=str(image.get("digest", "")), reference=bool(image.get("reference", False)),
+        link=str(doc["case"].get("link", "")), date=str(d),
+        image=ImageInfo(tag=str(image.get("tag", "")), digest=str(image.get("digest", ""))),
+        reference=bool(image.get("reference", False)),
         workload=str(wl.get("name", "")),
         workload_file=str((Path(folder) / wl["file"]).resolve()) if wl.get("file") else "",
         profile=expect_profile, oracle=need("expect", "oracle"),

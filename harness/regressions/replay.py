@@ -42,9 +42,9 @@ class CaseOutcome(msgspec.Struct, frozen=True, kw_only=True):
     (with its id), the run's report dir and wall time (s)."""
 
     case: str
+    fixed: bool = False
     status: str
     message: str
-    fixed: bool = False
     check: str = ""
     outcome: str = ""
     image: ImageInfo | None = None
@@ -90,15 +90,16 @@ def _image(case: RegressionCase, reference: str) -> tuple[str, str] | str:
     if case.reference:
         return reference, ""
     try:
-        img = Runner("replay").image(case.image)
+        img = Runner("replay").image(case.image.tag)
     except ContainerError:
-        return (f"image {case.image} is not on this host; load it (`docker load -i <file>`) or "
+        return (f"image {case.image.tag} is not on this host; load it (`docker load -i <file>`) or "
                 f"build it from the incident's source; the case recorded digest "
-                f"{case.digest or '(none)'}")
-    if case.digest and str(img.id) != case.digest:
-        return (f"image {case.image} here is {img.id}, but the case recorded {case.digest}: "
+                f"{case.image.digest or '(none)'}")
+    if case.image.digest and str(img.id) != case.image.digest:
+        return (f"image {case.image.tag} here is {img.id}, but the case recorded "
+                f"{case.image.digest}: "
                 "a different image; load the recorded one, or re-record the case")
-    return case.image, str(img.id)
+    return case.image.tag, str(img.id)
 
 
 def replay(case: RegressionCase, options: RunOptions | None = None, *, fixed: bool = False,

@@ -49,7 +49,7 @@ def _entries(run: RunRecord, result: DifferentialResult) -> list[dict[str, Any]]
         if run.workload_flow else None
     if first is not None and first.wall_ms > 0:
         out.append(_entry(f"{run.workload}/warmup[{run.profile}]", f"{run.workload} warmup",
-                          [first.wall_ms], {**info, "srs_load_ms": first.srs_load_ms}))
+                          [first.wall_ms], {**info, "srs_load_ms": first.timings.srs_load_ms}))
     lat = [j.wall_ms for b in batches for j in b.completed()]
     cost = [b.wall_ms / len(b.jobs) for b in batches if b.jobs and len(b.completed()) == len(b.jobs)]
     for kind, group, xs in (("latency", "steady latency", lat),

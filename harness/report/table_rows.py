@@ -6,6 +6,9 @@ import statistics
 from typing import Any
 
 from proofdiff.model.oracle_records import ProofCounts
+
+#: A run validity did not judge.
+NO_COUNTS = ProofCounts(total=0, completed=0, valid=0, invalid=0, failed=0, unverified=0)
 from proofdiff.model.result import DifferentialResult
 
 __all__ = ["side_by_side"]
@@ -19,7 +22,7 @@ def side_by_side(result: DifferentialResult) -> list[dict[str, Any]]:
     for run in result.runs:
         proofs = next((r for r in result.records if r.suite == "validity" and r.oracle == "proofs"
                        and r.profile == run.profile and r.workload == run.workload), None)
-        counts = proofs.counts if proofs and proofs.counts else ProofCounts()
+        counts = proofs.counts if proofs and proofs.counts else NO_COUNTS
         flow = run.workload_flow
         walls = [j.wall_ms for j in flow.completed()] if flow else []
         rows.append({

@@ -61,11 +61,11 @@ class ReportView(msgspec.Struct, frozen=True, kw_only=True):
 
     Attributes:
         run_id: the folder name. kind: ``run`` | ``gate`` | ``bisect`` | ``nightly``.
-        decision: the one word (``SAME``, ``PASS``, ``found``); decision_line: its sentence;
-            exit_code: the command's exit code.
         result: the workflow's result record, written as summary.json (msgspec).
         template: the page's jinja2 template in ``proofdiff/report/templates``; context: what
             it reads besides ``r`` (the result) and ``view``.
+        decision: the one word (``SAME``, ``PASS``, ``found``); decision_line: its sentence;
+            exit_code: the command's exit code.
         checks: every check, for junit.xml and allure-results.
         environment: Allure's environment.properties (images and digests, profiles).
         categories: Allure's categories.json (failures grouped by kind).
@@ -75,12 +75,12 @@ class ReportView(msgspec.Struct, frozen=True, kw_only=True):
 
     run_id: str
     kind: str
-    decision: str
-    decision_line: str
-    exit_code: int
     result: Any
     template: str
     context: dict[str, Any] = msgspec.field(default_factory=dict)
+    decision: str
+    decision_line: str
+    exit_code: int
     checks: tuple[Check, ...] = ()
     environment: dict[str, str] = msgspec.field(default_factory=dict)
     categories: tuple[dict[str, Any], ...] = ()

@@ -28,5 +28,5 @@ def in_progress(jobs: Sequence[tuple[float, float, float]]) -> list[float]:
 
 def in_progress_of(jobs: Sequence[JobRecord]) -> list[float]:
     """:func:`in_progress` of the COMPLETED records among ``jobs``."""
-    return in_progress([(j.started_unix_s, j.queue_wait_ms, j.total_ms) for j in jobs
+    return in_progress([(j.started_unix_s, j.timings.queue_wait_ms, j.timings.total_ms) for j in jobs
                         if j.completed and not j.await_only])

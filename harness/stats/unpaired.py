@@ -34,7 +34,8 @@ import numpy as np
 from scipy import stats  # type: ignore[import-untyped]
 
 from proofdiff.model.status import Comparison
-from proofdiff.model.timing_verdict import SampleSummary, TimingVerdict, json_safe, json_safe_all
+from proofdiff.model.timing_verdict import (NO_SAMPLES, SampleSummary, TimingVerdict, json_safe,
+                                            json_safe_all)
 
 __all__ = ["DIFFERENT", "INCONCLUSIVE", "SAME", "adaptive_compare", "compare", "summarize"]
 
@@ -51,10 +52,10 @@ TEST = "Mann-Whitney U on log samples"
 def summarize(xs: Sequence[float]) -> SampleSummary:
     """Median, quartiles (numpy's linear interpolation), min and max of ``xs`` (any unit)."""
     if not xs:
-        return SampleSummary()
+        return NO_SAMPLES
     a = np.asarray(xs, dtype=float)
     q1, med, q3 = (float(x) for x in np.percentile(a, [25, 50, 75]))
-    return SampleSummary(n=len(a), median=med, q1=q1, q3=q3, iqr=q3 - q1, min=float(a.min()),
+    return SampleSummary(n=len(a), median=med, q1=q1, q3=q3, min=float(a.min()),
                          max=float(a.max()))
 
 

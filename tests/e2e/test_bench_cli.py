@@ -40,7 +40,7 @@ def test_cuzk_profiles_on_refprover_bench_cli_vs_grpc_agree(cli_run: Any, artifa
     prod = r.result.run("prod", "wpost-2k")
     assert bench and prod and bench.workload_flow and prod.workload_flow
     assert {j.request_id for j in bench.workload_flow.jobs} == {"(bench tool uuid)"}
-    assert all(j.wall_ms > 0 and j.gpu_compute_ms > 0 for j in bench.workload_flow.jobs)
+    assert all(j.wall_ms > 0 and j.timings.gpu_compute_ms > 0 for j in bench.workload_flow.jobs)
     ids = {j.request_id for j in prod.workload_flow.jobs}  # curio's wdpost ids, one a job
     assert len(ids) == 4 and all(i.startswith("wdpost-1000-0-[") for i in ids), ids
     assert prod.daemon and "ignored config key" in prod.daemon.log_tail

@@ -67,7 +67,7 @@ def test_prod_runs_four_jobs_at_once_with_colliding_ids(daemon: Daemon,
     assert all(j.status is JobStatus.COMPLETED and len(j.proof) == 384 for j in flow.jobs)
     assert len({j.proof for j in flow.jobs}) == 4  # each job got its own proof back
     assert _overlap(flow)  # concurrency 4 really overlapped
-    assert all(j.total_ms > 0 and j.wall_ms >= j.total_ms for j in flow.jobs)
+    assert all(j.timings.total_ms > 0 and j.wall_ms >= j.timings.total_ms for j in flow.jobs)
 
 
 def test_bench_is_one_at_a_time_with_fresh_uuids(daemon: Daemon, workload: Workload) -> None:

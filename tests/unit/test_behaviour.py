@@ -7,7 +7,7 @@ from pathlib import Path
 
 from msgspec.structs import replace
 
-from proofdiff.model.jobs import FlowRecord, JobRecord, StatusSample
+from proofdiff.model.jobs import FlowRecord, JobRecord, NO_TIMINGS, StatusSample
 from proofdiff.model.runs import ResourceUsage
 from proofdiff.model.status import JobStatus, Outcome
 from proofdiff.oracles import behaviour
@@ -81,12 +81,14 @@ def _priority_flows(high_start_s: float, low_starts_s: list[float]) -> dict[str,
     t0 = 1_700_000_000.0
     lows = [JobRecord(index=i, job="wpost-0", request_id=f"low-{i}", status=JobStatus.COMPLETED,
                       priority="NORMAL", started_unix_s=t0 + 0.001 * i,
-                      queue_wait_ms=int(s * 1000), wall_ms=3000.0)
+                      timings=replace(NO_TIMINGS, queue_wait_ms=int(s * 1000)),
+                      wall_ms=3000.0)
             for i, s in enumerate(low_starts_s)]
     n = len(lows)
     high = JobRecord(index=n, job="wpost-1", request_id="high", status=JobStatus.COMPLETED,
                      priority="HIGH", started_unix_s=t0 + 0.01,
-                     queue_wait_ms=int((high_start_s - 0.01) * 1000), wall_ms=6000.0)
+                     timings=replace(NO_TIMINGS, queue_wait_ms=int((high_start_s - 0.01) * 1000)),
+                     wall_ms=6000.0)
     solo = JobRecord(index=0, job="wpost-0", request_id="solo", status=JobStatus.COMPLETED,
                      priority="HIGH", wall_ms=2500.0)
     return {"priority-solo": FlowRecord(name="priority-solo", jobs=(solo,)),

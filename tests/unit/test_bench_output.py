@@ -71,7 +71,9 @@ def test_batch_lines_and_summary() -> None:
 def test_single_result_block_with_the_whole_partition_proof() -> None:
     r = parse_single_output(SINGLE)
     assert r.completed and r.job_id.startswith("5077d193") and r.proof == bytes.fromhex(PROOF)
-    assert (r.total_ms, r.queue_ms, r.gpu_ms, r.wall_ms, r.proof_len) == (812, 3, 809, 840.0, 192)
+    t = r.timings
+    assert (t.total_ms, t.queue_wait_ms, t.gpu_compute_ms, r.wall_ms, r.proof_len) == \
+        (812, 3, 809, 840.0, 192)
     cut = SINGLE.replace(f"192 bytes (hex: {PROOF})", f"1920 bytes (hex: {'cd' * 128}...)")
     assert parse_single_output(cut).proof is None  # PoRep: printed cut short, not verifiable
     failed = parse_single_output("\n=== Proof Result ===\nstatus:    FAILED\njob_id:    x\n"

@@ -20,7 +20,7 @@ from proofdiff.gate.gate_result import (GATE_SCHEMA_VERSION, Decision, Finding, 
 from proofdiff.gate.gate_view import SCHEMA_FILE, intoto_statement, schema, write_gate_report
 from proofdiff.gate.gating import decide
 from proofdiff.gate.timing_rounds import measure_profile
-from proofdiff.model.jobs import FlowRecord, JobRecord, JobSpec
+from proofdiff.model.jobs import DaemonTimings, FlowRecord, JobRecord, JobSpec
 from proofdiff.model.status import JobStatus
 
 pytestmark = pytest.mark.unit
@@ -101,7 +101,10 @@ def test_a_missing_allowlist_says_it_cannot_be_read(tmp_path: Path) -> None:
 def _flow(walls: list[float], label: str, status: JobStatus = JobStatus.COMPLETED) -> FlowRecord:
     t0 = time.time()
     jobs = tuple(JobRecord(index=i, job=f"wpost-{i}", request_id=f"{label}-{i}", status=status,
-                           wall_ms=w, total_ms=int(w), queue_wait_ms=0, started_unix_s=t0)
+                           wall_ms=w, timings=DaemonTimings(queue_wait_ms=0, srs_load_ms=0,
+                                                            synthesis_ms=0, gpu_compute_ms=0,
+                                                            total_ms=int(w)),
+                           started_unix_s=t0)
                  for i, w in enumerate(walls))
     return FlowRecord(name="gate", label=label, jobs=jobs, concurrency=len(jobs),
                       wall_ms=max(walls))

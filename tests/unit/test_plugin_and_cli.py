@@ -87,3 +87,16 @@ def test_help_states_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     for line in ("0    SAME", "1    DIVERGED", "2    FAILED or INCOMPLETE", "3    ERROR",
                  "130  interrupted"):
         assert line in out
+
+
+@pytest.mark.parametrize("command", ["run", "gate", "bisect", "repro"])
+def test_every_command_takes_the_same_run_options(command: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from proofdiff.model.profile_file import shipped_profile_sets
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for flag in ("--param-cache", "--bin-dir", "--set", "--verifier-image", "--profiles"):
+        assert flag in out, f"proofdiff {command} lacks {flag}"
+    for name in shipped_profile_sets():
+        assert name in out, f"proofdiff {command} --help does not name the profile set {name}"

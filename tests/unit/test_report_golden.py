@@ -39,7 +39,8 @@ def diverged() -> DifferentialResult:
             OracleRecord(suite="validity", oracle="proofs", profile="prod", workload="wpost-2k",
                          outcome=Outcome.FAIL, message="0/4 valid: INVALID\n  wpost-1 "
                          "(id=wpost-1000-1, COMPLETED): invalid: partitions [1] do not verify",
-                         counts=ProofCounts(total=4, completed=3, valid=2, invalid=1, failed=1)),
+                         counts=ProofCounts(total=4, completed=3, valid=2, invalid=1, failed=1,
+                                           unverified=0)),
             OracleRecord(suite="preflight", oracle="config-keys", profile="prod",
                          workload="wpost-2k", outcome=Outcome.PASS,
                          message="[profiles.prod] keys all known")]

@@ -1,5 +1,5 @@
 //! Fault switches read from `REFPROVER_FAULTS` (comma list), for proofdiff's self-tests.
-//! Each is latent in a bench-style config and triggered by a prod-style one (DESIGN.md §4),
+//! Each is latent in a bench-style config and triggered by a prod-style one (docs/fault-catalog.md),
 //! except `slow-prove=<factor>`, which slows every config alike (a slower candidate image for
 //! the gate's timing verdict).
 

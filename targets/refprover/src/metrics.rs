@@ -1,4 +1,4 @@
-//! Prometheus text metrics with cuzk's names (DESIGN.md §3).
+//! Prometheus text metrics with cuzk's names (docs/cuzk-interface.md).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;

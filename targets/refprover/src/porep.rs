@@ -73,7 +73,7 @@ pub fn vanilla_public_params(partitions: usize) -> Result<stacked::PublicParams<
 }
 
 /// The cuzk C1 envelope: `{"SectorNum": u64, "Phase1Out": base64 JSON, "SectorSize": u64}`
-/// (DESIGN.md §3).
+/// (docs/cuzk-interface.md).
 #[derive(Deserialize)]
 struct Envelope {
     #[serde(rename = "SectorNum")]

@@ -1,4 +1,4 @@
-//! `bench`: a cuzk-bench-compatible client (DESIGN.md §3): the same flags and output format as
+//! `bench`: a cuzk-bench-compatible client (docs/cuzk-interface.md): the same flags and output format as
 //! cuzk-bench (curio e0294b0f, `extern/cuzk/cuzk-bench/src/main.rs`), so a `bench-cli` profile
 //! drives refprover exactly as operators drive cuzk.
 //!
