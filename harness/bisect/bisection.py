@@ -53,11 +53,11 @@ def check_oracle(oracle: str | None) -> str:
         return ""
     suite, _, name = oracle.partition("/")
     if suite not in SUITES:
-        raise BisectError(f"--oracle {oracle!r}: unknown suite {suite!r}; known: "
-                          f"{', '.join(SUITES)}")
+        raise BisectError(f"--oracle {oracle!r}: unknown suite {suite!r}",
+                          fix=f"name a suite (known: {', '.join(SUITES)}), or suite/oracle")
     if name and name not in SUITES[suite].oracles:
-        raise BisectError(f"--oracle {oracle!r}: suite {suite!r} has no oracle {name!r}; its "
-                          f"oracles: {', '.join(SUITES[suite].oracles)}")
+        raise BisectError(f"--oracle {oracle!r}: suite {suite!r} has no oracle {name!r}",
+                          fix=f"name one of its oracles: {', '.join(SUITES[suite].oracles)}")
     return oracle
 
 

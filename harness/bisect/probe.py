@@ -158,7 +158,8 @@ class Prober:
 
     def _run(self, cfg: Config, fresh: bool) -> Probe:
         if time.monotonic() >= self.deadline:
-            raise BudgetExceeded("the bisection's time budget (--budget-s) ran out")
+            raise BudgetExceeded("the bisection's time budget (--budget-s) ran out",
+                                 fix="rerun with a larger --budget-s")
         with self._lock:
             index = len(self.probes) + 1
             self.probes.append(Probe(index=index, units=(), config=(), outcome="running"))

@@ -142,8 +142,9 @@ class Session:
             path = self.plan.workload_files.get(name)
             if path is None:
                 raise WorkloadError(f"no workload file for {name!r}; known: "
-                                    f"{sorted(self.plan.workload_files)}; build it (proofdiff "
-                                    "build --workload NAME) or pass --workload-file NAME=PATH")
+                                    f"{sorted(self.plan.workload_files)}",
+                                    fix=f"build it (proofdiff build --workload {name}) or pass "
+                                        f"--workload-file {name}=PATH")
             return load_workload(path)
         return _once(self._workloads, name, load, WorkloadError)
 
@@ -162,7 +163,8 @@ class Session:
             except ContainerError as exc:  # no engine: as good as a daemon that did not start
                 if isinstance(exc, LaunchError):
                     raise
-                raise LaunchError(str(exc), role=Role.DAEMON, profile=profile) from None
+                raise LaunchError(exc.headline, fix=exc.fix, role=Role.DAEMON, profile=profile,
+                                  log_tail=exc.log_tail) from None
             self.log(f"{profile} ready in {d.start_to_ready_ms:.0f} ms at {d.address}")
             return d
         return _once(self._daemons, profile, start, LaunchError)

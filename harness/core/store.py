@@ -92,8 +92,8 @@ class FileStore:
                     return value
             except filelock.Timeout:
                 raise StoreTimeout(f"waited {wait_s:.0f} s for another worker to compute {key}; "
-                                   "it is stuck or crashed (rerun with -n0 to run without "
-                                   "xdist)") from None
+                                   "it is stuck or crashed",
+                                   fix="rerun with -n0 to run without xdist") from None
         return self._memo.get_or_compute(key, type_, shared, wait_s)
 
     def cached(self, key: str, type_: type[T]) -> T | None:

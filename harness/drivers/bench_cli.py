@@ -99,8 +99,9 @@ class BenchCliDriver:
                     f"profile {self.profile.name!r}: `{self.profile.bench_tool} batch --help` in "
                     f"image {self.profile.image!r} exited {res.exit_code}"
                     f"{' (timed out)' if res.timed_out else ''} without cuzk-bench's usage "
-                    f"({res.output.strip()[-500:]!r}); set bench_tool to the image's "
-                    "cuzk-bench-compatible client (refprover: 'bench', cuzk: 'cuzk-bench')")
+                    f"({res.output.strip()[-500:]!r})",
+                    fix="set bench_tool to the image's cuzk-bench-compatible client "
+                        "(refprover: 'bench', cuzk: 'cuzk-bench')")
             self._flags = frozenset(_FLAG.findall(res.output))
         return self._flags
 
@@ -201,13 +202,14 @@ class BenchCliDriver:
             return f"http://127.0.0.1:{port}"
         if self.profile.network == "none":
             raise BenchToolError(f"profile {self.profile.name!r}: network 'none' leaves the bench "
-                                 "client no way to reach the daemon; use 'bridge' or 'host'")
+                                 "client no way to reach the daemon",
+                                 fix="set the profile's network to 'bridge' or 'host'")
         ip = self.daemon.ip() if self.daemon else ""
         if not ip:
             raise BenchToolError(f"profile {self.profile.name!r}: daemon container "
                                  f"{self.daemon.short_id if self.daemon else '(none)'} has no IP "
-                                 f"address on network "
-                                 f"{self.profile.network!r} (is it still running?)")
+                                 f"address on network {self.profile.network!r}",
+                                 fix="is it still running? see its log")
         return f"http://{ip}:{port}"
 
     def _tool(self, argv: tuple[str, ...], *, network: str | None, files: dict[str, bytes],
@@ -224,11 +226,12 @@ class BenchCliDriver:
                                    should_stop=guard.expired if guard else None)
         except ContainerError as exc:
             where = "this host" if process else repr(self.profile.image)
+            fix = ("set bench_tool to the cuzk-bench-compatible client (refprover: 'bench', "
+                   "cuzk: 'cuzk-bench'; a path for a process runtime)")
             raise BenchToolError(f"profile {self.profile.name!r}: the bench tool "
                                  f"({self.profile.bench_tool!r} on {where}) did not "
-                                 f"start: {exc.headline}; set bench_tool to the "
-                                 "cuzk-bench-compatible client (refprover: 'bench', cuzk: "
-                                 "'cuzk-bench'; a path for a process runtime)") from None
+                                 f"start: {exc.headline}",
+                                 fix=f"{fix}; {exc.fix}" if exc.fix else fix) from None
 
     def _batch(self, workload: Workload, group: list[JobSpec], workers: int,
                flags: frozenset[str], kind: str, addr: str, guard: Guard, deadlines: Deadlines,
@@ -299,7 +302,9 @@ class BenchCliDriver:
                                  files={input_path(job, k): bench_input(job, k)})
                 bad = usage_error(res.exit_code, res.stdout, res.stderr)
                 if bad is not None:
-                    raise BenchToolError(f"{bad}; command: {shown}")
+                    raise BenchToolError(f"{bad}; command: {shown}",
+                                         fix=f"fix bench_args of profile {self.profile.name!r} "
+                                             f"in {self.profile.source or 'the profile file'}")
                 if res.stopped or res.timed_out:
                     parts.append(self._error(spec, f"the bench tool was stopped ({guard.reason})"
                                              if res.stopped else "the bench tool ran past its "

@@ -34,7 +34,8 @@ def bench_type(proof_kind: str) -> str:
         return _TYPES[proof_kind]
     except KeyError:
         raise BenchToolError(f"cuzk-bench has no -t type for proof kind {proof_kind!r}; "
-                             f"known: {', '.join(_TYPES)}") from None
+                             f"known: {', '.join(_TYPES)}",
+                             fix="run this workload with driver 'grpc'") from None
 
 
 def bench_input(job: WorkloadJob, partition: int | None = None) -> bytes:

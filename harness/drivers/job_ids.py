@@ -62,8 +62,9 @@ def make_job_id(scheme: JobIdScheme | str, *, proof_kind: str, miner_id: int, se
     try:
         scheme = JobIdScheme(scheme)
     except ValueError:
-        raise JobIdError(f"unknown job id scheme {scheme!r}; valid: "
-                         f"{', '.join(s.value for s in JobIdScheme)}") from None
+        raise JobIdError(f"unknown job id scheme {scheme!r}",
+                         fix=f"set job_ids to a valid scheme: "
+                             f"{', '.join(s.value for s in JobIdScheme)}") from None
     if scheme is JobIdScheme.UUID:
         return None  # the driver makes a fresh UUID v4 per job
     if scheme is JobIdScheme.FIXED:
@@ -72,10 +73,13 @@ def make_job_id(scheme: JobIdScheme | str, *, proof_kind: str, miner_id: int, se
         prefix = _CURIO_PREFIX.get(proof_kind)
         if prefix is None:
             raise JobIdError(f"curio job ids: unknown proof kind {proof_kind!r}; "
-                             f"known: {', '.join(_CURIO_PREFIX)}")
+                             f"known: {', '.join(_CURIO_PREFIX)}",
+                             fix="set the profile's job_ids to 'uuid' or 'fixed' for this workload")
         if not sector_ids:
             raise JobIdError(f"curio job ids need at least one sector id (proof kind "
-                             f"{proof_kind}, miner {miner_id}); the workload job has none")
+                             f"{proof_kind}, miner {miner_id}); the workload job has none",
+                             fix="regenerate the workload (proofdiff build), or set the "
+                                 "profile's job_ids to 'uuid'")
         if proof_kind == "WINDOW_POST_PARTITION":
             return f"{prefix}-{miner_id}-{partition}-{_go_bytes(randomness[:8])}"
         return f"{prefix}-{miner_id}-{sector_ids[0]}"

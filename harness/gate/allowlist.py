@@ -70,13 +70,17 @@ def load_allowlist(path: str | Path) -> list[AllowEntry]:
     try:
         doc = tomllib.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise AllowlistError(f"allowlist {p}: cannot be read ({exc.strerror})") from None
+        raise AllowlistError(f"allowlist {p}: cannot be read ({exc.strerror})",
+                             fix="pass an existing allowlist file with --allowlist") from None
     except tomllib.TOMLDecodeError as exc:
-        raise AllowlistError(f"allowlist {p}: not TOML: {exc}") from None
+        raise AllowlistError(f"allowlist {p}: not TOML: {exc}",
+                             fix="fix the file and rerun") from None
     unknown = set(doc) - {"accept"}
     if unknown or not isinstance(doc.get("accept", []), list):
-        raise AllowlistError(f"allowlist {p}: only [[accept]] entries belong here, found "
-                             f"{sorted(unknown) or 'accept as a table'}")
+        raise AllowlistError(f"allowlist {p}: found {sorted(unknown) or 'accept as a table'}",
+                             fix="only [[accept]] entries belong here: write each entry as an "
+                                 "[[accept]] table (the module docstring of "
+                                 "harness/gate/allowlist.py has one)")
     out = []
     for i, raw in enumerate(doc.get("accept", []), 1):
         where = f"{p}#{i}"
@@ -84,19 +88,22 @@ def load_allowlist(path: str | Path) -> list[AllowEntry]:
         extra = sorted(set(raw) - set(_KEYS))
         if missing or extra:
             need = "; ".join(f"{k}: {_KEYS[k]}" for k in missing)
-            raise AllowlistError(f"allowlist entry {where}: "
-                                 + (f"missing {', '.join(missing)} ({need})" if missing else "")
-                                 + ("; " if missing and extra else "")
-                                 + (f"unknown key(s) {', '.join(extra)}; known: "
-                                    f"{', '.join(_KEYS)}" if extra else ""))
+            raise AllowlistError(
+                f"allowlist entry {where}: "
+                + "; ".join(([f"missing {', '.join(missing)}"] if missing else [])
+                            + ([f"unknown key(s) {', '.join(extra)}"] if extra else [])),
+                fix="; ".join(([f"add them ({need})"] if missing else [])
+                              + ([f"remove them; known: {', '.join(_KEYS)}"] if extra else [])))
         if not isinstance(raw["expires"], dt.date) or isinstance(raw["expires"], dt.datetime):
             raise AllowlistError(f"allowlist entry {where}: expires = {raw['expires']!r} is not "
-                                 "a TOML date; write it bare, e.g. expires = 2027-01-31")
+                                 "a TOML date", fix="write it bare, e.g. expires = 2027-01-31")
         try:
             pattern = re.compile(str(raw["match"]))
         except re.error as exc:
             raise AllowlistError(f"allowlist entry {where}: match {raw['match']!r} is not a "
-                                 f"regular expression ({exc})") from None
+                                 f"regular expression ({exc})",
+                                 fix="correct the pattern (Python's re syntax; a TOML literal "
+                                     "string '...' keeps its backslashes)") from None
         out.append(AllowEntry(where=where, check=str(raw["check"]), profile=str(raw["profile"]),
                               match=pattern, reason=str(raw["reason"]), link=str(raw["link"]),
                               expires=raw["expires"]))

@@ -94,7 +94,9 @@ def _cross_check(session: Session, side: str, workload: str, baseline: ImageInfo
     checks.append(check)
     if check.agreed is False:
         raise GateError("the baseline's verifier and the pinned verifier disagree, so no proof "
-                        "verdict can be trusted: " + "; ".join(check.disagreements[:3]))
+                        "verdict can be trusted: " + "; ".join(check.disagreements[:3]),
+                        fix="find which of the two is wrong on the named proofs, and fix it (or "
+                            "re-pin harness/artifacts/pinned_verifier.py)")
 
 
 def _timing(profiles: dict[str, Profile], workloads: Sequence[str],

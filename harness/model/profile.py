@@ -244,25 +244,25 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
         """Container port of the gRPC listener (``ports.grpc``, default 9820)."""
         return int(self.ports.get("grpc", 9820))
 
-    def launch_problems(self) -> list[str]:
+    def launch_problems(self) -> list[tuple[str, str]]:
         """Mismatches that would make the daemon fail for reasons of the profile, not the
         daemon: params mounted where the daemon does not read, or a gRPC port that differs
-        from ``daemon.listen``. One sentence with the fix per problem (empty when fine)."""
+        from ``daemon.listen``. One ``(cause, fix)`` per problem (empty when fine)."""
         problems = []
         if self.runtime is Runtime.ATTACH:
-            return [] if self.address else [
+            return [] if self.address else [(
                 f"profile {self.name!r}: runtime 'attach' needs `address` (HOST:PORT of the "
-                f"running daemon) in {self.source or 'the profile file'}"]
+                "running daemon)", f"set address in {self.source or 'the profile file'}")]
         read, mounted = self.param_read_path(), self.param_mount_path()
         if read != mounted:
-            problems.append(
+            problems.append((
                 f"profile {self.name!r}: params are mounted at {mounted!r} but the daemon reads "
-                f"srs.param_cache={read!r}; set config.srs.param_cache = {mounted!r} or "
-                f"mounts.params = {read!r} in {self.source or 'the profile file'}")
+                f"srs.param_cache={read!r}", f"set config.srs.param_cache = {mounted!r} or "
+                f"mounts.params = {read!r} in {self.source or 'the profile file'}"))
         listen = str(self.effective_config().get("daemon", {}).get("listen", ""))
         if listen and not listen.startswith("unix:") and ":" in listen:
             port = listen.rsplit(":", 1)[1]
             if port.isdigit() and int(port) != self.grpc_port():
-                problems.append(f"profile {self.name!r}: daemon.listen={listen!r} but ports.grpc="
-                                f"{self.grpc_port()}; make them the same port")
+                problems.append((f"profile {self.name!r}: daemon.listen={listen!r} but "
+                                 f"ports.grpc={self.grpc_port()}", "make them the same port"))
         return problems

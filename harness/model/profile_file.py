@@ -72,9 +72,9 @@ def profile_file(name_or_path: str | Path | None) -> Path:
     path = Path(text)
     if path.is_file():
         return path
-    raise ProfileError(f"profile file {text!r} does not exist; pass an existing file or a "
-                       f"shipped profile set ({', '.join(sorted(shipped))}) with --profiles "
-                       "/ --proofdiff-profiles")
+    raise ProfileError(f"profile file {text!r} does not exist",
+                       fix=f"pass an existing file or a shipped profile set "
+                           f"({', '.join(sorted(shipped))}) with --profiles / --proofdiff-profiles")
 
 
 def parse_override(text: str) -> Override:
@@ -87,8 +87,9 @@ def parse_override(text: str) -> Override:
     key, sep, raw = text.partition("=")
     parts = tuple(p.strip() for p in key.strip().split("."))
     if not sep or len(parts) < 2 or any(not p for p in parts):
-        raise ProfileError(f"--set {text!r}: expected PROFILE.KEY[.SUBKEY...]=VALUE, e.g. "
-                           "--set prod.env.REFPROVER_FAULTS=partition-race")
+        raise ProfileError(f"--set {text!r}: expected PROFILE.KEY[.SUBKEY...]=VALUE",
+                           fix="write it as PROFILE.KEY[.SUBKEY...]=VALUE, e.g. "
+                               "--set prod.env.REFPROVER_FAULTS=partition-race")
     try:
         value: Any = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
@@ -107,16 +108,19 @@ def _read_toml(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise ProfileError(f"profile file {str(path)!r} cannot be read ({exc.strerror}); pass "
-                           "an existing file (--profiles / --proofdiff-profiles)") from None
+        raise ProfileError(f"profile file {str(path)!r} cannot be read ({exc.strerror})",
+                           fix="pass an existing file (--profiles / --proofdiff-profiles)"
+                           ) from None
     except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(f"{toml_error_where(path, exc)}: malformed TOML: {exc}; fix the file "
-                           "and rerun") from None
+        raise ProfileError(f"{toml_error_where(path, exc)}: malformed TOML: {exc}",
+                           fix="fix the file and rerun") from None
 
 
 def _expect(cond: bool, where: str, key: str, want: str, got: Any) -> None:
     if not cond:
-        raise ProfileError(f"{where}: key {key!r} must be {want}, got {got!r}")
+        raise ProfileError(f"{where}: key {key!r} must be {want}, got {got!r}",
+                           fix=f"correct {key!r} in the profile (or its [defaults]), or override "
+                               f"it with --set PROFILE.{key}=VALUE")
 
 
 E = TypeVar("E", bound=StrEnum)
@@ -133,7 +137,9 @@ def _choice(raw: Mapping[str, Any], key: str, enum: type[E], default: E, where: 
         return enum(value)
     except ValueError:
         raise ProfileError(f"{where}: key {key!r} must be one of "
-                           f"{tuple(m.value for m in enum)}, got {value!r}") from None
+                           f"{tuple(m.value for m in enum)}, got {value!r}",
+                           fix=f"set {key} to one of those in the profile, or with --set "
+                               f"PROFILE.{key}=VALUE") from None
 
 
 def _is_int(v: Any, minimum: int) -> bool:
@@ -159,15 +165,15 @@ def _build(name: str, raw: Mapping[str, Any], source: str, overrides: tuple[str,
     where = f"{source} [profiles.{name}]"
     if "target" in raw:
         raise ProfileError(f"{where}: key 'target' is now called 'runtime' (how the daemon runs; "
-                           "'target' means only the prover under test): write runtime = "
-                           f"{raw['target']!r} in the file, or --set {name}.runtime="
-                           f"{raw['target']} on the command line")
+                           "'target' means only the prover under test)",
+                           fix=f"write runtime = {raw['target']!r} in the file, or --set "
+                               f"{name}.runtime={raw['target']} on the command line")
     unknown = sorted(set(raw) - set(PROFILE_KEYS))
     if unknown:
         valid = "\n".join(f"  {k}: {v}" for k, v in PROFILE_KEYS.items())
         raise ProfileError(f"{where}: unknown key {unknown[0]!r}"
-                           + (f" (also {unknown[1:]})" if len(unknown) > 1 else "")
-                           + f"; valid keys:\n{valid}")
+                           + (f" (also {unknown[1:]})" if len(unknown) > 1 else ""),
+                           fix=f"use one of the valid keys:\n{valid}")
     workload, image = raw.get("workload"), raw.get("image")
     runtime = _choice(raw, "runtime", Runtime, Runtime.DOCKER, where)
     daemon = raw.get("daemon", "refprover")
@@ -259,7 +265,8 @@ def _set_path(table: dict[str, Any], path: tuple[str, ...], value: Any, where: s
         nxt = node.setdefault(part, {})
         if not isinstance(nxt, dict):
             raise ProfileError(f"{where}: cannot set {'.'.join(path)}: "
-                               f"{'.'.join(path[:i + 1])} is {nxt!r}, not a table")
+                               f"{'.'.join(path[:i + 1])} is {nxt!r}, not a table",
+                               fix=f"set {'.'.join(path[:i + 1])} itself, not a key under it")
         node = nxt
     node[path[-1]] = value
 
@@ -286,8 +293,9 @@ def load_profiles(path: str | Path | None = None,
     doc = _read_toml(file)
     extra = sorted(set(doc) - {"defaults", "profiles"})
     if extra:
-        raise ProfileError(f"{file}: unknown top-level table {extra[0]!r}; a profile file has "
-                           "[defaults] and [profiles.NAME] tables only")
+        raise ProfileError(f"{file}: unknown top-level table {extra[0]!r}",
+                           fix="a profile file has [defaults] and [profiles.NAME] tables only: "
+                               "move its keys into one of them")
     return build_profiles(doc.get("profiles", {}), str(file), overrides,
                           defaults=doc.get("defaults", {}))
 
@@ -301,16 +309,19 @@ def build_profiles(tables: Any, source: str, overrides: Iterable[str | Override]
         ProfileError: as :func:`load_profiles` (``source`` names where the tables came from).
     """
     if not isinstance(tables, dict) or not tables:
-        raise ProfileError(f"{source}: no profiles; add at least one [profiles.NAME] table")
+        raise ProfileError(f"{source}: no profiles",
+                           fix="add at least one [profiles.NAME] table")
     parsed = [o if isinstance(o, Override) else parse_override(o) for o in overrides]
     for o in parsed:
         if o.profile != ALL_PROFILES and o.profile not in tables:
-            raise ProfileError(f"--set {o.text!r}: unknown profile {o.profile!r}; known "
-                               f"profiles in {source}: {', '.join(tables)}")
+            raise ProfileError(f"--set {o.text!r}: unknown profile {o.profile!r}",
+                               fix=f"name one of the known profiles in {source}: "
+                                   f"{', '.join(tables)} (or {ALL_PROFILES} for every profile)")
     out: dict[str, Profile] = {}
     for name, table in tables.items():
         if not isinstance(table, dict):
-            raise ProfileError(f"{source}: [profiles.{name}] must be a table")
+            raise ProfileError(f"{source}: [profiles.{name}] must be a table, got {table!r}",
+                               fix=f"write it as a [profiles.{name}] table of keys")
         raw = deep_merge(defaults or {}, table)
         mine = [o for o in parsed if o.profile in (name, ALL_PROFILES)]
         for o in mine:
@@ -342,5 +353,6 @@ def select_profiles(profiles: Mapping[str, Profile], names: Iterable[str]) -> di
     names = list(names)
     for n in names:
         if n not in profiles:
-            raise ProfileError(f"unknown profile {n!r}; known profiles: {', '.join(profiles)}")
+            raise ProfileError(f"unknown profile {n!r}",
+                               fix=f"name one of the known profiles: {', '.join(profiles)}")
     return {n: profiles[n] for n in names} if names else dict(profiles)

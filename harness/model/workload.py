@@ -68,6 +68,12 @@ class WorkloadError(ProofdiffError):
     """A workload file is unreadable, not JSON, or not the expected schema (message says where)."""
 
 
+#: The fix of a sealed workload file that is not what the harness reads.
+_REGENERATE = "regenerate the workload with the image's `seal` tool (proofdiff build)"
+#: The fix of a mix file (written by hand) that is not what the harness reads.
+_MIX_FIX = 'write the mix as {"mix": [{"file": PATH, "jobs": N, "priority": NAME}, ...]}'
+
+
 @dataclass(frozen=True)
 class Sector:
     """One sector's public inputs: ``sector_id`` and ``comm_r`` (hex, 32 bytes)."""
@@ -179,13 +185,13 @@ class Workload:
                        f"{', '.join(j.name for j in self.jobs)}")
 
 
-def _need(d: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+def _need(d: Any, key: str, kind: type | tuple[type, ...], where: str,
+          fix: str = _REGENERATE) -> Any:
     if not isinstance(d, dict) or key not in d:
-        raise WorkloadError(f"{where}: missing field {key!r}; regenerate the workload with the "
-                            "image's `seal` tool (proofdiff build)")
+        raise WorkloadError(f"{where}: missing field {key!r}", fix=fix)
     val = d[key]
     if not isinstance(val, kind) or (kind is int and isinstance(val, bool)):
-        raise WorkloadError(f"{where}: field {key!r} has the wrong type: {val!r}")
+        raise WorkloadError(f"{where}: field {key!r} has the wrong type: {val!r}", fix=fix)
     return val
 
 
@@ -193,16 +199,18 @@ def _hex(val: str, where: str, nbytes: int | None = None) -> bytes:
     try:
         raw = bytes.fromhex(val)
     except ValueError:
-        raise WorkloadError(f"{where}: not hex: {val[:40]!r}") from None
+        raise WorkloadError(f"{where}: not hex: {val[:40]!r}", fix=_REGENERATE) from None
     if nbytes is not None and len(raw) != nbytes:
-        raise WorkloadError(f"{where}: expected {nbytes} bytes, got {len(raw)}")
+        raise WorkloadError(f"{where}: expected {nbytes} bytes, got {len(raw)}",
+                            fix=_REGENERATE)
     return raw
 
 
 def _priority(d: Any, where: str) -> str:
     prio = d.get("priority", "") if isinstance(d, dict) else ""
     if prio not in ("", *PRIORITY_NAMES):
-        raise WorkloadError(f"{where}: priority {prio!r} is not one of {', '.join(PRIORITY_NAMES)}")
+        raise WorkloadError(f"{where}: priority {prio!r} is not one of {', '.join(PRIORITY_NAMES)}",
+                            fix="write one of those, or leave priority out (the daemon's default)")
     return str(prio)
 
 
@@ -220,15 +228,16 @@ def _porep_job(d: Any, where: str, shape: Shape) -> WorkloadJob:
     try:
         env = json.loads(c1)
     except json.JSONDecodeError as exc:
-        raise WorkloadError(f"{where}.c1: the C1 envelope is not JSON ({exc.msg}); regenerate the "
-                            "workload with `seal porep`") from None
+        raise WorkloadError(f"{where}.c1: the C1 envelope is not JSON ({exc.msg})",
+                            fix="regenerate the workload with `seal porep`") from None
     for key in ("SectorNum", "Phase1Out", "SectorSize"):
         _need(env, key, str if key == "Phase1Out" else int, f"{where}.c1 (C1 envelope)")
     if env["SectorNum"] != sector or env["SectorSize"] != shape.sector_size:
         raise WorkloadError(
             f"{where}.c1: the C1 envelope says SectorNum={env['SectorNum']}, SectorSize="
             f"{env['SectorSize']} but the job says sector_number={sector}, sector_size="
-            f"{shape.sector_size}; the envelope belongs to another sector: regenerate the workload")
+            f"{shape.sector_size}; the envelope belongs to another sector",
+            fix="regenerate the workload")
     return WorkloadJob(
         name=name, miner_id=_need(d, "miner_id", int, where), shape=shape,
         priority=_priority(d, where),
@@ -246,18 +255,20 @@ def _job(d: Any, where: str, shape: Shape) -> WorkloadJob:
         _hex(comm_r, f"{sw}.comm_r", 32)
         sectors.append(Sector(sector_id=_need(s, "sector_id", int, sw), comm_r=comm_r))
     if not sectors:
-        raise WorkloadError(f"{where}: 'sectors' is empty")
+        raise WorkloadError(f"{where}: 'sectors' is empty", fix=_REGENERATE)
     proofs = []
     for i, b in enumerate(_need(d, "vanilla_proofs", list, where)):
         if not isinstance(b, str):
-            raise WorkloadError(f"{where}.vanilla_proofs[{i}]: expected a base64 string")
+            raise WorkloadError(f"{where}.vanilla_proofs[{i}]: expected a base64 string",
+                                fix=_REGENERATE)
         try:
             proofs.append(base64.b64decode(b, validate=True))
         except (binascii.Error, ValueError):
-            raise WorkloadError(f"{where}.vanilla_proofs[{i}]: not base64") from None
+            raise WorkloadError(f"{where}.vanilla_proofs[{i}]: not base64",
+                                fix=_REGENERATE) from None
     if len(proofs) != len(sectors):
         raise WorkloadError(f"{where}: {len(proofs)} vanilla proofs for {len(sectors)} sectors; "
-                            "expected one per sector")
+                            "expected one per sector", fix=_REGENERATE)
     return WorkloadJob(
         name=name, miner_id=_need(d, "miner_id", int, where), shape=shape,
         priority=_priority(d, where), randomness=_hex(_need(d, "randomness", str, where), f"{where}.randomness", 32),
@@ -269,23 +280,25 @@ def _read(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise WorkloadError(f"workload file {str(path)!r} cannot be read ({exc.strerror}); "
-                            "build it with `proofdiff build` / `make workloads`") from None
+        raise WorkloadError(f"workload file {str(path)!r} cannot be read ({exc.strerror})",
+                            fix="build it with `proofdiff build` / `make workloads`, or fix the "
+                                "path") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise WorkloadError(f"{path}:{exc.lineno}:{exc.colno}: bad JSON: {exc.msg}; "
-                            "regenerate the workload (proofdiff build)") from None
+        raise WorkloadError(f"{path}:{exc.lineno}:{exc.colno}: bad JSON: {exc.msg}",
+                            fix="regenerate the workload (proofdiff build)") from None
 
 
 def _jobs_of(doc: Any, where: str) -> tuple[WorkloadJob, ...]:
     kind = _need(doc, "proof_kind", str, where)
     if kind not in SUPPORTED_KINDS:
-        raise WorkloadError(f"{where}: proof_kind {kind!r} not supported yet; "
-                            f"supported: {', '.join(SUPPORTED_KINDS)}")
+        raise WorkloadError(f"{where}: proof_kind {kind!r} not supported yet",
+                            fix=f"use a workload of a supported kind: {', '.join(SUPPORTED_KINDS)}")
     partitions = _need(doc, "partitions", int, where)
     if partitions < 1:
-        raise WorkloadError(f"{where}: partitions must be >= 1, got {partitions}")
+        raise WorkloadError(f"{where}: partitions must be >= 1, got {partitions}",
+                            fix=_REGENERATE)
     shape = Shape(proof_kind=kind, sector_size=_need(doc, "sector_size", int, where),
                   registered_proof=_need(doc, "registered_proof", int, where),
                   api_version=str(doc.get("api_version", "")), partitions=partitions)
@@ -295,7 +308,7 @@ def _jobs_of(doc: Any, where: str) -> tuple[WorkloadJob, ...]:
     else:
         jobs = tuple(_job(j, f"{where}: jobs[{i}]", shape) for i, j in enumerate(raw_jobs))
     if not jobs:
-        raise WorkloadError(f"{where}: 'jobs' is empty")
+        raise WorkloadError(f"{where}: 'jobs' is empty", fix=_REGENERATE)
     return jobs
 
 
@@ -303,11 +316,11 @@ def _mix(doc: Any, path: Path) -> tuple[WorkloadJob, ...]:
     """A mix: ``{"mix": [{"file": PATH, "jobs": N, "priority": NAME}, ...]}``, each member a
     workload file (relative paths are relative to the mix file); ``jobs`` (default all) and
     ``priority`` (default: each job's own) per member."""
-    members = _need(doc, "mix", list, str(path))
+    members = _need(doc, "mix", list, str(path), _MIX_FIX)
     jobs: list[WorkloadJob] = []
     for i, m in enumerate(members):
         where = f"{path}: mix[{i}]"
-        member = Path(_need(m, "file", str, where))
+        member = Path(_need(m, "file", str, where, _MIX_FIX))
         member = member if member.is_absolute() else path.parent / member
         got = load_workload(member).jobs
         count = m.get("jobs", len(got)) if isinstance(m, dict) else len(got)
@@ -315,10 +328,11 @@ def _mix(doc: Any, path: Path) -> tuple[WorkloadJob, ...]:
         jobs += [replace(j, priority=prio or j.priority) for j in got[:count]]
     names = [j.name for j in jobs]
     if len(set(names)) != len(names):
-        raise WorkloadError(f"{path}: the members' job names collide ({sorted(names)}); a mix "
-                            "needs distinct job names")
+        raise WorkloadError(f"{path}: the members' job names collide ({sorted(names)})",
+                            fix="a mix needs distinct job names: list each workload file once")
     if not jobs:
-        raise WorkloadError(f"{path}: the mix has no job")
+        raise WorkloadError(f"{path}: the mix has no job",
+                            fix="list at least one member file, with \"jobs\" >= 1")
     return tuple(jobs)
 
 
@@ -336,7 +350,7 @@ def load_workload(path: str | Path) -> Workload:
     schema = _need(doc, "schema", int, where)
     if schema != SCHEMA_VERSION:
         raise WorkloadError(f"{where}: schema {schema} not supported (this harness reads schema "
-                            f"{SCHEMA_VERSION}); rebuild the workload with the current image")
+                            f"{SCHEMA_VERSION})", fix="rebuild the workload with the current image")
     jobs = _mix(doc, path) if "mix" in doc else _jobs_of(doc, where)
     return Workload(name=_need(doc, "workload", str, where), jobs=jobs, source=where)
 

@@ -243,8 +243,8 @@ def _judge_profile(ev: Evidence, rec: Recorder, name: str) -> None:
             f"jobs, {workload.partitions} partition(s) per proof)")
     except WorkloadError as exc:
         workload = None
-        rec("workload", name, Outcome.FAIL, f"{exc}\n  fix: regenerate the workload file "
-            "(proofdiff build) or fix the path")
+        rec("workload", name, Outcome.FAIL, f"{exc.cause}\n  fix: "
+            f"{exc.fix or 'regenerate the workload file (proofdiff build) or fix the path'}")
     try:
         daemon = ev.daemon(name)
     except LaunchError as exc:

@@ -90,7 +90,7 @@ class RegressionCase(msgspec.Struct, frozen=True, kw_only=True):
         try:
             return build_profiles(self.profiles, str(self.path), self.fix if fixed else ())
         except ProfileError as exc:
-            raise CaseError(str(exc)) from None
+            raise CaseError(exc.cause, fix=exc.fix) from None
 
 
 def _line(text: str, table: str, key: str | None = None) -> int | None:
@@ -117,39 +117,48 @@ def load_case(folder: str | Path) -> RegressionCase:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise CaseError(f"{path}: cannot be read ({exc.strerror}); a case folder holds a "
-                        f"{CASE_FILE} (proofdiff repro writes one)") from None
+        raise CaseError(f"{path}: cannot be read ({exc.strerror})",
+                        fix=f"pass a case folder: it holds a {CASE_FILE} (proofdiff repro writes "
+                            "one)") from None
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise CaseError(f"{toml_error_where(path, exc)}: malformed TOML: {exc}") from None
+        raise CaseError(f"{toml_error_where(path, exc)}: malformed TOML: {exc}",
+                        fix="fix the file and rerun") from None
 
     def need(table: str, key: str, kind: type | tuple[type, ...] = str) -> Any:
         t = doc.get(table)
         line = _line(text, table, key)
         where = f"{path}:{line}" if line else str(path)
         if not isinstance(t, dict) or key not in t:
-            raise CaseError(f"{where}: [{table}] {key} is missing")
+            raise CaseError(f"{where}: [{table}] {key} is missing",
+                            fix=f"add {key} = ... to the [{table}] table")
         if not isinstance(t[key], kind) or (kind is str and not t[key].strip()):
             raise CaseError(f"{where}: [{table}] {key} must be a non-empty "
-                            f"{getattr(kind, '__name__', kind)}, got {t[key]!r}")
+                            f"{getattr(kind, '__name__', kind)}, got {t[key]!r}",
+                            fix=f"correct [{table}] {key} in the file")
         return t[key]
 
     status = need("case", "status")
     if status not in STATUSES:
         raise CaseError(f"{path}:{_line(text, 'case', 'status')}: [case] status must be one of "
-                        f"{STATUSES}, got {status!r}")
+                        f"{STATUSES}, got {status!r}",
+                        fix=f"write status = {STATUSES[0]!r} or {STATUSES[1]!r}")
     wl = doc.get("workload", {})
     if not (isinstance(wl, dict) and (wl.get("name") or wl.get("file"))):
-        raise CaseError(f"{path}:{_line(text, 'workload') or '?'}: [workload] needs name (a built "
-                        "workload such as wpost-2k) or file (inputs in the case folder)")
+        raise CaseError(f"{path}:{_line(text, 'workload') or '?'}: [workload] has neither name "
+                        "nor file", fix="set name (a built workload such as wpost-2k) or file "
+                        "(inputs in the case folder)")
     profiles = doc.get("profiles")
     if not isinstance(profiles, dict) or not profiles:
-        raise CaseError(f"{path}: no [profiles.NAME] tables: a case pins its profiles")
+        raise CaseError(f"{path}: no [profiles.NAME] tables",
+                        fix="a case pins its profiles: add a [profiles.NAME] table for each "
+                            "(proofdiff repro writes them)")
     expect_profile = need("expect", "profile")
     if expect_profile not in profiles:
         raise CaseError(f"{path}:{_line(text, 'expect', 'profile')}: [expect] profile "
-                        f"{expect_profile!r} is not one of the case's profiles {list(profiles)}")
+                        f"{expect_profile!r} is not one of the case's profiles {list(profiles)}",
+                        fix="name one of them, or pin that profile as a [profiles.NAME] table")
     image = doc.get("image", {})
     fix = doc.get("fix", {})
     d = need("case", "date", (str, date))

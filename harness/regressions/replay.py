@@ -77,11 +77,14 @@ def params_workload(w: Workload) -> str:
         if size != 2048 or (kind == POREP and parts not in (1, 2)):
             raise WorkloadError(f"{w.source}: no vk for {kind} with {size}-byte sectors and "
                                 f"{parts} partition(s) here: the reference params cover 2 KiB "
-                                "WindowPoSt and 2 KiB PoRep with 1 or 2 partitions")
+                                "WindowPoSt and 2 KiB PoRep with 1 or 2 partitions",
+                                fix="record the case on one of those shapes (wpost-2k, porep-2k, "
+                                    "porep-2k-2p)")
         names.add("wpost-2k" if kind != POREP else "porep-2k" if parts == 1 else "porep-2k-2p")
     if len(names) != 1:
-        raise WorkloadError(f"{w.source}: jobs of several shapes {sorted(names)}; a case's "
-                            "workload has one")
+        raise WorkloadError(f"{w.source}: jobs of several shapes {sorted(names)}",
+                            fix="a case's workload has one shape: split it into one case per "
+                                "shape")
     return names.pop()
 
 

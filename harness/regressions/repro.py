@@ -105,7 +105,8 @@ def read_env_file(path: str | Path) -> dict[str, str]:
     try:
         lines = p.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
-        raise ReproError(f"env file {p}: cannot be read ({exc.strerror})") from None
+        raise ReproError(f"env file {p}: cannot be read ({exc.strerror})",
+                         fix="pass an existing file with --env-file") from None
     env: dict[str, str] = {}
     for n, line in enumerate(lines, 1):
         s = line.strip()
@@ -113,8 +114,9 @@ def read_env_file(path: str | Path) -> dict[str, str]:
             continue
         m = re.fullmatch(r"(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)", s)
         if not m:
-            raise ReproError(f"{p}:{n}: not KEY=VALUE: {line!r}; an env file has one variable "
-                             "per line, as docker's --env-file")
+            raise ReproError(f"{p}:{n}: not KEY=VALUE: {line!r}",
+                             fix="an env file has one variable per line, as docker's "
+                                 "--env-file: write it as KEY=VALUE")
         value = m.group(2)
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
             value = value[1:-1]
@@ -126,10 +128,12 @@ def _read_config(path: str) -> dict[str, Any]:
     try:
         return tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
-        raise ReproError(f"daemon config {path}: cannot be read ({exc.strerror})") from None
+        raise ReproError(f"daemon config {path}: cannot be read ({exc.strerror})",
+                         fix="pass an existing file with --config") from None
     except tomllib.TOMLDecodeError as exc:
         raise ReproError(f"{toml_error_where(path, exc)}: the deployed daemon config is not "
-                         f"TOML: {exc}") from None
+                         f"TOML: {exc}", fix="pass the daemon's TOML config file with "
+                         "--config") from None
 
 
 def signature(record: OracleRecord) -> dict[str, Any]:
@@ -163,9 +167,9 @@ def _from_report(report: Path) -> tuple[dict[str, Profile], str, str, str, str]:
     failing record's workload, a built one: no inputs to ship)."""
     try:
         res = serde.read(report / "summary.json", DifferentialResult)
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise ReproError(f"{report}/summary.json: not a proofdiff run report ({exc}); pass "
-                         "reports/<run id> of `proofdiff run`") from None
+    except serde.SerdeError as exc:
+        raise ReproError(f"{report}/summary.json: not a proofdiff run report ({exc.cause})",
+                         fix="pass reports/<run id> of `proofdiff run`") from None
     names = list(res.profiles)
     div = res.divergences[0] if res.divergences else None
     rec = (next((r for r in res.records if (r.suite, r.oracle, r.profile) ==
@@ -173,7 +177,7 @@ def _from_report(report: Path) -> tuple[dict[str, Profile], str, str, str, str]:
            next((r for r in res.records if r.outcome is Outcome.FAIL), None))
     if rec is None:
         raise ReproError(f"{report}: the run has no failing check (verdict {res.verdict.value}):"
-                         " nothing to reproduce")
+                         " nothing to reproduce", fix="pass the report of a run that failed")
     profiles: dict[str, Profile] = {}
     for name, view in res.profiles.items():
         source, overrides = view.get("source", ""), view.get("overrides", [])
@@ -181,12 +185,15 @@ def _from_report(report: Path) -> tuple[dict[str, Profile], str, str, str, str]:
             p = load_profiles(source, overrides)[name]
         except ProfileError as exc:
             raise ReproError(f"{report}: profile {name!r} came from {source}, which cannot be "
-                             f"read back ({exc})") from None
+                             f"read back ({exc.cause})",
+                             fix="; ".join(f for f in (exc.fix, "or repro from the production "
+                                                       "artifacts instead (--config ...)") if f)
+                             ) from None
         mine = {k: v for k, v in view.items() if k not in ("source", "overrides", "image")}
         now = {k: v for k, v in profile_view(p).items() if k != "image"}
         if serde.encode(mine) != serde.encode(now):
-            raise ReproError(f"{report}: profile {name!r} in {source} has changed since the run; "
-                             "repro from the production artifacts instead (--config ...)")
+            raise ReproError(f"{report}: profile {name!r} in {source} has changed since the run",
+                             fix="repro from the production artifacts instead (--config ...)")
         run = next((r for r in res.runs if r.profile == name), None)
         image = view.get("image") or (run.image.tag if run else None)
         profiles[name] = msgspec.structs.replace(p, image=image, workload=rec.workload)
@@ -209,8 +216,9 @@ def _from_artifacts(a: ProductionArtifacts, opts: RunOptions, like: str,
     if a.mounts:
         raw["mounts"] = dict(m.split("=", 1) for m in a.mounts if "=" in m)
         if len(raw["mounts"]) != len(a.mounts):
-            raise ReproError(f"--mount {list(a.mounts)}: each is NAME=CONTAINER_PATH, e.g. "
-                             "params=/var/tmp/filecoin-proof-parameters")
+            raise ReproError(f"--mount {list(a.mounts)}: not each NAME=CONTAINER_PATH",
+                             fix="write each as NAME=CONTAINER_PATH, e.g. "
+                                 "params=/var/tmp/filecoin-proof-parameters")
     elif a.config:
         raw.pop("mounts", None)  # params mounted where the deployed config reads them
     for key in ("concurrency", "job_ids"):
@@ -222,7 +230,7 @@ def _from_artifacts(a: ProductionArtifacts, opts: RunOptions, like: str,
             w = load_workload(a.inputs)
             params_workload(w)
         except WorkloadError as exc:
-            raise ReproError(f"the inputs: {exc}") from None
+            raise ReproError(f"the inputs: {exc.cause}", fix=exc.fix) from None
         wl_name, files = w.name, {w.name: a.inputs}
     raw["workload"] = wl_name
     if a.image:
@@ -234,7 +242,7 @@ def _from_artifacts(a: ProductionArtifacts, opts: RunOptions, like: str,
     try:
         built = build_profiles({good: g, "production": raw}, "production artifacts")
     except ProfileError as exc:
-        raise ReproError(str(exc)) from None
+        raise ReproError(exc.cause, fix=exc.fix) from None
     return built, good, "production", "", a.inputs
 
 
@@ -295,11 +303,13 @@ def repro(options: RunOptions | None = None, *, case_id: str, title: str,
     t0 = time.monotonic()
     opts = (options or RunOptions()).with_env()
     if (report is None) == (production is None):
-        raise ReproError("give exactly one source: --from-report DIR, or production artifacts "
-                         "(--config, --env-file, --inputs ...)")
+        raise ReproError("repro takes exactly one source, got "
+                         + ("none" if report is None else "both a report and production artifacts"),
+                         fix="give one: --from-report DIR, or production artifacts (--config, "
+                             "--env-file, --inputs ...)")
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", case_id):
-        raise ReproError(f"--id {case_id!r}: a case id is lower-case letters, digits, '.', '_' "
-                         "and '-' (it names the folder)")
+        raise ReproError(f"--id {case_id!r}: not a case id (it names the folder)",
+                         fix="a case id is lower-case letters, digits, '.', '_' and '-'")
     folder = Path(out_dir) / case_id
     if report is not None:
         resolved, g, bad, expect, wl_file = _from_report(Path(report))
@@ -316,7 +326,9 @@ def repro(options: RunOptions | None = None, *, case_id: str, title: str,
             [params_workload(inputs) if inputs else p.workload], reference=not p.image,
             log=log)
     except (BuildError, WorkloadError) as exc:
-        raise ReproError(f"the reference artifacts: {exc}") from None
+        what = (f"build step {exc.step!r} failed: {exc.cause}" if isinstance(exc, BuildError)
+                else exc.cause)
+        raise ReproError(f"the reference artifacts: {what}", fix=exc.fix) from None
     image = p.image or (reference_image.tag if reference_image else "")
     try:
         digest = str(Runner("repro").image(image).id)
@@ -368,7 +380,7 @@ def repro(options: RunOptions | None = None, *, case_id: str, title: str,
         write_case(folder, doc)
         load_case(folder)
     except CaseError as exc:
-        raise ReproError(f"the case did not write back: {exc}") from None
+        raise ReproError(f"the case did not write back: {exc.cause}", fix=exc.fix) from None
     return ReproResult(case_dir=str(folder), reproduced=True, check=rec.check,
                        message=rec.message.splitlines()[0][:400], report=where, bisect=bis,
                        wall_s=round(time.monotonic() - t0, 1))

@@ -22,5 +22,7 @@ def load_summary(path: str | Path) -> DifferentialResult:
     head = serde.decode(p.read_bytes() if p.exists() else b"{}", dict, where=str(p))
     if head.get("schema_version") != SCHEMA_VERSION:
         raise serde.SerdeError(f"{p}: schema_version {head.get('schema_version')!r}; this "
-                               f"proofdiff reads {SCHEMA_VERSION}")
+                               f"proofdiff reads {SCHEMA_VERSION}",
+                               fix="pass a run dir (or its summary.json) written by this "
+                                   "proofdiff version")
     return serde.read(p, DifferentialResult)

@@ -90,7 +90,9 @@ class AttachedHandle:
         if not self.local:
             raise ContainerError(f"profile {self.profile!r}: the attached daemon at "
                                  f"{self.address} is on another host; nothing can be run where "
-                                 "it reads its files", role=Role.DAEMON, profile=self.profile)
+                                 "it reads its files",
+                                 fix="run proofdiff on the daemon's host to check what it reads",
+                                 role=Role.DAEMON, profile=self.profile)
         try:
             res = subprocess.run(argv, capture_output=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as exc:

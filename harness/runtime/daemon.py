@@ -145,16 +145,18 @@ class Daemon:
             self.handle.remove()
 
 
-def _cache_problems(profile: Profile, param_cache: Path) -> list[str]:
+def _cache_problems(profile: Profile, param_cache: Path) -> list[tuple[str, str]]:
+    """Why ``param_cache`` cannot serve the daemon: ``(cause, fix)`` per problem."""
     if not param_cache.is_dir():
-        return [f"param cache {str(param_cache)!r} does not exist on the host; generate the "
-                "params with `proofdiff build` / `make image`"]
+        return [(f"param cache {str(param_cache)!r} does not exist on the host",
+                 "generate the params with `proofdiff build` / `make image`")]
     if not any(param_cache.glob("*.vk")):
-        return [f"param cache {str(param_cache)!r} holds no .vk files, so the daemon would find "
-                f"no params at {profile.param_read_path()!r}; regenerate with `proofdiff build`"]
+        return [(f"param cache {str(param_cache)!r} holds no .vk files, so the daemon would find "
+                 f"no params at {profile.param_read_path()!r}",
+                 "regenerate with `proofdiff build`")]
     if profile.runtime is Runtime.DOCKER and stat.S_IMODE(param_cache.stat().st_mode) & 0o005 != 0o005:
-        return [f"param cache {str(param_cache)!r} is not readable by the container user "
-                f"{CONTAINER_USER}; run `chmod -R a+rX {param_cache}`"]
+        return [(f"param cache {str(param_cache)!r} is not readable by the container user "
+                 f"{CONTAINER_USER}", f"run `chmod -R a+rX {param_cache}`")]
     return []
 
 
@@ -200,7 +202,9 @@ def start_daemon(runner: Runner, profile: Profile, param_cache: Path, *, probe: 
     if profile.runtime is not Runtime.ATTACH:
         problems += _cache_problems(profile, Path(param_cache))
     if problems:
-        raise LaunchError("; ".join(problems), role=Role.DAEMON, profile=profile.name)
+        raise LaunchError("; ".join(cause for cause, _ in problems),
+                          fix="; ".join(fix for _, fix in problems), role=Role.DAEMON,
+                          profile=profile.name)
     t0 = time.monotonic()
     if profile.runtime is Runtime.ATTACH:
         daemon = Daemon(profile=profile, handle=AttachedHandle(
@@ -213,8 +217,9 @@ def start_daemon(runner: Runner, profile: Profile, param_cache: Path, *, probe: 
         handle = runner.start(spec)
     except ContainerError as exc:
         hint = gpu_hint(str(exc)) if profile.gpus is not None else None
-        extra = f"; profile {profile.name!r} requests gpus={profile.gpus!r}: {hint}" if hint else ""
-        raise LaunchError(exc.headline + extra, role=Role.DAEMON, profile=profile.name) from None
+        extra = f"; profile {profile.name!r} requests gpus={profile.gpus!r}" if hint else ""
+        raise LaunchError(exc.headline + extra, fix=hint or exc.fix, role=Role.DAEMON,
+                          profile=profile.name) from None
     daemon = Daemon(profile=profile, handle=handle,
                     config_text=spec.files[DEFAULT_CONFIG_PATH].decode("utf-8"))
     try:
@@ -234,11 +239,11 @@ def _exited(daemon: Daemon) -> LaunchError | None:
     if st.get("Status") not in ("exited", "dead"):
         return None
     code, oom = st.get("ExitCode"), bool(st.get("OOMKilled"))
-    why = " (OOM-killed: raise mem_limit)" if oom else ""
     return LaunchError(
         f"profile {daemon.profile.name!r}: daemon {daemon.what} exited "
-        f"with code {code}{why} before answering GetStatus; read the log below, check the "
-        f"config ({DEFAULT_CONFIG_PATH}) and command {list(daemon.profile.command)}",
+        f"with code {code}{' (OOM-killed)' if oom else ''} before answering GetStatus",
+        fix=("raise mem_limit; " if oom else "") + "read the log below, check the config "
+            f"({DEFAULT_CONFIG_PATH}) and command {list(daemon.profile.command)}",
         role=Role.DAEMON, profile=daemon.profile.name, container_id=daemon.handle.short_id,
         exit_code=code, oom_killed=oom, log_tail=daemon.logs(40))
 
@@ -278,7 +283,7 @@ def _wait_ready(daemon: Daemon, t0: float, timeout_s: float, probe: ProbeFactory
     raise LaunchError(
         f"profile {daemon.profile.name!r}: daemon {daemon.what} did not "
         f"answer GetStatus on {daemon.address or '(no published port)'} within {timeout_s:.0f} s "
-        f"(status {daemon.state().get('Status')!r}, last error {last}); {fix}, or raise "
-        "ready_timeout_s",
+        f"(status {daemon.state().get('Status')!r}, last error {last})",
+        fix=f"{fix}, or raise ready_timeout_s",
         role=Role.DAEMON, profile=daemon.profile.name, container_id=daemon.handle.short_id,
         log_tail=daemon.logs(40))

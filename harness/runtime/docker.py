@@ -59,8 +59,9 @@ def docker_client(timeout_s: float = 60.0) -> docker.DockerClient:
         client = docker.from_env(timeout=int(timeout_s))
         client.ping()
     except docker.errors.DockerException as exc:
-        raise ContainerError(f"cannot reach the Docker engine: {exc}; start it (systemctl start "
-                             "docker / dockerd) or point DOCKER_HOST at it") from None
+        raise ContainerError(f"cannot reach the Docker engine: {exc}",
+                             fix="start it (systemctl start docker / dockerd) or point "
+                                 "DOCKER_HOST at it") from None
     return client
 
 
@@ -208,8 +209,9 @@ class DockerBackend:
         try:
             return self.client.images.get(tag)
         except docker.errors.ImageNotFound:
-            raise ContainerError(f"image {tag!r} is not present locally; {BUILD_HINT}, or pass "
-                                 "an existing tag with --image / --proofdiff-image") from None
+            raise ContainerError(f"image {tag!r} is not present locally",
+                                 fix=f"{BUILD_HINT}, or pass an existing tag with --image / "
+                                     "--proofdiff-image") from None
 
     # -- containers ----------------------------------------------------------------------
     def start(self, spec: LaunchSpec) -> Container:

@@ -73,6 +73,6 @@ def program_identity(runner: Runner, profile: Profile) -> ImageInfo:
                              detail=f"the program file, {os.path.getsize(path)} bytes")
         except OSError as exc:
             raise ContainerError(f"profile {profile.name!r}: program {path} cannot be read "
-                                 f"({exc.strerror})", role=Role.DAEMON,
-                                 profile=profile.name) from None
+                                 f"({exc.strerror})", fix=f"make it readable: chmod a+r {path}",
+                                 role=Role.DAEMON, profile=profile.name) from None
     return image_info(runner, profile.image_tag)

@@ -209,9 +209,9 @@ class ProcessBackend:
             ContainerError: no entrypoint, or it is not an executable file here.
         """
         if not spec.entrypoint:
-            raise ContainerError(f"{_who(spec)}: the process runtime needs a program path (the "
-                                 "profile's `binary`, `verifier_binary` or `bench_tool`)",
-                                 role=spec.role, profile=spec.profile)
+            raise ContainerError(f"{_who(spec)}: the process runtime needs a program path",
+                                 fix="set the profile's `binary`, `verifier_binary` or "
+                                     "`bench_tool`", role=spec.role, profile=spec.profile)
         name = spec.entrypoint[0]
         if os.sep in name:
             found = name if os.access(name, os.X_OK) and Path(name).is_file() else None
@@ -221,8 +221,8 @@ class ProcessBackend:
         if found is None:
             raise ContainerError(f"{_who(spec)}: program {name!r} is not an executable file on "
                                  f"this host (looked in {[str(d) for d in self.tool_dirs]} and "
-                                 "PATH); set the profile's binary / verifier_binary / bench_tool"
-                                 " to its path, or pass --bin-dir", role=spec.role,
+                                 "PATH)", fix="set the profile's binary / verifier_binary / "
+                                 "bench_tool to its path, or pass --bin-dir", role=spec.role,
                                  profile=spec.profile)
         return str(Path(found).resolve())
 
@@ -257,8 +257,8 @@ class ProcessBackend:
         try:
             limits = plan_limits(spec.role, spec.mem_limit, spec.cpus)
         except ValueError as exc:
-            raise ContainerError(f"{_who(spec)}: {exc}", role=spec.role,
-                                 profile=spec.profile) from None
+            raise ContainerError(f"{_who(spec)}: {exc}", fix="correct the profile's mem_limit",
+                                 role=spec.role, profile=spec.profile) from None
         env = {k: v for k, v in os.environ.items()
                if k in _PASS_ENV or k.startswith(_PASS_PREFIXES)}
         env.update(HOME=str(workdir / "cwd"), TMPDIR=str(workdir / "tmp"))

@@ -76,7 +76,7 @@ class Runner:
         if spec.runtime is Runtime.PROCESS:
             return self.processes.start(spec)
         if spec.runtime is not Runtime.DOCKER:
-            raise ContainerError(f"unknown runtime {spec.runtime!r}; use docker or process",
+            raise ContainerError(f"unknown runtime {spec.runtime!r}", fix="use docker or process",
                                  role=spec.role, profile=spec.profile)
         return self.docker.start(spec)
 

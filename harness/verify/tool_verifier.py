@@ -103,11 +103,12 @@ class ToolVerifier:
         try:
             res = self.runner.run(spec, timeout_s=self.timeout_s)
         except ContainerError as exc:
-            raise VerifyError(str(exc)) from None
+            raise VerifyError(exc.cause, fix=exc.fix) from None
         if res.timed_out:
             raise VerifyError(f"verify ({len(items)} proofs, profile {self.profile!r}) did not "
-                              f"finish within {self.timeout_s:.0f} s; raise the verifier timeout "
-                              "(--verify-timeout) or check the machine's load")
+                              f"finish within {self.timeout_s:.0f} s",
+                              fix="raise the verifier timeout (--verify-timeout) or check the "
+                                  "machine's load")
         if res.exit_code != 0:
             raise VerifyError(f"verify exited with code {res.exit_code} (2 = unreadable input) "
                               f"for profile {self.profile!r}: {res.stderr.strip()[-2000:]}")
@@ -121,7 +122,9 @@ class ToolVerifier:
         missing = [str(i["id"]) for i in items if str(i["id"]) not in verdicts]
         if missing:
             raise VerifyError(f"verify gave no verdict for {missing}; the tool and proofdiff "
-                              "disagree on the input format (refprover README 'Verifier input')")
+                              "disagree on the input format",
+                              fix="make the tool read the format of the refprover README "
+                                  "('Verifier input')")
         return verdicts
 
 

@@ -81,7 +81,7 @@ def test_a_missing_image_is_said_once_with_the_fix(runner: Runner) -> None:
         runner.run(LaunchSpec(image="proofdiff/refprover:does-not-exist", role=Role.VERIFIER),
                    timeout_s=10)
     text = str(ei.value)
-    assert text.count("not present locally") == 1 and "make image" in text
+    assert text.count("not present locally") == 1 and "make image" in ei.value.fix
     assert not text.startswith("ERROR")
 
 

@@ -46,10 +46,12 @@ def test_every_unit_applied_to_bench_is_prod_and_none_is_bench() -> None:
 
 def test_an_unknown_oracle_names_the_known_ones() -> None:
     assert check_oracle("validity/proofs") == "validity/proofs"
-    with pytest.raises(BisectError, match="known: preflight"):
+    with pytest.raises(BisectError, match="known: preflight") as err:
         check_oracle("valdity/proofs")
-    with pytest.raises(BisectError, match="its oracles: "):
+    assert "unknown suite 'valdity'" in err.value.cause and "validity" in err.value.fix
+    with pytest.raises(BisectError, match="its oracles: ") as err:
         check_oracle("validity/prooofs")
+    assert "proofs" in err.value.fix
 
 
 def test_an_oracle_that_does_not_apply_to_a_probe_passes_it_and_one_that_ran_is_judged() -> None:

@@ -60,9 +60,10 @@ def test_config_delta_ranks_the_incident_switches_first() -> None:
 
 def test_preflight_catches_params_mounted_where_cuzk_does_not_read() -> None:
     ps = load_profiles(CUZK, ["prod.mounts.params=/var/tmp/filecoin-proof-parameters"])
-    (problem,) = ps["prod"].launch_problems()
+    ((problem, fix),) = ps["prod"].launch_problems()
     assert "mounted at '/var/tmp/filecoin-proof-parameters'" in problem
     assert "srs.param_cache='/data/zk/params'" in problem
+    assert "mounts.params = '/data/zk/params'" in fix
 
 
 def test_gpu_request_is_one_device_request_for_all_gpus(tmp_path: Path) -> None:

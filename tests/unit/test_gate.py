@@ -90,12 +90,13 @@ def test_a_malformed_allowlist_names_the_entry_and_the_fix(tmp_path: Path, text:
                                                            says: str) -> None:
     with pytest.raises(AllowlistError, match="allow.toml") as err:
         load_allowlist(_allow(tmp_path, text))
-    assert says in str(err.value)
+    assert says in str(err.value) and err.value.fix
 
 
 def test_a_missing_allowlist_says_it_cannot_be_read(tmp_path: Path) -> None:
-    with pytest.raises(AllowlistError, match="cannot be read"):
+    with pytest.raises(AllowlistError, match="cannot be read") as err:
         load_allowlist(tmp_path / "nope.toml")
+    assert "--allowlist" in err.value.fix
 
 
 def _flow(walls: list[float], label: str, status: JobStatus = JobStatus.COMPLETED) -> FlowRecord:

@@ -43,10 +43,12 @@ def test_fixed_scheme() -> None:
 
 
 def test_errors() -> None:
-    with pytest.raises(JobIdError, match="valid: uuid, curio, fixed"):
+    with pytest.raises(JobIdError, match="unknown job id scheme 'serial'") as err:
         make_job_id("serial", proof_kind="WINDOW_POST_PARTITION", miner_id=1, sector_ids=[1])
-    with pytest.raises(JobIdError, match="at least one sector"):
+    assert err.value.fix.endswith("valid scheme: uuid, curio, fixed")
+    with pytest.raises(JobIdError, match="at least one sector") as err:
         make_job_id("curio", proof_kind="WINDOW_POST_PARTITION", miner_id=1, sector_ids=[])
+    assert "job_ids to 'uuid'" in err.value.fix
 
 
 def test_the_workload_plan_uses_the_profiles_miner_for_curio_ids(workload_file) -> None:  # type: ignore[no-untyped-def]

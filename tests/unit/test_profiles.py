@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -37,10 +38,10 @@ def test_unknown_key_names_key_file_profile_and_valid_keys(tmp_path: Path) -> No
     p = write(tmp_path, '[defaults]\nimage="i"\nworkload="w"\n[profiles.bench]\nconcurency = 2\n')
     with pytest.raises(ProfileError) as ei:
         load_profiles(p)
-    msg = str(ei.value)
-    assert "'concurency'" in msg and str(p) in msg and "[profiles.bench]" in msg
+    cause = ei.value.cause
+    assert "'concurency'" in cause and str(p) in cause and "[profiles.bench]" in cause
     for key in PROFILE_KEYS:
-        assert key in msg
+        assert key in ei.value.fix
 
 
 def test_malformed_toml_gives_file_and_line(tmp_path: Path) -> None:
@@ -50,8 +51,9 @@ def test_malformed_toml_gives_file_and_line(tmp_path: Path) -> None:
 
 
 def test_missing_file_says_how_to_fix(tmp_path: Path) -> None:
-    with pytest.raises(ProfileError, match="does not exist"):
+    with pytest.raises(ProfileError, match="does not exist") as err:
         load_profiles(tmp_path / "nope.toml")
+    assert "--profiles" in err.value.fix
 
 
 def test_bad_value_is_named(tmp_path: Path) -> None:
@@ -83,8 +85,9 @@ def test_overrides_apply_to_one_profile_only() -> None:
 
 
 def test_override_unknown_profile_lists_known() -> None:
-    with pytest.raises(ProfileError, match="unknown profile 'staging'; known profiles .*: bench, prod"):
+    with pytest.raises(ProfileError, match="unknown profile 'staging'") as err:
         load_profiles(PROFILES, ["staging.concurrency=2"])
+    assert re.search("known profiles .*: bench, prod", err.value.fix)
 
 
 def test_override_unknown_key_is_rejected() -> None:
@@ -96,21 +99,25 @@ def test_select_profiles() -> None:
     ps = load_profiles(PROFILES)
     assert list(select_profiles(ps, ["prod", "bench"])) == ["prod", "bench"]
     assert list(select_profiles(ps, [])) == ["bench", "prod"]
-    with pytest.raises(ProfileError, match="known profiles: bench, prod"):
+    with pytest.raises(ProfileError, match="unknown profile 'nightly'") as err:
         select_profiles(ps, ["nightly"])
+    assert err.value.fix.endswith("known profiles: bench, prod")
 
 
 def test_preflight_catches_param_path_mismatch() -> None:
     ps = load_profiles(PROFILES, ["prod.config.srs.param_cache=/data/zk/params"])
     problems = ps["prod"].launch_problems()
     assert len(problems) == 1
-    assert "mounted at '/var/tmp/filecoin-proof-parameters'" in problems[0]
-    assert "srs.param_cache='/data/zk/params'" in problems[0]
+    cause, fix = problems[0]
+    assert "mounted at '/var/tmp/filecoin-proof-parameters'" in cause
+    assert "srs.param_cache='/data/zk/params'" in cause
+    assert "config.srs.param_cache = '/var/tmp/filecoin-proof-parameters'" in fix
 
 
 def test_preflight_catches_port_mismatch() -> None:
     ps = load_profiles(PROFILES, ['bench.config.daemon.listen="0.0.0.0:7000"'])
-    assert "ports.grpc=9820" in ps["bench"].launch_problems()[0]
+    (cause, fix), = ps["bench"].launch_problems()
+    assert "ports.grpc=9820" in cause and fix == "make them the same port"
 
 
 def test_shipped_profile_sets_are_named_by_their_stem() -> None:
@@ -119,8 +126,9 @@ def test_shipped_profile_sets_are_named_by_their_stem() -> None:
     assert set(shipped_profile_sets()) == {"refprover", "cuzk", "cuzk-host"}
     assert profile_file(None).name == "refprover.toml"
     assert profile_file("cuzk").name == "cuzk.toml"
-    with pytest.raises(ProfileError, match="shipped profile set .cuzk, cuzk-host, refprover."):
+    with pytest.raises(ProfileError, match="profile file 'nightly' does not exist") as err:
         profile_file("nightly")
+    assert re.search("shipped profile set .cuzk, cuzk-host, refprover.", err.value.fix)
 
 
 def test_written_config_is_the_profiles_own_keys_and_the_effective_one_the_daemons_defaults(

@@ -49,8 +49,9 @@ def test_bad_json_gives_line_and_column(tmp_path: Path) -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(WorkloadError, match="cannot be read.*proofdiff build"):
+    with pytest.raises(WorkloadError, match="cannot be read") as err:
         load_workload(tmp_path / "none.json")
+    assert "proofdiff build" in err.value.fix
 
 
 @pytest.mark.parametrize("mutate, message", [
