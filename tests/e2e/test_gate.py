@@ -87,7 +87,7 @@ def test_a_gate_of_the_image_against_itself_raises_no_alarm(gate_run: Any, artif
     assert r.rc == 0 or all(m.verdict == "INCONCLUSIVE" for m in t.metrics if m.verdict != "SAME")
     # the pinned verifier judged the proofs, and the baseline's own verify agrees with it
     assert res.verifier is not None and res.verifier.digest == artifacts.verifier_id
-    assert res.verifier.image == artifacts.verifier_tag != artifacts.image_tag
+    assert res.verifier.tag == artifacts.verifier_tag != artifacts.image_tag
     assert res.verifier.repo_digests == (f"git-tree:{artifacts.verifier_tree}",)
     check = res.verifier_check
     assert check is not None and check.agreed is True and check.proofs >= 2, check
