@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from proofdiff.model.choices import Runtime
+from proofdiff.model.gpu_telemetry import GpuTelemetry
 from proofdiff.model.image import ImageInfo
 from proofdiff.model.jobs import FlowRecord
 
@@ -54,6 +55,8 @@ class DaemonFacts(msgspec.Struct, frozen=True, kw_only=True):
             no status listener or did not answer).
         resources: memory and CPU use under the profile's limits (``None`` without limits).
         srs_loaded: the circuits whose SRS the daemon reports loaded (``GetStatus``).
+        gpu: NVML readings of the GPUs about once a second while it ran, or why none were
+            taken (``None`` for a daemon this run did not start).
     """
 
     container_id: str = ""
@@ -66,6 +69,7 @@ class DaemonFacts(msgspec.Struct, frozen=True, kw_only=True):
     status: dict[str, Any] | None = None
     resources: ResourceUsage | None = None
     srs_loaded: tuple[str, ...] = ()
+    gpu: GpuTelemetry | None = None
 
     @property
     def alive(self) -> bool:

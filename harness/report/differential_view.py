@@ -11,6 +11,7 @@ from typing import Any
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.status import Outcome
 from proofdiff.report.benchmark_json import benchmark_files
+from proofdiff.report.gpu_section import gpu_rows
 from proofdiff.report.table_rows import side_by_side
 from proofdiff.report.view import Check, CheckStatus, ReportView
 
@@ -60,7 +61,8 @@ def differential_view(result: DifferentialResult) -> ReportView:
         run_id=result.run_id, kind="run", decision=result.verdict.value,
         decision_line=result.verdict_line, exit_code=result.exit_code, result=result,
         template="index.html.j2",
-        context={"records": records, "timing": timing, "rows": side_by_side(result)},
+        context={"records": records, "timing": timing, "rows": side_by_side(result),
+                 "gpu_rows": gpu_rows(result)},
         checks=tuple(checks), categories=CATEGORIES,
         environment={"proofdiff.run_id": result.run_id, "verdict": result.verdict.value,
                      "images": ",".join(f"{i.tag}@{i.digest}" for i in result.images),

@@ -22,10 +22,12 @@ from typing import Any, Protocol
 import tomli_w
 
 from proofdiff.model.choices import Role, Runtime
+from proofdiff.model.gpu_telemetry import GpuTelemetry
 from proofdiff.model.profile import DEFAULT_BINARY, DEFAULT_CONFIG_PATH, Profile
 from proofdiff.model.runs import DaemonFacts
 
 from proofdiff.runtime.attached import AttachedHandle
+from proofdiff.runtime.gpu_telemetry import GpuSampler, start_gpu_sampler
 from proofdiff.runtime.host import gpu_hint
 from proofdiff.runtime.resources import ProcessSampler, ResourceSampler, sampler_for
 from proofdiff.runtime.runner import Runner
@@ -75,6 +77,7 @@ class Daemon:
             the first answer).
         config_text: the daemon TOML as written ('' when attached: it is not ours).
         sampler: memory / CPU sampling under the profile's limits (``None`` without).
+        gpu: NVML sampling of the GPUs while it runs, or the record of why there is none.
     """
 
     profile: Profile
@@ -83,6 +86,7 @@ class Daemon:
     start_to_ready_ms: float | None = None
     config_text: str = ""
     sampler: ResourceSampler | ProcessSampler | None = None
+    gpu: GpuSampler | GpuTelemetry | None = None
 
     @property
     def started_here(self) -> bool:
@@ -132,13 +136,17 @@ class Daemon:
                            log_tail=self.logs(LOG_TAIL_LINES),
                            status=fetch_status(self.status_port) if alive else None,
                            resources=self.sampler.usage() if self.sampler else None,
-                           srs_loaded=srs_loaded if alive else ())
+                           srs_loaded=srs_loaded if alive else (),
+                           gpu=self.gpu.telemetry() if isinstance(self.gpu, GpuSampler)
+                           else self.gpu)
 
     def remove(self) -> None:
         """Stop (SIGTERM, 5 s grace) and remove it (idempotent; an attached daemon is left
         alone)."""
         if self.sampler is not None:
             self.sampler.stop()
+        if isinstance(self.gpu, GpuSampler):
+            self.gpu.stop()
         try:
             self.handle.stop(grace_s=5)
         finally:
@@ -229,6 +237,7 @@ def start_daemon(runner: Runner, profile: Profile, param_cache: Path, *, probe: 
         raise
     if profile.mem_limit is not None or profile.cpus is not None:
         daemon.sampler = sampler_for(handle)
+    daemon.gpu = start_gpu_sampler(profile.gpus if isinstance(profile.gpus, tuple) else ())
     return daemon
 
 
