@@ -63,7 +63,7 @@ DAEMON_DEFAULTS: dict[str, dict[str, Any]] = {"refprover": REFPROVER_DEFAULTS,
                                               "cuzk": CUZK_DEFAULTS}
 
 #: The gate's timing metrics (proofdiff.gate.timing_rounds).
-TIMING_METRICS = ("latency", "throughput", "in-progress")
+TIMING_METRICS = ("latency", "throughput", "in-progress", "lone-latency")
 #: Program names of the refprover build, found in the bin dir (``--bin-dir``) by the process
 #: runtime when the profile names no path.
 DEFAULT_BINARY, DEFAULT_VERIFIER = "refprover", "verify"

@@ -16,6 +16,9 @@ work items pending and in progress, ``cuzk_running_jobs``), its ``GET /status`` 
 * ``in-flight``: the work items in progress never exceed the limit the config sets
   (``pipeline.max_parallel_synthesis``) or the daemon reports (``/status`` synthesis
   max_concurrent), over every flow so far, colliding-id bursts included.
+* ``lone-request``: one request alone on the idle daemon is answered within a bound derived
+  from the same profile's proofs (:mod:`proofdiff.oracles.lone_request`: a delay that hits only
+  a lone request, such as a batch waiting to fill, is what a WinningPoSt meets).
 * ``resources`` (profiles with ``mem_limit`` or ``cpus``): the peak memory and CPU under the
   limits; an OOM kill fails with the limit and the peak, a peak above 90 % of the memory limit
   is a warning.
@@ -34,15 +37,16 @@ from proofdiff.model.profile import Profile
 from proofdiff.model.status import Outcome
 
 from proofdiff.oracles.evidence import Evidence, Recorder
+from proofdiff.oracles import lone_request
 
 __all__ = ["ORACLES", "PRIORITY_BOUND", "evaluate", "requested"]
 
-ORACLES = ("priority", "mode", "in-flight", "resources")
+ORACLES = ("priority", "mode", "in-flight", "lone-request", "resources")
 #: Whether ``proofdiff run`` runs this suite without ``--suite`` (``all`` adds it otherwise).
 DEFAULT = True
 #: What the suite checks, in one line (``--help`` and the README read it).
 DOC = ("what the daemon really does: priority first, the proving mode and workers asked for, "
-       "the in-flight limit kept, memory and CPU under the container's limits")
+       "the in-flight limit kept, a lone request not held back, memory and CPU under the container's limits")
 #: A high-priority job's latency under queued lower-priority work, over its solo latency, that
 #: a correct non-preemptive scheduler stays within: it waits at most for the items already being
 #: proved, sharing the CPU with them. Measured on the clean image, 2 cores (README, 'Suites'):
@@ -279,6 +283,7 @@ def evaluate(ev: Evidence, workload: str) -> list[OracleRecord]:
                 _resources(ev, rec, name, workload)
             rec.skip_all([o for o in ORACLES if o != "resources"], name, why)
             continue
+        lone_request.check(ev, rec, name, workload, "lone-request")  # on the idle daemon
         _priority(ev, rec, name, workload)
         _mode(ev, rec, name, workload)
         _in_flight(ev, rec, name, workload)

@@ -18,6 +18,10 @@ Arms (:func:`proofdiff.stats.unpaired.compare` each):
   serializes jobs whatever it is offered cannot grow with hardware).
 * ``latency-throughput`` (every sampled profile): steady latency and throughput figures; fails on
   a proof faster than its own SRS load; an error on no samples.
+* ``lone-request`` (every sampled profile): one request alone on the idle daemon per round
+  (the baseline's A1/A2 batches and a concurrency-1 profile's batches are lone already; a
+  profile of higher concurrency gets a side ``<name>:lone`` of one proof), the median judged
+  against a bound from the same profile's proofs (:mod:`proofdiff.oracles.lone_request`).
 """
 
 from __future__ import annotations
@@ -34,10 +38,11 @@ from proofdiff.stats.concurrency import in_progress_of
 
 from proofdiff.oracles.evidence import Evidence, Recorder
 from proofdiff.oracles.behaviour import MODE_KEYS, requested
+from proofdiff.oracles.lone_request import BATCH_KEYS, judge_lone
 
 __all__ = ["INITIAL_ROUNDS", "MAX_ROUNDS", "ORACLES", "Sampling", "evaluate", "judge"]
 
-ORACLES = ("latency-throughput", "aa", "throughput", "concurrency")
+ORACLES = ("latency-throughput", "aa", "throughput", "concurrency", "lone-request")
 #: Whether ``proofdiff run`` runs this suite without ``--suite`` (``all`` adds it otherwise).
 DEFAULT = False
 #: What the suite checks, in one line (``--help`` and the README read it).
@@ -79,6 +84,7 @@ class Sampling:
 def _sample(ev: Evidence, workload: str, base: str, others: Sequence[str]) -> Sampling:
     s = Sampling()
     plan = [(f"{base}:A1", base, 1)] + [(o, o, ev.profiles[o].concurrency) for o in others] \
+        + [(f"{o}:lone", o, 1) for o in others if ev.profiles[o].concurrency > 1] \
         + [(f"{base}:A2", base, 1)]
     jobs = ev.workload(workload).jobs
     for rnd in range(MAX_ROUNDS):
@@ -206,6 +212,30 @@ def _figures(rec: Recorder, ev: Evidence, workload: str, s: Sampling, name: str,
         rec("latency-throughput", name, Outcome.PASS, text, evidence=ev_)
 
 
+def _lone(rec: Recorder, ev: Evidence, workload: str, s: Sampling, name: str, base: str) -> None:
+    """``lone-request`` on ``name``: its lone samples of every round against the bound from its
+    own proofs (its timing batches and its workload run)."""
+    own = [f"{base}:A1", f"{base}:A2"] if name == base else [name]
+    lone_sides = own if name == base or ev.profiles[name].concurrency <= 1 else [f"{name}:lone"]
+    lones = [j for side in lone_sides for b in s.batches.get(side, []) for j in b.jobs
+             if not j.await_only]
+    wl = ev.run(name, workload).workload_flow
+    basis = [j for side in own for b in s.ok(side) for j in b.jobs] + list(wl.jobs if wl else ())
+    stopped = s.stopped_side.split(":")[0]
+    if stopped == name:
+        rec("lone-request", name, Outcome.FAIL, f"timing sampling stopped on {name!r}: "
+            f"{s.stopped}; a daemon that cannot finish a batch cannot be timed")
+        return
+    if stopped and not lones:
+        rec("lone-request", name, Outcome.SKIPPED, f"timing sampling stopped on {stopped!r} "
+            f"before a lone request was sent to {name!r}: {s.stopped}")
+        return
+    outcome, message, evidence = judge_lone(lones, basis,
+                                            f"profile {name!r} ({workload}, timing rounds)")
+    rec("lone-request", name, outcome, message, evidence=evidence,
+        names=BATCH_KEYS if outcome is Outcome.FAIL else ())
+
+
 def evaluate(ev: Evidence, workload: str) -> list[OracleRecord]:
     """The timing records of every profile on ``workload`` (module docstring)."""
     rec = Recorder(ev, "timing", workload)
@@ -219,7 +249,8 @@ def evaluate(ev: Evidence, workload: str) -> list[OracleRecord]:
                              why if o == base else f"the baseline {base!r} cannot be timed: {why}")
             return rec.records
         if why:
-            rec.skip_all(("latency-throughput", "throughput", "concurrency"), n, why)
+            rec.skip_all(("latency-throughput", "throughput", "concurrency", "lone-request"), n,
+                         why)
         elif n != base:
             others.append(n)
     for n in (base, *others):
@@ -229,6 +260,8 @@ def evaluate(ev: Evidence, workload: str) -> list[OracleRecord]:
     for name in (base, *others):
         _figures(rec, ev, workload, s, name, [f"{base}:A1", f"{base}:A2"] if name == base
                  else [name])
+    for name in (base, *others):
+        _lone(rec, ev, workload, s, name, base)
     for arm, v in arms(ev, workload, s, base, others).items():
         profile = base if arm == "aa" else arm.split(":", 1)[1]
         oracle = arm.split(":", 1)[0]

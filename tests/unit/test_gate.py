@@ -114,14 +114,18 @@ def _flow(walls: list[float], label: str, status: JobStatus = JobStatus.COMPLETE
 class _Daemons:
     """Two fake sides whose batches take seeded lognormal times, the candidate ``ratio`` x."""
 
-    def __init__(self, ratio: float, cv: float = 0.02, broken_after: int | None = None) -> None:
+    def __init__(self, ratio: float, cv: float = 0.02, broken_after: int | None = None,
+                 lone_ratio: float = 1.0) -> None:
         self.rng = np.random.default_rng(7)
         self.ratio, self.cv, self.broken_after = ratio, cv, broken_after
+        self.lone_ratio = lone_ratio  # the candidate's extra time on a request sent alone
         self.calls: list[str] = []
 
     def send(self, side: str, specs: list[JobSpec], label: str) -> FlowRecord:
         self.calls.append(label)
         scale = self.ratio if side.endswith("candidate") else 1.0
+        if side.endswith("candidate") and len(specs) == 1:
+            scale *= self.lone_ratio
         if self.broken_after is not None and len(self.calls) > self.broken_after:
             return _flow([1.0] * len(specs), label, JobStatus.FAILED)
         walls = [3500.0 * scale * float(self.rng.lognormal(0, self.cv)) for _ in specs]
@@ -160,9 +164,21 @@ def test_a_faster_candidate_is_different_but_not_a_regression() -> None:
 
 def test_in_progress_is_compared_only_when_jobs_can_overlap() -> None:
     t = _measure(_Daemons(ratio=1.0, cv=0.01), concurrency=2)
-    assert {m.metric for m in t.metrics} == {"latency", "throughput", "in-progress"}
+    assert {m.metric for m in t.metrics} == {"latency", "throughput", "in-progress",
+                                             "lone-latency"}
     (inp,) = [m for m in t.metrics if m.metric == "in-progress"]
     assert inp.unit == "jobs" and inp.worse == "lower"
+
+
+def test_a_candidate_that_holds_a_lone_request_is_slower_on_lone_latency_only() -> None:
+    """Batches of 2 on both sides take the same time; the candidate holds a request that comes
+    alone 1.5x as long (a batch that waits to fill): only the lone request of each round shows it."""
+    d = _Daemons(ratio=1.0, cv=0.01, lone_ratio=1.5)
+    t = _measure(d, concurrency=2)
+    assert d.calls[:4] == ["baseline#0", "baseline#0:lone", "candidate#0", "candidate#0:lone"]
+    by = {m.metric: m for m in t.metrics}
+    assert by["lone-latency"].verdict == "DIFFERENT" and by["lone-latency"].regression
+    assert by["latency"].verdict == "SAME" and not by["latency"].regression
 
 
 def test_a_batch_that_fails_stops_the_sampling_and_says_where() -> None:

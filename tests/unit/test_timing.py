@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from msgspec.structs import replace
 
 from proofdiff.core.differential import assemble
-from proofdiff.model.jobs import FlowRecord
+from proofdiff.model.jobs import DaemonTimings, FlowRecord
 from proofdiff.model.status import JobStatus, Outcome
 from proofdiff.oracles import timing
 from proofdiff.oracles.timing import judge
@@ -198,3 +199,35 @@ def test_a_batch_stuck_on_prod_fails_prod_and_skips_the_baselines_aa(workload_fi
     assert "stopped on 'prod'" in recs[("throughput", "prod")].message
     aa = recs[("aa", "bench")]  # bench had its A1 sample only: nothing to compare, not its fault
     assert aa.outcome is Outcome.SKIPPED and "stopped on 'prod'" in aa.message, aa.message
+
+
+def test_the_lone_request_is_timed_on_every_profile_and_a_held_one_fails(
+        workload_file: Path) -> None:
+    """prod proves its batches of 4 promptly but holds a request that comes alone for 10 s (a
+    batch waiting to fill): invisible in the batches, the lone side of every round shows it."""
+    def answered(i: int, wall_ms: float, queue_ms: int) -> Any:
+        return replace(job(i, wall_ms=wall_ms), timings=DaemonTimings(
+            queue_wait_ms=queue_ms, srs_load_ms=0, synthesis_ms=40, gpu_compute_ms=700,
+            total_ms=int(wall_ms) - 5))
+
+    class Ev(FakeEvidence):
+        def send(self, profile: str, workload: str, specs: Any, *, name: str, label: str = "",
+                 concurrency: int, **_kw: Any) -> FlowRecord:
+            self.calls.append((label, list(specs)))
+            held = label.startswith("prod:lone")
+            jobs = tuple(answered(i, 12_000.0 if held else 2000.0, 10_000 if held else 5)
+                         for i in range(len(specs)))
+            return FlowRecord(name=name, label=label, concurrency=concurrency, jobs=jobs,
+                              wall_ms=12_000.0 if held else 2000.0 * len(specs) / concurrency)
+
+    ev = Ev(profiles=refprover_profiles(), workload_file=workload_file,
+            runs={p: run(p, [job(i) for i in range(4)]) for p in ("bench", "prod")})
+    recs = {(r.oracle, r.profile): r for r in timing.evaluate(ev, "wpost-2k")}  # type: ignore[arg-type]
+    lone_sends = [specs for label, specs in ev.calls if label.startswith("prod:lone")]
+    assert lone_sends and all(len(specs) == 1 for specs in lone_sends)  # one per round, alone
+    assert not any(label.startswith("bench:lone") for label, _ in ev.calls)  # A1/A2 are lone
+    held = recs[("lone-request", "prod")]
+    assert held.outcome is Outcome.FAIL, held.message
+    assert held.evidence["median_lone_ms"] == 12_000.0 and held.evidence["bound_ms"] < 12_000.0
+    assert recs[("lone-request", "bench")].outcome is Outcome.PASS
+    assert recs[("throughput", "prod")].outcome is Outcome.PASS  # the batches never showed it

@@ -1,0 +1,147 @@
+"""The latency of a lone request: one request alone on an idle daemon, judged against the time
+the same profile's proofs take to prove.
+
+Property (every correct cuzk-compatible daemon): a request that arrives at an idle daemon has
+nothing to wait for, so it is answered in about the time it takes to prove. A daemon that holds
+a lone request back is wrong for the requests that come alone: a WinningPoSt comes alone and has
+a deadline (one epoch; a late proof loses the block: bellperson #291, lotus #9727). cuzk's
+scheduler has such a wait by design: ``scheduler.max_batch_wait_ms`` "Max time (ms) to wait for
+batch to fill before flushing", default 10 000 ms (curio ``extern/cuzk/cuzk-core/src/config.rs``
+``SchedulerConfig``), with ``scheduler.max_batch_size`` > 1. Batches of the profile's
+concurrency fill at once and never show it; only a request sent alone does.
+
+The bound is derived from the same profile's proofs, not a fixed number: the *proving time* of a
+proof is what its answer's own timings give, ``total_ms - queue_wait_ms - srs_load_ms``
+(``AwaitProofResponse`` fields 10-14, docs/cuzk-interface.md), capped by the wall time the
+client observed from send to answer (a claim never widens the bound past what was seen). A lone
+request must be answered within :data:`LONE_FACTOR` x the median proving time of the profile's
+other proofs (those of its workload run, proved under the profile's concurrency, so sharing the
+daemon with others: alone, a proof is no slower).
+
+The wall time of the lone request is proofdiff's own observation (client send to answer); its
+answer's ``queue_wait_ms`` (a claim) is quoted beside it, never used to excuse it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from proofdiff.model.jobs import JobRecord, JobSpec
+from proofdiff.model.status import Outcome
+
+from proofdiff.oracles.evidence import Evidence, Recorder
+
+__all__ = ["LONE_FACTOR", "LoneBound", "check", "judge_lone", "lone_bound", "lone_spec",
+           "proving_ms"]
+
+#: The config keys that make a daemon hold a request back to batch it (cuzk's scheduler), for
+#: the suspects of a failure.
+BATCH_KEYS = ("config.scheduler.max_batch_size", "config.scheduler.max_batch_wait_ms",
+              "concurrency")
+#: A lone request's latency over the median proving time of the same profile's proofs that a
+#: correct daemon stays within: 1 by the property (alone, nothing to wait for), doubled for the
+#: noise of a shared machine (one sample, beside other work; the A/A spread of single proofs on
+#: the 2-core CI machine, docs/timing.md) and the transport (milliseconds).
+LONE_FACTOR = 2.0
+
+
+class LoneBound(msgspec.Struct, frozen=True, kw_only=True):
+    """What a lone request of one profile is judged against.
+
+    Attributes:
+        bound_ms: the latency a lone request must stay within, ms
+            (:data:`LONE_FACTOR` x ``median_proving_ms``).
+        median_proving_ms: the median proving time of the basis proofs, ms.
+        proofs: how many proofs gave a proving time (COMPLETED, with timings reported).
+    """
+
+    bound_ms: float
+    median_proving_ms: float
+    proofs: int
+
+
+def proving_ms(job: JobRecord) -> float | None:
+    """The proving time of one answered job, ms: ``min(total_ms, wall_ms) - queue_wait_ms -
+    srs_load_ms`` from its answer; ``None`` when the job did not complete, is an await-only probe,
+    or its answer reports no timings (``total_ms`` 0) or an impossible split (not above 0)."""
+    if not job.completed or job.await_only or job.timings.total_ms <= 0:
+        return None
+    t = job.timings
+    got = min(float(t.total_ms), job.wall_ms) - t.queue_wait_ms - t.srs_load_ms
+    return got if got > 0 else None
+
+
+def lone_bound(basis: Sequence[JobRecord]) -> LoneBound | None:
+    """The bound from the profile's proofs ``basis`` (module docstring); ``None`` when none of
+    them gives a proving time (nothing to derive a bound from)."""
+    times = [p for p in (proving_ms(j) for j in basis) if p is not None]
+    if not times:
+        return None
+    med = float(statistics.median(times))
+    return LoneBound(bound_ms=LONE_FACTOR * med, median_proving_ms=med, proofs=len(times))
+
+
+def lone_spec(job: str) -> JobSpec:
+    """The one request of a lone flow: workload job ``job`` with its own priority."""
+    return JobSpec(index=0, job=job)
+
+
+def judge_lone(lones: Sequence[JobRecord], basis: Sequence[JobRecord],
+               where: str) -> tuple[Outcome, str, dict[str, Any]]:
+    """Judge the lone requests ``lones`` (each sent alone to the idle daemon) against the bound
+    from ``basis`` (module docstring), by the median of their latencies.
+
+    Args:
+        where: names the profile and workload in the message (``profile 'prod' (wpost-2k)``).
+
+    Returns:
+        ``(outcome, message, evidence)``: PASS within the bound, FAIL beyond it, ERROR when a
+        lone request did not complete or no basis proof gives a proving time (nothing to judge).
+    """
+    bound = lone_bound(basis)
+    walls = [j.wall_ms for j in lones if j.completed]
+    bad = next((j for j in lones if not j.completed), None)
+    head = (f"one request alone on the idle daemon of {where}" if len(lones) == 1 else
+            f"{len(lones)} requests, each alone on the idle daemon of {where}")
+    ev: dict[str, Any] = {"lone_ms": [round(w, 1) for w in walls], "lone_requests": len(lones),
+                          "lone_queue_wait_ms": [j.timings.queue_wait_ms for j in lones],
+                          "factor": LONE_FACTOR}
+    if bad is not None or not walls:
+        return Outcome.ERROR, (f"{head}: nothing to judge: " + (
+            f"{bad.render()} got no proof: {bad.error or '(no text)'}"
+            if bad is not None else "no lone request was sent")), ev
+    if bound is None:
+        return Outcome.ERROR, (f"{head}: nothing to judge: none of the profile's {len(basis)} "
+                               "other proof(s) completed with timings (total_ms), so there is no "
+                               "proving time to bound it by"), ev
+    lone_ms = float(statistics.median(walls))
+    ratio = lone_ms / bound.median_proving_ms
+    ev.update(median_lone_ms=round(lone_ms, 1), bound_ms=round(bound.bound_ms, 1),
+              median_proving_ms=round(bound.median_proving_ms, 1), basis_proofs=bound.proofs,
+              ratio=round(ratio, 3))
+    waits = sorted({j.timings.queue_wait_ms for j in lones})
+    whose = "its answer" if len(walls) == 1 else "their answers"
+    figs = (f"{'it was' if len(walls) == 1 else 'they were (median)'} answered in {lone_ms:.0f} "
+            f"ms (queue_wait {', '.join(map(str, waits[:4]))} ms by {whose}), "
+            f"{ratio:.2f}x the median proving time {bound.median_proving_ms:.0f} ms of the "
+            f"profile's {bound.proofs} proof(s) (bound {LONE_FACTOR:g}x = {bound.bound_ms:.0f} ms)")
+    if lone_ms > bound.bound_ms:
+        return Outcome.FAIL, (f"{head}: {figs}: a request that comes alone is held back (a "
+                              "batch that waits to fill? cuzk scheduler.max_batch_wait_ms); a "
+                              "WinningPoSt, which comes alone with a deadline, would be late"), ev
+    return Outcome.PASS, f"{head}: {figs}", ev
+
+def check(ev: Evidence, rec: Recorder, name: str, workload: str, oracle: str) -> None:
+    """Send one request alone to ``name``'s idle daemon (after its workload run) and record
+    ``oracle`` on it, the workload run's proofs as the basis of the bound."""
+    wl_flow = ev.run(name, workload).workload_flow
+    basis = wl_flow.jobs if wl_flow else ()
+    flow = ev.send(name, workload, [lone_spec(ev.workload(workload).jobs[0].name)], name="lone",
+                   concurrency=1)
+    outcome, message, evidence = judge_lone(flow.jobs, basis, f"profile {name!r} ({workload})")
+    rec(oracle, name, outcome, message, evidence=evidence,
+        names=BATCH_KEYS if outcome is Outcome.FAIL else ())
