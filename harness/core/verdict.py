@@ -8,6 +8,11 @@ failure of the image, not a divergence; a skipped baseline cannot be compared.
 The verdict, first match wins: INTERRUPTED; DIVERGED (any divergence); ERROR (run-level errors
 or an ERROR record); FAILED (a FAIL record); INCOMPLETE (a skipped record, or a selected
 profile x workload x suite with no record at all); SAME.
+
+An *unverifiable* profile (``validity/proofs`` SKIPPED because its client hands out no proof
+bytes, e.g. real cuzk-bench) is covered when another profile's proofs on the same workload and
+image were verified (:func:`unverifiable`): it does not make the run INCOMPLETE, and the SAME
+line names it with its reason. Uncovered (no profile's proofs verified), it is INCOMPLETE.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from proofdiff.model.status import Outcome, Verdict
 
 from proofdiff.core.suspects import rank
 
-__all__ = ["divergences", "missing_cells", "verdict"]
+__all__ = ["divergences", "missing_cells", "unverifiable", "verdict"]
 
 _COMPARABLE = (Outcome.PASS, Outcome.INCONCLUSIVE)
 
@@ -60,6 +65,22 @@ def missing_cells(records: Sequence[OracleRecord], profiles: Sequence[str],
             for p in profiles for s in suites if (s, p, w, i) not in have]
 
 
+def unverifiable(records: Sequence[OracleRecord]) -> tuple[list[OracleRecord],
+                                                          list[OracleRecord]]:
+    """The ``validity/proofs`` records of unverifiable profiles (SKIPPED with
+    ``evidence["unverifiable"]``, :mod:`proofdiff.oracles.validity`), split into ``(covered,
+    uncovered)``: covered when a record of another profile on the same workload and image
+    PASSed with at least one proof verified valid. The one rule for the run's verdict and the
+    gate's (issue 17: at least one profile's proofs verified, and which could not be)."""
+    def key(r: OracleRecord) -> tuple[str, str]:
+        return r.workload, r.image
+    verified = {key(r) for r in records if (r.suite, r.oracle) == ("validity", "proofs")
+                and r.outcome is Outcome.PASS and r.counts is not None and r.counts.valid > 0}
+    unv = [r for r in records if (r.suite, r.oracle) == ("validity", "proofs")
+           and r.outcome is Outcome.SKIPPED and r.evidence.get("unverifiable")]
+    return ([r for r in unv if key(r) in verified], [r for r in unv if key(r) not in verified])
+
+
 def _proofs(runs: Sequence[RunRecord]) -> int:
     return sum(1 for r in runs if r.workload_flow for j in r.workload_flow.jobs
                if j.verdict is not None and j.verdict.valid)
@@ -84,7 +105,8 @@ def verdict(records: Sequence[OracleRecord], divs: Sequence[Divergence], errors:
         return Verdict.FAILED, "no divergence, but " + "; ".join(
             f"{r.check} failed on {r.profile}/{r.workload}" for r in bad[:6]) + (
             f" and {len(bad) - 6} more" if len(bad) > 6 else "")
-    skipped = [r for r in records if r.outcome is Outcome.SKIPPED]
+    covered = unverifiable(records)[0]
+    skipped = [r for r in records if r.outcome is Outcome.SKIPPED and r not in covered]
     if skipped or missing or not records:
         why = [f"{r.check} skipped on {r.profile}/{r.workload}: {_head(r.message)}"
                for r in skipped[:3]] + [f"no outcome for {m}" for m in missing[:3]]
@@ -92,10 +114,14 @@ def verdict(records: Sequence[OracleRecord], divs: Sequence[Divergence], errors:
     inconclusive = [r for r in records if r.outcome is Outcome.INCONCLUSIVE]
     warned = [r for r in records if r.evidence.get("warning")]
     profiles = sorted({r.profile for r in records})
-    line = (f"{len(records)} check(s) passed on {', '.join(profiles)}; {_proofs(runs)} proof(s) "
+    line = (f"{len(records) - len(covered)} check(s) passed on {', '.join(profiles)}; {_proofs(runs)} proof(s) "
             "verified independently")
     if inconclusive:
         line += f" ({len(inconclusive)} timing check(s) INCONCLUSIVE: a noisy machine)"
+    if covered:
+        line += "; UNVERIFIABLE: " + "; ".join(
+            f"validity/proofs on {r.profile}/{r.workload}: {r.evidence['unverifiable']}"
+            for r in covered)
     if warned:
         line += "; WARNING: " + "; ".join(f"{r.check} on {r.profile}: {r.evidence['warning']}"
                                           for r in warned)

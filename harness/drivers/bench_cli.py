@@ -19,6 +19,12 @@ for partition 0, so for a cuzk daemon (``daemon = "cuzk"``) a WindowPoSt job of 
 partitions is proved with ``single --partition K`` per partition, each with that partition's
 sectors; ``single`` prints the 192-byte proof whole, so these proofs are verified, and the
 job's record joins its partitions' (:func:`proofdiff.drivers.grpc_driver.merge_partitions`).
+cuzk-bench has no flag that writes proofs out (its ``single`` and ``batch`` arguments, curio
+e0294b0f ``extern/cuzk/cuzk-bench/src/main.rs``); ``single`` is its only way to hand one out, so
+a tool without ``--save-proofs`` proves every job whose whole proof ``single`` prints
+(:data:`~proofdiff.drivers.bench_output.SINGLE_PRINTS_WHOLE` bytes: a 2 KiB PoRep, one
+WindowPoSt partition) with one ``single`` run per proof; only larger proofs (a 32 GiB PoRep's
+1920 bytes) go through ``batch`` and are unverifiable.
 
 What the tool cannot give: request ids (it makes a fresh UUID per proof and does not print it:
 records say :data:`TOOL_CHOSEN_ID`), and per-proof start times. Start times are reconstructed
@@ -41,13 +47,14 @@ from proofdiff.model.choices import Role, Runtime
 from proofdiff.model.jobs import DaemonTimings, JobRecord, JobSpec
 from proofdiff.model.profile import Profile
 from proofdiff.model.status import JobStatus
-from proofdiff.model.workload import POREP, Workload, WorkloadJob
+from proofdiff.model.workload import POREP, PROOF_BYTES_PER_PARTITION, Workload, WorkloadJob
 from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.spec import OUT_DIR, ContainerError, LaunchSpec, Handle, ToolResult
 
 from proofdiff.drivers.protocol import Log, Mode
 from proofdiff.drivers.bench_inputs import BenchToolError, bench_input, bench_type, input_path, starts
-from proofdiff.drivers.bench_output import BenchOutputError, parse_bench_output, parse_single_output, usage_error
+from proofdiff.drivers.bench_output import (SINGLE_PRINTS_WHOLE, BenchOutputError,
+                                            parse_bench_output, parse_single_output, usage_error)
 from proofdiff.drivers.deadlines import Deadlines
 from proofdiff.drivers.grpc_driver import merge_partitions
 from proofdiff.drivers.hang_guard import Guard
@@ -105,16 +112,26 @@ class BenchCliDriver:
             self._flags = frozenset(_FLAG.findall(res.output))
         return self._flags
 
-    def per_partition(self, job: WorkloadJob) -> bool:
-        """A cuzk daemon and a WindowPoSt job of several partitions: one ``single`` run per
-        partition (module docstring)."""
-        return (self.profile.daemon == "cuzk" and job.shape.proof_kind != POREP
-                and job.shape.partitions > 1)
+    def single_runs(self, job: WorkloadJob, flags: frozenset[str]) -> list[int | None] | None:
+        """How one proof of ``job`` is asked for with ``single`` (module docstring): one run
+        per partition (``[0, 1, ...]``: a cuzk daemon and a WindowPoSt job of several
+        partitions), one run for the whole job (``[None]``: a tool without ``--save-proofs``
+        and a proof ``single`` prints whole), or ``None``: ``batch``."""
+        if (self.profile.daemon == "cuzk" and job.shape.proof_kind != POREP
+                and job.shape.partitions > 1):
+            return list(range(job.shape.partitions))
+        if ("--save-proofs" not in flags
+                and job.shape.partitions * PROOF_BYTES_PER_PARTITION <= SINGLE_PRINTS_WHOLE):
+            return [None]
+        return None
 
     def command_line(self, job: WorkloadJob, kind: str, count: int, workers: int, addr: str,
-                     flags: frozenset[str], partition: int | None = None) -> list[str]:
-        """The tool's arguments for ``count`` proofs of ``job`` on ``workers`` workers, or for
-        one ``partition`` of it (``single --partition K``)."""
+                     flags: frozenset[str], partition: int | None = None,
+                     single: bool = False) -> list[str]:
+        """The tool's arguments for ``count`` proofs of ``job`` on ``workers`` workers, or
+        (``single``) for one proof of it, or for one ``partition`` of it (``single
+        --partition K``)."""
+        single = single or partition is not None
         if job.shape.proof_kind == POREP:
             inputs = ["--c1", input_path(job)]
         else:
@@ -122,10 +139,10 @@ class BenchCliDriver:
                       "--registered-proof", str(job.shape.registered_proof)]
         sector = (job.sectors[0] if partition is None
                   else job.partition_inputs()[partition][0][0]).sector_id
-        head = ["-a", addr, "batch" if partition is None else "single", "-t", kind, *inputs,
+        head = ["-a", addr, "single" if single else "batch", "-t", kind, *inputs,
                 "--sector-num", str(sector), "--miner-id", str(job.miner_id)]
-        argv = head + (["-c", str(count), "-j", str(workers)] if partition is None
-                       else ["--partition", str(partition)])
+        argv = head + (["--partition", str(partition)] if partition is not None
+                       else [] if single else ["-c", str(count), "-j", str(workers)])
         if "--save-proofs" in flags:
             argv += ["--save-proofs", OUT_DIR]
         if "--timeout" in flags:
@@ -148,9 +165,10 @@ class BenchCliDriver:
         try:
             flags = self.supported_flags(deadlines)
             job = workload.jobs[0]
-            part = 0 if self.per_partition(job) else None
+            runs = self.single_runs(job, flags)
+            part = runs[0] if runs else None
             argv = self.command_line(job, bench_type(job.shape.proof_kind), 1, 1, NOWHERE, flags,
-                                     part)
+                                     part, single=runs is not None)
             res = self._tool(tuple(argv), network=None, timeout_s=deadlines.tool_s,
                              files={input_path(job, part): bench_input(job, part)})
             bad = usage_error(res.exit_code, res.stdout, res.stderr)
@@ -183,9 +201,10 @@ class BenchCliDriver:
 
         def batch(job: str) -> list[JobRecord]:
             try:
-                if self.per_partition(workload.job(job)):
-                    return [self._partitions(workload, s, flags, kinds[job], addr, guard,
-                                             deadlines, log) for s in groups[job]]
+                runs = self.single_runs(workload.job(job), flags)
+                if runs is not None:
+                    return [self._singles(workload, s, runs, flags, kinds[job], addr, guard,
+                                          deadlines, log) for s in groups[job]]
                 return self._batch(workload, groups[job], workers[job], flags, kinds[job], addr,
                                    guard, deadlines, log)
             finally:
@@ -286,13 +305,14 @@ class BenchCliDriver:
                 wall_ms=line.wall_ms or 0.0, started_unix_s=t_start, unverifiable=note))
         return records
 
-    def _partitions(self, workload: Workload, spec: JobSpec, flags: frozenset[str], kind: str,
-                    addr: str, guard: Guard, deadlines: Deadlines, log: Log) -> JobRecord:
-        """One job as ``single --partition K`` runs, one after another (module docstring)."""
+    def _singles(self, workload: Workload, spec: JobSpec, runs: list[int | None],
+                 flags: frozenset[str], kind: str, addr: str, guard: Guard, deadlines: Deadlines,
+                 log: Log) -> JobRecord:
+        """One job as ``single`` runs (``runs``: :meth:`single_runs`), one after another."""
         job = workload.job(spec.job)
         parts: list[JobRecord] = []
-        for k in range(job.shape.partitions):
-            argv = self.command_line(job, kind, 1, 1, addr, flags, k)
+        for k in runs:
+            argv = self.command_line(job, kind, 1, 1, addr, flags, k, single=True)
             shown = f"{self.profile.bench_tool} {' '.join(argv)}"
             log(shown)
             started = time.time()
@@ -312,7 +332,8 @@ class BenchCliDriver:
                     break
                 out = parse_single_output(res.stdout)
             except (BenchToolError, BenchOutputError) as exc:
-                parts.append(self._error(spec, f"partition {k}: {exc}", started))
+                parts.append(self._error(spec, f"{'' if k is None else f'partition {k}: '}{exc}",
+                                         started))
                 break
             proof, note = out.proof or b"", ""
             if out.completed and out.proof is None:

@@ -21,7 +21,8 @@ submission order::
     throughput:    0.474 proofs/min (126.5s/proof)
 
 ``single`` prints a block (:func:`parse_single_output`); a 192-byte WindowPoSt partition proof
-is printed whole in it (``proof: 192 bytes (hex: ...)``, whole up to 256 bytes), so it can be
+is printed whole in it (``proof: 192 bytes (hex: ...)``, whole up to :data:`SINGLE_PRINTS_WHOLE`
+bytes), so it can be
 verified; ``batch`` never prints a proof. The parser is lenient where real tools may differ (an
 ASCII ``-`` for the em dash, no error suffix, tracing log lines in stdout) and strict where a
 wrong answer would mislead: an index outside ``1..N``, a line given twice, or a summary that
@@ -41,6 +42,7 @@ from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.jobs import NO_TIMINGS, DaemonTimings
 
 __all__ = [
+    "SINGLE_PRINTS_WHOLE",
     "BenchLine",
     "BenchOutput",
     "BenchOutputError",
@@ -52,6 +54,11 @@ __all__ = [
     "parse_single_output",
     "usage_error",
 ]
+
+#: ``single`` prints a proof whole up to this many bytes, else its first 128 bytes and ``...``
+#: (cuzk-bench ``print_result``, curio e0294b0f): one 192-byte partition proof fits, a 32 GiB
+#: PoRep's 10 partitions (1920 bytes) do not.
+SINGLE_PRINTS_WHOLE = 256
 
 HEADER = "=== Batch Benchmark ==="
 SUMMARY = "=== Batch Summary ==="

@@ -114,6 +114,9 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
             nothing or expired.
         differential: the run id of the candidate's own bench vs prod differential (its report
             is ``differential/`` beside this file). errors: why the gate could not run.
+        unverified: ``{"profile/workload": why}``: profiles whose proofs could not be
+            verified (a client that hands out none), covered by another profile's verified
+            proofs on the same workload.
         commit: the proofdiff checkout's commit info (pytest-benchmark's). machine: the host.
         budget_s: the timing budget; wall_s: the gate's wall time, s.
     """
@@ -137,6 +140,7 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
     stale: tuple[StaleEntry, ...] = ()
     differential: str = ""
     errors: tuple[str, ...] = ()
+    unverified: dict[str, str] = msgspec.field(default_factory=dict)
     commit: dict[str, Any] = msgspec.field(default_factory=dict)
     machine: dict[str, Any] = msgspec.field(default_factory=dict)
     budget_s: float = 0.0

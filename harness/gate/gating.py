@@ -19,7 +19,7 @@ tampered copy (harness/gate/verifier_crosscheck.py); a disagreement with the pin
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import msgspec
@@ -29,6 +29,7 @@ from proofdiff.model.status import Comparison
 from proofdiff.core.differential import run_differential
 from proofdiff.core.plan import load_selected, new_run_id, pin_artifacts, plan_runs
 from proofdiff.core.profile_delta import profile_view
+from proofdiff.core.verdict import unverifiable
 from proofdiff.core.session import Session
 from proofdiff.gate.allowlist import AllowEntry, apply_allowlist, load_allowlist
 from proofdiff.gate.gate_result import (Decision, Finding, GateResult, ProfileTiming, StaleEntry,
@@ -64,13 +65,29 @@ def _side(runner: Runner, role: str, tag: str) -> ImageInfo:
         raise GateError(f"the {role} image: {exc.headline}", fix=exc.fix) from None
 
 
+def unverified_of(diff: DifferentialResult) -> dict[str, str]:
+    """``{"profile/workload": why}`` for each profile whose proofs could not be verified
+    because its client hands out none (real cuzk-bench), while another profile's proofs on
+    that workload were (:func:`proofdiff.core.verdict.unverifiable`): the gate reports them and
+    does not block on them."""
+    return {f"{r.profile}/{r.workload}": str(r.evidence["unverifiable"])
+            for r in unverifiable(diff.records)[0]}
+
+
 def findings_of(diff: DifferentialResult) -> list[Finding]:
     """Reasons to block from the candidate's differential: a checked suite's record that
-    fails or errs on any profile, and any other divergence from the baseline profile."""
+    fails or errs on any profile, a workload on which no profile's proofs could be verified
+    (the gate needs at least one profile's proofs verified), and any other divergence from
+    the baseline profile."""
     out = [Finding(check=f"{r.suite}/{r.oracle}", profile=r.profile, workload=r.workload,
                    message=r.message, kind="check", evidence=dict(r.evidence))
            for r in diff.records
            if r.suite in CHECKED_SUITES and r.outcome in (Outcome.FAIL, Outcome.ERROR)]
+    out += [Finding(check=f"{r.suite}/{r.oracle}", profile=r.profile, workload=r.workload,
+                    message=f"no profile's proofs were verified on {r.workload}, and the gate "
+                    f"needs at least one: {r.profile}'s client hands out none "
+                    f"({r.evidence['unverifiable']})", kind="check", evidence=dict(r.evidence))
+            for r in unverifiable(diff.records)[1]]
     seen = {(f.check, f.profile, f.workload) for f in out}
     for d in diff.divergences:
         if (f"{d.suite}/{d.oracle}", d.profile, d.workload) in seen:
@@ -139,8 +156,10 @@ def _timing(profiles: dict[str, Profile], workloads: Sequence[str],
 
 
 def decide(findings: Sequence[Finding], stale: Sequence[StaleEntry],
-           timing: Sequence[ProfileTiming], aa: bool) -> tuple[Decision, str]:
-    """The decision and its one line (module docstring; exit codes on :class:`Decision`)."""
+           timing: Sequence[ProfileTiming], aa: bool,
+           unverified: Mapping[str, str] | None = None) -> tuple[Decision, str]:
+    """The decision and its one line (module docstring; exit codes on :class:`Decision`);
+    ``unverified`` (:func:`unverified_of`) is named in a PASS line."""
     blocking = [f for f in findings if not f.accepted]
     expired = [e for e in stale if e.status == "expired"]
     undecided = [f"{t.profile}/{m.metric}" for t in timing for m in t.metrics
@@ -160,7 +179,10 @@ def decide(findings: Sequence[Finding], stale: Sequence[StaleEntry],
     metrics = sum(len(t.metrics) for t in timing)
     return Decision.PASS, (f"PASS{note}: candidate clean on {len(timing)} profile run(s), "
                            f"timing decided on {metrics} metric(s)"
-                           + (f", {accepted} accepted difference(s)" if accepted else ""))
+                           + (f", {accepted} accepted difference(s)" if accepted else "")
+                           + ("; proofs not verified on " + ", ".join(
+                               f"{k} ({why})" for k, why in unverified.items())
+                              if unverified else ""))
 
 
 def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *,
@@ -195,6 +217,7 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
     stale: list[StaleEntry] = []
     timing: list[ProfileTiming] = []
     checks: list[VerifierCheck] = []
+    unverified: dict[str, str] = {}
     errors: list[str] = []
     diff_id = ""
     interrupted = False
@@ -219,7 +242,7 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
         diff_id = diff.run_id
         if diff.errors:
             raise GateError("the candidate's differential could not run: " + diff.errors[0])
-        findings = findings_of(diff)
+        findings, unverified = findings_of(diff), unverified_of(diff)
         broken = {f.profile for f in findings if f.kind == "check"}
         timing = _timing(resolved, opts.workloads, (base, cand), budget_s=budget_s,
                          opts=msgspec.structs.replace(opts, report_dir=str(run_dir)),
@@ -240,13 +263,14 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
     elif errors:
         decision, line = Decision.ERROR, f"ERROR: the gate could not run: {errors[0]}"
     else:
-        decision, line = decide(findings, stale, timing, aa)
+        decision, line = decide(findings, stale, timing, aa, unverified)
     result = GateResult(
         run_id=rid, created_unix_s=time.time(), decision=decision, decision_line=line,
         exit_code=decision.exit_code, candidate=cand, baseline=base, aa=aa, verifier=verifier,
         verifier_check=checks[0] if checks else None,
         profiles={n: profile_view(p) for n, p in resolved.items()},
         workloads=tuple(wls), findings=tuple(findings), timing=tuple(timing),
+        unverified=unverified,
         allowlist=str(allowlist or ""), stale=tuple(stale), differential=diff_id,
         errors=tuple(errors),
         commit=dict(get_commit_info("proofdiff")),  # type: ignore[no-untyped-call]

@@ -2,7 +2,11 @@
 own job's public inputs (length = partitions x 192 bytes), and every job completes.
 
 * ``proofs``: fails naming each invalid proof and its partitions; an error when nothing could
-  be verified (no proof came back, the verifier failed, or every proof was unverifiable).
+  be verified (no proof came back, or the verifier failed). A profile whose client hands out
+  no proof bytes (real cuzk-bench's ``batch`` prints timings only) is *unverifiable*: SKIPPED
+  with the client's reason and ``evidence["unverifiable"]``, never an ERROR, so the other
+  oracles and their divergences decide the run (:func:`proofdiff.core.verdict.unverifiable`
+  says when another profile's verified proofs cover it).
 * ``jobs``: fails naming each job that did not come back COMPLETED, with its status and text.
 
 That the profiles agree is the divergence of these records (proofdiff.core.verdict).
@@ -106,11 +110,14 @@ def judge_run(rec: Recorder, run: RunRecord) -> None:
     elif bad:
         rec("proofs", run.profile, Outcome.FAIL, "\n".join([head + ": INVALID", *lines]),
             evidence={**ev, "shared_request_ids": shared}, names=names, counts=counts)
-    elif not checked:
-        why = ("no job completed, so no proof could be verified" if not done else
-               "every completed proof was unverifiable")
-        rec("proofs", run.profile, Outcome.ERROR, "\n".join([f"{head}: {why}", *lines]),
+    elif not done:
+        rec("proofs", run.profile, Outcome.ERROR, "\n".join(
+            [f"{head}: no job completed, so no proof could be verified", *lines]),
             evidence=ev, counts=counts)
+    elif not checked:
+        rec("proofs", run.profile, Outcome.SKIPPED, "\n".join(
+            [f"{head}: unverifiable: the client handed out no proof bytes", *lines]),
+            evidence={**ev, "unverifiable": unverified[0].unverifiable}, counts=counts)
     else:
         rec("proofs", run.profile, Outcome.PASS, "\n".join([f"{head}: every verified proof is "
             f"valid ({valid} checked partition by partition)", *lines]), evidence=ev,

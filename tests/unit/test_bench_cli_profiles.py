@@ -86,7 +86,7 @@ def test_unverifiable_proofs_are_counted_and_never_called_valid() -> None:
     jobs = [replace(job(i, parts=None), proof=b"", unverifiable=why) for i in range(2)]
     jobs.append(job(2, JobStatus.FAILED, error="C1 parse failed: bad envelope"))
     got = _validity(run("bench", jobs))
-    assert got["proofs"].outcome is Outcome.ERROR  # nothing verified: never a pass
+    assert got["proofs"].outcome is Outcome.SKIPPED  # unverifiable: never a pass, not an error
     assert got["proofs"].counts.unverified == 2
     assert got["proofs"].counts.unverified_reasons == (why,)
     assert "2 completed proof(s) not verified: the bench tool has no --save-proofs" in \
@@ -116,10 +116,35 @@ def test_report_rows_show_unverified_proofs_next_to_valid_ones() -> None:
     rows = {r["profile"]: r for r in side_by_side(res)}
     assert (rows["bench"]["valid"], rows["bench"]["unverified"]) == (0, 4)
     assert (rows["prod"]["valid"], rows["prod"]["unverified"]) == (4, 0)
-    # bench could verify nothing: an error on the baseline, not a divergence, never SAME
-    assert res.verdict is Verdict.ERROR and not res.divergences
+    # bench's client hands out no proof: unverifiable, covered by prod's verified proofs, and
+    # named in the verdict's line (issue 17: the other checks decide the run)
+    assert res.verdict is Verdict.SAME and not res.divergences
+    assert "UNVERIFIABLE: validity/proofs on bench/wpost-2k: no --save-proofs" in res.verdict_line
 
 
 def test_bench_tool_start_times_follow_its_workers() -> None:
     assert starts([1000.0, 1000.0, 1000.0], 1) == [0.0, 1000.0, 2000.0]
     assert starts([1000.0, 400.0, 300.0, 500.0], 2) == [0.0, 0.0, 400.0, 700.0]
+
+
+def test_a_tool_without_save_proofs_hands_out_proofs_through_single_where_it_prints_them() -> None:
+    """cuzk-bench has no flag to write proofs; its ``single`` prints a proof whole up to 256
+    bytes: a 2 KiB PoRep (192 bytes) goes through ``single`` and is verified, a 32 GiB PoRep
+    (10 partitions, 1920 bytes) through ``batch`` (unverifiable); refprover's bench saves its
+    proofs, so it keeps ``batch``."""
+    from proofdiff.drivers.bench_cli import BenchCliDriver
+    from proofdiff.model.workload import POREP, Sector, Shape, WorkloadJob
+
+    cuzk = load_profiles("cuzk", [])["bench"]
+    driver = BenchCliDriver(None, cuzk)  # type: ignore[arg-type]  # command lines need no runner
+    cuzk_flags = frozenset({"--c1", "--vanilla", "--count", "--concurrency"})
+
+    def porep(partitions: int, size: int) -> WorkloadJob:
+        return WorkloadJob(name="porep-0", miner_id=1000, sectors=(Sector(1, "00" * 32),),
+                           shape=Shape(POREP, size, 8, "1.1.0", partitions), c1=b"{}")
+    assert driver.single_runs(porep(1, 2048), cuzk_flags) == [None]
+    argv = driver.command_line(porep(1, 2048), "porep", 1, 1, "http://d:9820", cuzk_flags,
+                               single=True)
+    assert argv[2:4] == ["single", "-t"] and "-c" not in argv and "--partition" not in argv
+    assert driver.single_runs(porep(10, 32 << 30), cuzk_flags) is None
+    assert driver.single_runs(porep(1, 2048), cuzk_flags | {"--save-proofs"}) is None

@@ -232,3 +232,39 @@ def test_the_intoto_statement_names_the_candidate_by_digest(tmp_path: Path) -> N
     assert st["predicate"]["baseline"]["digest"] == "sha256:" + "b" * 64
     assert {(x["metric"], x["regression"]) for x in st["predicate"]["timing"]} == {
         ("latency", True), ("throughput", True)}
+
+
+def _diff_with(records):  # type: ignore[no-untyped-def]
+    from proofdiff.core.differential import assemble
+    from proofdiff.model.profile_file import load_profiles
+    return assemble(run_id="d", profiles=load_profiles("refprover", []), records=records, runs=[])
+
+
+def _proofs(profile: str, outcome, valid: int, unverified: int = 0):  # type: ignore[no-untyped-def]
+    from proofdiff.model.oracle_records import OracleRecord, ProofCounts
+    from proofdiff.model.status import Outcome
+    return OracleRecord(
+        suite="validity", oracle="proofs", profile=profile, workload="porep-2k",
+        outcome=Outcome(outcome), message="m",
+        counts=ProofCounts(total=2, completed=2, valid=valid, invalid=0, failed=0,
+                           unverified=unverified),
+        evidence={"unverifiable": "cuzk-bench prints no proof"} if unverified else {})
+
+
+def test_the_gate_needs_one_profiles_proofs_verified_and_names_those_that_were_not() -> None:
+    """bench unverifiable (cuzk-bench) beside prod's verified proofs: no block, named in the
+    PASS line; no profile verified at all: a blocking finding."""
+    from proofdiff.gate.gating import findings_of, unverified_of
+    covered = _diff_with([_proofs("bench", "skipped", 0, 2), _proofs("prod", "pass", 2)])
+    assert findings_of(covered) == []
+    assert unverified_of(covered) == {"bench/porep-2k": "cuzk-bench prints no proof"}
+    decision, line = decide([], [], [_measure(_Daemons(ratio=1.0, cv=0.01))], False,
+                            unverified_of(covered))
+    assert decision is Decision.PASS
+    assert line.endswith("proofs not verified on bench/porep-2k (cuzk-bench prints no proof)")
+    none = _diff_with([_proofs("bench", "skipped", 0, 2), _proofs("prod", "skipped", 0, 2)])
+    found = findings_of(none)
+    assert [(f.check, f.profile) for f in found] == [("validity/proofs", "bench"),
+                                                      ("validity/proofs", "prod")]
+    assert "no profile's proofs were verified on porep-2k" in found[0].message
+    assert decide(found, [], [], False)[0] is Decision.FAIL

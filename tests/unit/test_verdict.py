@@ -3,6 +3,8 @@ never SAME on a skipped check, a missing outcome or an empty run."""
 
 from __future__ import annotations
 
+import msgspec
+
 from proofdiff.core.profile_delta import profile_delta
 from proofdiff.core.differential import assemble
 from proofdiff.core.suspects import rank
@@ -92,3 +94,33 @@ def test_assemble_puts_it_together() -> None:
     assert res.verdict is Verdict.DIVERGED and res.exit_code == 1
     assert res.divergences[0].suspects[0].path == "env.REFPROVER_FAULTS"
     assert [d.right for d in res.deltas] == ["prod"]
+
+
+def _proofs_rec(profile: str, outcome: Outcome, valid: int, unverified: int = 0,
+                workload: str = "porep-2k") -> OracleRecord:
+    from proofdiff.model.oracle_records import ProofCounts
+    return OracleRecord(
+        suite="validity", oracle="proofs", profile=profile, workload=workload, outcome=outcome,
+        message="m", counts=ProofCounts(total=2, completed=2, valid=valid, invalid=0, failed=0,
+                                        unverified=unverified),
+        evidence={"unverifiable": "cuzk-bench prints no proof"} if unverified else {})
+
+
+def test_an_unverifiable_profile_is_covered_by_another_profiles_verified_proofs() -> None:
+    """bench unverifiable (cuzk-bench), prod verified: the other oracles decide, and the line
+    names what could not be verified."""
+    recs = [_proofs_rec("bench", S, 0, unverified=2), _proofs_rec("prod", P, 2)]
+    v, line = _verdict(recs)
+    assert v is Verdict.SAME
+    assert "UNVERIFIABLE: validity/proofs on bench/porep-2k: cuzk-bench prints no proof" in line
+    diverged = [*recs, rec("isolation", "colliding-ids", "bench", P),
+                rec("isolation", "colliding-ids", "prod", F)]
+    diverged = [msgspec.structs.replace(r, workload="porep-2k") for r in diverged]
+    assert _verdict(diverged)[0] is Verdict.DIVERGED
+
+
+def test_unverifiable_everywhere_is_incomplete() -> None:
+    recs = [_proofs_rec("bench", S, 0, unverified=2),
+            _proofs_rec("prod", P, 2, workload="wpost-2k")]  # verified, but another workload
+    v, line = _verdict(recs)
+    assert v is Verdict.INCOMPLETE and "validity/proofs skipped on bench/porep-2k" in line

@@ -58,3 +58,15 @@ def test_liveness_explains_an_oom_kill_and_names_the_lost_jobs() -> None:
     assert "raise the profile's mem_limit" in dead.message and "wpost-1 (id=id-1, ERROR)" in dead.message
     gone = _live(run("prod", jobs, state={}))
     assert gone.outcome is Outcome.ERROR and "could not be inspected" in gone.message
+
+
+def test_an_unverifiable_warmup_is_judged_on_the_rest_and_warned() -> None:
+    """A client that hands out no proof bytes (cuzk-bench batch): completion and plausibility
+    are judged, and the record warns that the proof was not verified."""
+    jobs = [replace(job(i, wall_ms=3700.0, parts=None), proof=b"",
+                    unverifiable="cuzk-bench prints no proof") for i in range(4)]
+    got = _first(run("bench", jobs))
+    assert got.outcome is Outcome.PASS
+    assert got.evidence["warning"] == "the warmup proof was not verified: cuzk-bench prints no proof"
+    fast = _first(run("bench", [replace(jobs[0], wall_ms=10.0), *jobs[1:]]))
+    assert fast.outcome is Outcome.FAIL and "implausibly fast warmup" in fast.message
