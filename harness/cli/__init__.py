@@ -15,6 +15,10 @@ Exit codes of ``run`` (the verdict's): 0 SAME; 1 DIVERGED; 2 FAILED or INCOMPLET
 skipped checks without a divergence); 3 ERROR (could not run: profile file, build, Docker, a
 daemon that did not start, a broken verifier); 130 interrupted (the run's containers removed,
 the report kept).
+
+``--help`` and a usage error load only the options table and argparse: every command imports
+what it runs (the core, scipy, the docker SDK, grpc, rich) when it runs
+(``tests/unit/test_cli_imports.py`` checks it).
 """
 
 from __future__ import annotations
@@ -22,8 +26,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-
-from rich.console import Console
 
 from proofdiff.cli import (cmd_bisect, cmd_catch_matrix, cmd_gate, cmd_maintenance, cmd_repro,
                            cmd_run)
@@ -61,6 +63,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``proofdiff``; returns the exit code."""
     args = _parser().parse_args(argv)
+    from rich.console import Console  # after parsing: --help and usage errors need no rich
+
     console = Console(width=max(100, Console().width), highlight=False)
     handler = {"run": cmd_run.run, "build": cmd_maintenance.build, "reap": cmd_maintenance.reap,
                "catch-matrix": cmd_catch_matrix.run_matrix, "gate": cmd_gate.gate,

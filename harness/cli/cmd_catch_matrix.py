@@ -17,23 +17,16 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass
-from typing import Any
-
-import msgspec
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
-from proofdiff.core.differential import assemble, run_differential
-from proofdiff.core.plan import new_run_id
-from proofdiff.model.oracle_records import OracleRecord
-from proofdiff.model.result import DifferentialResult
-from proofdiff.model.status import Outcome
-from proofdiff.oracles.suite_table import SUITES
-from proofdiff.report.writer import write_report
+from typing import TYPE_CHECKING, Any
 
 from proofdiff.cli.option_flags import add_run_options, run_options
-from proofdiff.model.run_options import RunOptions
+from proofdiff.oracles.suite_table import SUITES
+
+if TYPE_CHECKING:  # the core and rich are imported when the matrix runs, not for --help
+    from rich.console import Console
+
+    from proofdiff.model.result import DifferentialResult
+    from proofdiff.model.run_options import RunOptions
 
 __all__ = ["CATALOG", "HOST_MEMORY_SETS", "MatrixRow", "add_arguments", "cells_of", "judge_row",
            "run_matrix"]
@@ -143,6 +136,11 @@ def judge_row(case: MatrixRow, cells: dict[str, list[dict[str, str]]], *, baseli
 
 def _row(case: MatrixRow, label: str, args: argparse.Namespace, opts: RunOptions, mid: str,
          console: Console) -> dict[str, Any]:
+    import msgspec
+    from rich.text import Text
+
+    from proofdiff.core.differential import run_differential
+
     p = args.faulty_profile
     sets = [*opts.overrides, *([f"{p}.env.REFPROVER_FAULTS={case.faults}"] if case.faults else []),
             *(s.format(p=p) for s in case.sets)]
@@ -174,6 +172,15 @@ def _cell(row: dict[str, Any], suite: str) -> str:
 
 def run_matrix(args: argparse.Namespace, console: Console) -> int:
     """Entry point of ``proofdiff catch-matrix``; 0 when every row is ok, else 1."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from proofdiff.core.differential import assemble
+    from proofdiff.core.plan import new_run_id
+    from proofdiff.model.oracle_records import OracleRecord
+    from proofdiff.model.status import Outcome
+    from proofdiff.report.writer import write_report
+
     opts = run_options(args)
     mid = opts.run_id or f"matrix-{new_run_id()}"
     wanted = (set() if args.clean_only else set(args.fault) if args.fault

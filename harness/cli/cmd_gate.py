@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import signal
 from pathlib import Path
-
-from rich.console import Console
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from proofdiff.cli.cmd_run import console_log, raise_interrupt
 from proofdiff.cli.option_flags import add_run_options, run_options
 from proofdiff.model.run_options import positive_seconds
+
+if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
+    from rich.console import Console
 
 __all__ = ["EXIT_HELP", "add_arguments", "gate"]
 
@@ -39,6 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def gate(args: argparse.Namespace, console: Console) -> int:
     """Run the gate, print its decision, return its exit code (:data:`EXIT_HELP`)."""
+    from rich.text import Text
     from proofdiff.gate import run_gate
 
     signal.signal(signal.SIGTERM, raise_interrupt)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
-
-from rich.console import Console
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from proofdiff.cli.option_flags import add_run_options, run_options
+
+if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
+    from rich.console import Console
 
 __all__ = ["add_build", "add_reap", "build", "reap"]
 
@@ -31,6 +32,7 @@ def add_build(p: argparse.ArgumentParser) -> None:
 def build(args: argparse.Namespace, console: Console) -> int:
     """Build or reuse everything and print what each step did; 0 ok, 3 the build failed (the
     step, the cause and the fix printed), 130 interrupted (nothing half-written is reused)."""
+    from rich.text import Text
     from proofdiff.artifacts import BuildError, ensure_artifacts
 
     opts = run_options(args)
@@ -83,6 +85,7 @@ def add_reap(p: argparse.ArgumentParser) -> None:
 
 def reap(args: argparse.Namespace, console: Console) -> int:
     """Remove labelled containers; 0 ok, 3 no Docker engine."""
+    from rich.text import Text
     from proofdiff.runtime.docker import reap as reap_containers
     from proofdiff.runtime.spec import ContainerError
 

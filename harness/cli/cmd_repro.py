@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 import signal
 from pathlib import Path
-
-from rich.console import Console
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from proofdiff.cli.cmd_run import console_log, raise_interrupt
 from proofdiff.cli.option_flags import add_run_options, run_options
+
+if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
+    from rich.console import Console
 
 __all__ = ["EXIT_HELP", "add_arguments", "repro"]
 
@@ -61,6 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def repro(args: argparse.Namespace, console: Console) -> int:
     """Make the case; print where it is and what it expects (:data:`EXIT_HELP`)."""
+    from rich.text import Text
     from proofdiff.bisect.bisect_view import print_bisect
     from proofdiff.model.errors import ProofdiffError
     from proofdiff.regressions.repro import ProductionArtifacts

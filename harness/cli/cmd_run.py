@@ -7,13 +7,16 @@ import argparse
 import signal
 from collections.abc import Callable
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import msgspec
-from rich.console import Console
 
 from proofdiff.cli.option_flags import EVERY_GROUP, add_run_options, run_options
 from proofdiff.model.run_options import RunOptions
 from proofdiff.oracles.suite_table import DEFAULT_SUITES, SUITES
+
+if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
+    from rich.console import Console
 
 __all__ = ["EXIT_HELP", "add_arguments", "console_log", "raise_interrupt", "run"]
 

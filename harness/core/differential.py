@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from proofdiff.core.plan import Plan, load_selected, new_run_id, plan_runs
-from proofdiff.core.profile_delta import profile_delta, profile_view
-from proofdiff.core.session import Session
+from proofdiff.core.plan import Plan, load_selected, new_run_id
 from proofdiff.core.verdict import divergences, missing_cells, verdict
 from proofdiff.model.choices import Runtime
 from proofdiff.model.config_delta import ConfigDelta
@@ -34,6 +32,10 @@ from proofdiff.model.run_options import RunOptions
 from proofdiff.model.runs import RunRecord
 from proofdiff.runtime.host import machine_facts
 from proofdiff.runtime.spec import ContainerError
+
+if TYPE_CHECKING:  # the session pulls in the suites, scipy, docker and grpc: imported when a
+    # run has profiles to start, so a bad profile file is reported at once (issue 18)
+    from proofdiff.core.session import Session
 
 __all__ = ["assemble", "run_differential"]
 
@@ -70,8 +72,14 @@ def assemble(*, run_id: str, profiles: Mapping[str, Profile], records: Sequence[
     """The result of a run from what its sessions computed: divergences from the baseline (the
     first profile), suspects, the verdict and the exit code, computed here and only here."""
     names = list(profiles)
-    deltas: dict[str, ConfigDelta] = {n: profile_delta(profiles[names[0]], profiles[n])
-                                      for n in names[1:]}
+    deltas: dict[str, ConfigDelta] = {}
+    views: dict[str, dict[str, Any]] = {}
+    if names:  # deepdiff and the docker SDK: not for a run whose profiles did not load
+        from proofdiff.core.profile_delta import profile_delta, profile_view
+
+        deltas = {n: profile_delta(profiles[names[0]], profiles[n]) for n in names[1:]}
+        views = {n: {**profile_view(p), "source": p.source, "overrides": list(p.overrides)}
+                 for n, p in profiles.items()}
     divs = divergences(records, names[0], deltas) if names else []
     workloads = tuple(dict.fromkeys(w for p in plans for w in p.workloads))
     suites = tuple(dict.fromkeys(s for p in plans for s in p.suites))
@@ -81,8 +89,7 @@ def assemble(*, run_id: str, profiles: Mapping[str, Profile], records: Sequence[
     return DifferentialResult(
         run_id=run_id, created_unix_s=time.time() if created_unix_s is None else created_unix_s,
         verdict=v, verdict_line=line, exit_code=v.exit_code, images=_images(plans, runs),
-        profiles={n: {**profile_view(p), "source": p.source, "overrides": list(p.overrides)}
-                  for n, p in profiles.items()},
+        profiles=views,
         workloads=workloads, suites=suites, runs=tuple(runs), records=tuple(records),
         divergences=tuple(divs), deltas=tuple(deltas.values()), errors=tuple(errors),
         extra=dict(extra or {}), wall_s=round(wall_s, 3), machine=dict(machine or {}),
@@ -125,6 +132,9 @@ def run_differential(options: RunOptions | None = None, *,
     try:
         resolved = (select_profiles(profiles, opts.select) if profiles is not None
                     else load_selected(opts))
+        from proofdiff.core.plan import plan_runs
+        from proofdiff.core.session import Session
+
         plans = plan_runs(resolved, opts, log=log)
         resolved = plans[0].profiles
         for plan in plans:

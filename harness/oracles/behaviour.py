@@ -38,15 +38,12 @@ from proofdiff.model.status import Outcome
 
 from proofdiff.oracles.evidence import Evidence, Recorder
 from proofdiff.oracles import lone_request
+from proofdiff.oracles.suite_table import SUITES
 
 __all__ = ["ORACLES", "PRIORITY_BOUND", "evaluate", "requested"]
 
-ORACLES = ("priority", "mode", "in-flight", "lone-request", "resources")
-#: Whether ``proofdiff run`` runs this suite without ``--suite`` (``all`` adds it otherwise).
-DEFAULT = True
-#: What the suite checks, in one line (``--help`` and the README read it).
-DOC = ("what the daemon really does: priority first, the proving mode and workers asked for, "
-       "the in-flight limit kept, a lone request not held back, memory and CPU under the container's limits")
+#: The oracles of this suite, stated once in the suite table.
+ORACLES = SUITES["behaviour"].oracles
 #: A high-priority job's latency under queued lower-priority work, over its solo latency, that
 #: a correct non-preemptive scheduler stays within: it waits at most for the items already being
 #: proved, sharing the CPU with them. Measured on the clean image, 2 cores (README, 'Suites'):

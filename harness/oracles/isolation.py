@@ -32,15 +32,12 @@ from proofdiff.model.status import JobStatus, Outcome
 from proofdiff.model.workload import PROOF_BYTES_PER_PARTITION, is_slow_workload
 
 from proofdiff.oracles.evidence import Evidence, Recorder
+from proofdiff.oracles.suite_table import SUITES
 
 __all__ = ["ORACLES", "Finding", "evaluate", "findings"]
 
-ORACLES = ("hang", "lost-or-twice", "colliding-ids", "reused-id", "distinct-inputs")
-#: Whether ``proofdiff run`` runs this suite without ``--suite`` (``all`` adds it otherwise).
-DEFAULT = True
-#: What the suite checks, in one line (``--help`` and the README read it).
-DOC = ("colliding ids, a reused id, K inputs together: own proofs only, nothing shared, "
-       "lost, stuck or returned twice")
+#: The oracles of this suite, stated once in the suite table.
+ORACLES = SUITES["isolation"].oracles
 _CLEAR_REJECT = re.compile(r"duplicate|already (exists|in use|submitted|registered)", re.I)
 Finding = tuple[str, str]  # (oracle, message)
 

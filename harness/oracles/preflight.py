@@ -37,6 +37,7 @@ from proofdiff.model.profile import Profile
 from proofdiff.model.status import Outcome
 from proofdiff.model.workload import WorkloadError
 from proofdiff.oracles.evidence import Evidence, Recorder
+from proofdiff.oracles.suite_table import SUITES
 from proofdiff.runtime.daemon import Daemon, LaunchError
 from proofdiff.runtime.daemon_status import (deprecated_keys_from_log, ignored_keys_from_log,
                                              param_cache_from_log)
@@ -45,12 +46,8 @@ from proofdiff.runtime.spec import ContainerError
 __all__ = ["BLOCKING", "DEPRECATED_KEYS", "KNOWN_KEYS", "ORACLES", "evaluate",
            "integrity_problems"]
 
-ORACLES = ("image", "workload", "params", "params-integrity", "config-keys", "bench-cli")
-#: Whether ``proofdiff run`` runs this suite without ``--suite`` (``all`` adds it otherwise).
-DEFAULT = True
-#: What the suite checks, in one line (``--help`` and the README read it).
-DOC = ("image + digest, the workload file, params readable where the daemon reads, config "
-       "keys the daemon knows, a bench command line the tool accepts")
+#: The oracles of this suite, stated once in the suite table.
+ORACLES = SUITES["preflight"].oracles
 #: Checks whose failure makes proving on that profile pointless.
 BLOCKING = ("image", "workload", "params", "params-integrity", "bench-cli")
 #: The keys cuzk reads (cuzk-core/src/config.rs of curio e0294b0f: its Config structs), and

@@ -1,37 +1,69 @@
-"""The suites, stated once: their names, order, oracles and whether ``proofdiff run`` runs them
-by default (``--suite all`` adds the rest). The pytest suites (``suites/test_<name>.py``), the
-CLI and every workflow read this table."""
+"""The suites, stated once: their names, order, oracles, whether ``proofdiff run`` runs them
+by default (``--suite all`` adds the rest) and what each checks. The pytest suites
+(``suites/test_<name>.py``), the CLI and every workflow read this table.
+
+The table is data: a suite's module (``proofdiff.oracles.<name>``, which pulls in scipy, the
+docker SDK and grpc) is imported only when the suite is evaluated, so ``proofdiff --help`` and
+a bad profile file answer without loading them (issue 18).
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from proofdiff.model.profile import Profile
 
-from proofdiff.oracles import behaviour, isolation, preflight, timing, validity, warmup
-from proofdiff.oracles.evidence import SuiteFn
+if TYPE_CHECKING:
+    from proofdiff.model.oracle_records import OracleRecord
+    from proofdiff.oracles.evidence import Evidence, SuiteFn
 
 __all__ = ["DEFAULT_SUITES", "SUITES", "Suite", "applies", "select_suites"]
 
 
 @dataclass(frozen=True)
 class Suite:
-    """One suite: ``name``, its ``oracles`` (record names), ``evaluate`` (every profile on one
-    workload), ``default`` (run without ``--suite``), and what it is for (``doc``)."""
+    """One suite: ``name`` (its module is ``proofdiff.oracles.<name>``), its ``oracles`` (record
+    names), ``default`` (run without ``--suite``) and what it checks, in one line (``doc``:
+    ``--help`` and the README read it)."""
 
     name: str
     oracles: tuple[str, ...]
-    evaluate: SuiteFn
     default: bool
     doc: str
 
+    def evaluate(self, evidence: Evidence, workload: str) -> list[OracleRecord]:
+        """Every profile judged on ``workload``: the module's ``evaluate``, imported here on
+        first use. Raises what that function raises."""
+        fn: SuiteFn = importlib.import_module(f"proofdiff.oracles.{self.name}").evaluate
+        return fn(evidence, workload)
+
 
 #: In run order: preflight before any proof, the cheap oracles before the expensive ones.
-SUITES: dict[str, Suite] = {
-    name: Suite(name, m.ORACLES, m.evaluate, m.DEFAULT, m.DOC) for name, m in (
-        ("preflight", preflight), ("validity", validity), ("warmup", warmup),
-        ("isolation", isolation), ("behaviour", behaviour), ("timing", timing))}
+SUITES: dict[str, Suite] = {s.name: s for s in (
+    Suite("preflight", ("image", "workload", "params", "params-integrity", "config-keys",
+                        "bench-cli"), True,
+          "image + digest, the workload file, params readable where the daemon reads, config "
+          "keys the daemon knows, a bench command line the tool accepts"),
+    Suite("validity", ("proofs", "jobs"), True,
+          "every COMPLETED proof verifies per partition against its own inputs; every job "
+          "completes"),
+    Suite("warmup", ("first-proof", "liveness"), True,
+          "the first proof completes, verifies and took plausibly long; the daemon survives"),
+    Suite("isolation", ("hang", "lost-or-twice", "colliding-ids", "reused-id",
+                        "distinct-inputs"), True,
+          "colliding ids, a reused id, K inputs together: own proofs only, nothing shared, "
+          "lost, stuck or returned twice"),
+    Suite("behaviour", ("priority", "mode", "in-flight", "lone-request", "resources"), True,
+          "what the daemon really does: priority first, the proving mode and workers asked "
+          "for, the in-flight limit kept, a lone request not held back, memory and CPU under "
+          "the container's limits"),
+    Suite("timing", ("latency-throughput", "aa", "throughput", "concurrency", "lone-request"),
+          False,
+          "A/A, throughput and jobs really in progress at once, interleaved, three-valued"),
+)}
 DEFAULT_SUITES = tuple(n for n, s in SUITES.items() if s.default)
 
 

@@ -37,16 +37,14 @@ from proofdiff.stats.unpaired import DIFFERENT, INCONCLUSIVE, SAME, compare, sum
 from proofdiff.stats.concurrency import in_progress_of
 
 from proofdiff.oracles.evidence import Evidence, Recorder
+from proofdiff.oracles.suite_table import SUITES
 from proofdiff.oracles.behaviour import MODE_KEYS, requested
 from proofdiff.oracles.lone_request import BATCH_KEYS, judge_lone
 
 __all__ = ["INITIAL_ROUNDS", "MAX_ROUNDS", "ORACLES", "Sampling", "evaluate", "judge"]
 
-ORACLES = ("latency-throughput", "aa", "throughput", "concurrency", "lone-request")
-#: Whether ``proofdiff run`` runs this suite without ``--suite`` (``all`` adds it otherwise).
-DEFAULT = False
-#: What the suite checks, in one line (``--help`` and the README read it).
-DOC = ("A/A, throughput and jobs really in progress at once, interleaved, three-valued")
+#: The oracles of this suite, stated once in the suite table.
+ORACLES = SUITES["timing"].oracles
 INITIAL_ROUNDS, MAX_ROUNDS = 4, 6
 LOOKS = MAX_ROUNDS - INITIAL_ROUNDS + 1
 #: Per-proof cost floor: throughput within +/-25 % is "the same".

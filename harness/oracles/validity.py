@@ -23,15 +23,12 @@ from proofdiff.model.status import Outcome
 from proofdiff.model.workload import PROOF_BYTES_PER_PARTITION
 
 from proofdiff.oracles.evidence import Evidence, Recorder
+from proofdiff.oracles.suite_table import SUITES
 
 __all__ = ["ORACLES", "evaluate", "judge_run"]
 
-ORACLES = ("proofs", "jobs")
-#: Whether ``proofdiff run`` runs this suite without ``--suite`` (``all`` adds it otherwise).
-DEFAULT = True
-#: What the suite checks, in one line (``--help`` and the README read it).
-DOC = ("every COMPLETED proof verifies per partition against its own inputs; every job "
-       "completes")
+#: The oracles of this suite, stated once in the suite table.
+ORACLES = SUITES["validity"].oracles
 
 
 def _bad(j: JobRecord, kind: str, reason: str, parts: list[int] | None = None) -> dict[str, Any]:

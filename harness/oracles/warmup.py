@@ -26,15 +26,13 @@ from proofdiff.model.status import JobStatus, Outcome
 from proofdiff.stats.unpaired import summarize
 
 from proofdiff.oracles.evidence import Evidence, Recorder
+from proofdiff.oracles.suite_table import SUITES
 
 __all__ = ["DEFAULT_FLOOR_MS", "DEFAULT_FLOOR_REL", "ORACLES", "evaluate", "first_proof",
            "liveness"]
 
-ORACLES = ("first-proof", "liveness")
-#: Whether ``proofdiff run`` runs this suite without ``--suite`` (``all`` adds it otherwise).
-DEFAULT = True
-#: What the suite checks, in one line (``--help`` and the README read it).
-DOC = ("the first proof completes, verifies and took plausibly long; the daemon survives")
+#: The oracles of this suite, stated once in the suite table.
+ORACLES = SUITES["warmup"].oracles
 #: No real Groth16 proof, SRS load included, takes less than this (ms).
 DEFAULT_FLOOR_MS = 250.0
 #: A warmup faster than this fraction of the steady-state median is implausible.

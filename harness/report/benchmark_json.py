@@ -13,11 +13,6 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import pytest_benchmark
-from pytest_benchmark.plugin import pytest_benchmark_generate_machine_info
-from pytest_benchmark.stats import Stats
-from pytest_benchmark.utils import get_commit_info
-
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.runs import RunRecord
 
@@ -26,6 +21,8 @@ __all__ = ["benchmark_doc", "benchmark_files"]
 
 def _entry(name: str, group: str, samples_ms: Sequence[float],
            extra: Mapping[str, Any]) -> dict[str, Any]:
+    from pytest_benchmark.stats import Stats  # pytest_benchmark imports pytest: only when timed
+
     st = Stats()  # type: ignore[no-untyped-call]
     for x in samples_ms:
         st.update(float(x) / 1000.0)  # type: ignore[no-untyped-call]
@@ -67,6 +64,10 @@ def benchmark_doc(result: DifferentialResult, workload: str) -> dict[str, Any] |
                for e in _entries(run, result)]
     if not benches:
         return None
+    import pytest_benchmark  # imports pytest: only for a run that was timed
+    from pytest_benchmark.plugin import pytest_benchmark_generate_machine_info
+    from pytest_benchmark.utils import get_commit_info
+
     return {"machine_info": pytest_benchmark_generate_machine_info(),  # type: ignore[no-untyped-call]
             "commit_info": get_commit_info("proofdiff"),  # type: ignore[no-untyped-call]
             "benchmarks": benches,

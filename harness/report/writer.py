@@ -22,9 +22,13 @@ from proofdiff.report.view import ReportView
 
 __all__ = ["render_page", "write_report", "write_view"]
 
+#: The pages' templates. Compiling index.html.j2 takes about 0.3 s on 2 cores, more than the
+#: rest of a failed run's report; the compiled code is kept in jinja2's bytecode cache (a
+#: per-user folder in the temp dir, checked against each template's source checksum).
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("proofdiff.report", "templates"),
-    autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined)
+    autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined,
+    bytecode_cache=jinja2.FileSystemBytecodeCache())
 
 
 def render_page(view: ReportView) -> str:

@@ -16,13 +16,15 @@ import shutil
 import socket
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
 from proofdiff.model.choices import Role
-from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.spec import ContainerError, LaunchSpec
+
+if TYPE_CHECKING:  # the runner imports the docker SDK; machine_facts needs none of it
+    from proofdiff.runtime.runner import Runner
 
 __all__ = ["NO_GPU_DRIVER", "gpu_facts", "gpu_hint", "machine_facts", "probe_gpu_support"]
 
