@@ -10,6 +10,8 @@
     proofdiff bisect [--profiles SET|FILE] --good bench --bad prod [--workload W]
                      [--oracle SUITE/ORACLE] [--budget-s S]   (exit codes: cli/bisect.py)
     proofdiff repro --from-report DIR | --config FILE [--env-file F] ... [--bisect]
+    proofdiff history [--history URL|FILE] [--metric NAME] [--profile P] [--workload W]
+                      [--machine FP|HOST] [--last N] [--html FILE]   (cli/cmd_history.py)
 
 Exit codes of ``run`` (the verdict's): 0 SAME; 1 DIVERGED; 2 FAILED or INCOMPLETE (failures or
 skipped checks without a divergence); 3 ERROR (could not run: profile file, build, Docker, a
@@ -27,8 +29,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from proofdiff.cli import (cmd_bisect, cmd_catch_matrix, cmd_gate, cmd_maintenance, cmd_repro,
-                           cmd_run)
+from proofdiff.cli import (cmd_bisect, cmd_catch_matrix, cmd_gate, cmd_history, cmd_maintenance,
+                           cmd_repro, cmd_run)
 
 __all__ = ["main"]
 
@@ -57,6 +59,10 @@ def _parser() -> argparse.ArgumentParser:
     cmd_repro.add_arguments(sub.add_parser("repro", help="a regression case from a failing run or "
                                        "from production artifacts", epilog=cmd_repro.EXIT_HELP,
                                        formatter_class=argparse.RawDescriptionHelpFormatter))
+    cmd_history.add_arguments(sub.add_parser("history", help="a metric over the stored runs "
+                                         "per machine, profile and workload, with change "
+                                         "points", epilog=cmd_history.EXIT_HELP,
+                                         formatter_class=argparse.RawDescriptionHelpFormatter))
     return p
 
 
@@ -68,7 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(width=max(100, Console().width), highlight=False)
     handler = {"run": cmd_run.run, "build": cmd_maintenance.build, "reap": cmd_maintenance.reap,
                "catch-matrix": cmd_catch_matrix.run_matrix, "gate": cmd_gate.gate,
-               "bisect": cmd_bisect.bisect, "repro": cmd_repro.repro}[args.cmd]
+               "bisect": cmd_bisect.bisect, "repro": cmd_repro.repro,
+               "history": cmd_history.history}[args.cmd]
     return handler(args, console)
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from proofdiff.cli.history_append import append_history, exit_with_history
 from proofdiff.cli.option_flags import EVERY_GROUP, add_run_options, run_options
 from proofdiff.model.run_options import RunOptions
 from proofdiff.oracles.suite_table import DEFAULT_SUITES, SUITES
@@ -24,7 +25,9 @@ EXIT_HELP = """exit codes:
   0    SAME: every selected check passed on every profile
   1    DIVERGED: an oracle fails on a profile but not on the baseline (the first profile)
   2    FAILED or INCOMPLETE: failures on every profile alike, or checks skipped, no divergence
-  3    ERROR: the run could not be carried out (profile file, build, Docker, daemon start)
+  3    ERROR: the run could not be carried out (profile file, build, Docker, daemon start),
+       or --history could not store it (locked, corrupt, newer schema, unreachable: the
+       verdict and the history's error are printed, the report is written)
   130  interrupted (the run's containers are removed, the report is kept)"""
 
 
@@ -82,4 +85,5 @@ def run(args: argparse.Namespace, console: Console) -> int:
         opts = msgspec.structs.replace(opts, workloads=tuple(WORKLOADS))
     result = run_differential(opts, log=console_log(console))
     print_result(console, result, str(opts.report_root / result.run_id / "index.html"))
-    return result.exit_code
+    stored = append_history(opts, result, console, command="run")
+    return exit_with_history(result.exit_code, stored)

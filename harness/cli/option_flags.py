@@ -14,7 +14,7 @@ __all__ = ["EVERY_GROUP", "add_run_options", "run_options"]
 
 #: Every group of the table, for a command that takes them all (``proofdiff run``).
 EVERY_GROUP = ("select", "select-profile", "suites", "images", "artifacts", "report",
-               "deadlines")
+               "history", "deadlines")
 
 
 def add_run_options(p: argparse.ArgumentParser, groups: Sequence[str], *,
@@ -24,7 +24,7 @@ def add_run_options(p: argparse.ArgumentParser, groups: Sequence[str], *,
 
     Args:
         groups: the table's groups this command takes (``select``, ``select-profile``,
-            ``suites``, ``images``, ``artifacts``, ``report``, ``deadlines``).
+            ``suites``, ``images``, ``artifacts``, ``report``, ``history``, ``deadlines``).
         choices: valid values by flag (``{"suite": [...]}``), checked by argparse.
         only: of those, only these flags (``proofdiff build`` takes ``bin-dir``, ``crate``,
             ``cache-dir``); none = all.
@@ -41,6 +41,8 @@ def add_run_options(p: argparse.ArgumentParser, groups: Sequence[str], *,
             kw["choices"] = list(choices[spec.flag])
         if spec.repeat:
             kw["action"] = "append"
+        if spec.bare is not None:
+            kw.update(nargs="?", const=spec.bare)
         g.add_argument(f"--{spec.flag}", **kw)
 
 

@@ -43,6 +43,10 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     Report:
         report_dir: the report root (``<report_dir>/<run id>/``, default ``reports``).
         run_id: the run's id ('' = a new one).
+    History:
+        history: where to append the run (``--history``: a SQLite file, a SQLAlchemy URL, or
+            ``default`` = ``<report_dir>/history.sqlite``; '' = not stored;
+            :mod:`proofdiff.history`).
     Artifacts (each '' or empty = built or found, cached by content):
         param_cache: host dir of ``.params``/``.vk``. workload_files: workload name -> file.
         verifier_image: the image whose ``verify`` judges every proof of a docker runtime.
@@ -66,6 +70,7 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     images: tuple[str, ...] = ()
     report_dir: str = "reports"
     run_id: str = ""
+    history: str = ""
     param_cache: str = ""
     workload_files: dict[str, str] = msgspec.field(default_factory=dict)
     verifier_image: str = ""
@@ -164,10 +169,11 @@ class OptionSpec:
         flag: the long flag without dashes (``param-cache``: ``--param-cache`` on the command
             line, ``--proofdiff-param-cache`` in pytest). field: the RunOptions field it sets.
         group: ``select`` (profiles, set, workload), ``select-profile`` (``--profile``),
-            ``suites``, ``images``, ``artifacts``, ``report``, ``deadlines``: a command takes
-            the groups that apply to it. metavar: what the value is (``SECONDS``, ``DIR``).
-        help: what it does and its default (``Default: ...``). parse: argparse ``type``.
-        repeat: repeatable (``action=append``).
+            ``suites``, ``images``, ``artifacts``, ``report``, ``history``, ``deadlines``: a
+            command takes the groups that apply to it. metavar: what the value is
+            (``SECONDS``, ``DIR``). help: what it does and its default (``Default: ...``).
+        parse: argparse ``type``. repeat: repeatable (``action=append``). bare: the value of
+            the flag given alone (``nargs='?'``, ``const=bare``); ``None`` = a value is required.
     """
 
     flag: str
@@ -177,6 +183,7 @@ class OptionSpec:
     help: str
     parse: Callable[[str], Any] | None = None
     repeat: bool = False
+    bare: str | None = None
 
     @property
     def dest(self) -> str:
@@ -208,7 +215,7 @@ def _load_table() -> tuple[OptionSpec, ...]:
                               metavar=e["metavar"],
                               help=e["help"].replace("{profile_sets}", sets),
                               parse=PARSERS[e["parse"]] if "parse" in e else None,
-                              repeat=bool(e.get("repeat", False))))
+                              repeat=bool(e.get("repeat", False)), bare=e.get("bare")))
     return tuple(out)
 
 
