@@ -52,7 +52,7 @@ def history(args: argparse.Namespace, console: Console) -> int:
     url = history_url(opts.history or "default", opts.report_root)
     if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
         console.print(Text(f"no history at {url[len('sqlite:///'):]}: no run was stored there "
-                           "(store runs with `proofdiff run --history [URL|FILE]`)"))
+                           "(store runs with `proofdiff run --history [URL|FILE]`)"), soft_wrap=True)
         return 2
     try:
         spec = metric_spec(args.metric)
@@ -61,7 +61,7 @@ def history(args: argparse.Namespace, console: Console) -> int:
             runs = run_count(db)
             if not runs:
                 console.print(Text(f"history {db.url} holds no runs yet: nothing to show "
-                                   "(store runs with `proofdiff run --history`)"))
+                                   "(store runs with `proofdiff run --history`)"), soft_wrap=True)
                 return 2
             series = load_series(db, spec.name, profile=opts.select, workload=opts.workloads,
                                  machine=args.machine, last=args.last)
@@ -69,16 +69,16 @@ def history(args: argparse.Namespace, console: Console) -> int:
                 have = recorded_metrics(db)
                 console.print(Text(f"history {db.url} ({runs} runs) has no value of "
                                    f"{spec.name!r} for this selection; recorded metrics: "
-                                   f"{', '.join(have) or 'none'}"))
+                                   f"{', '.join(have) or 'none'}"), soft_wrap=True)
                 return 2
         finally:
             db.close()
     except HistoryError as exc:
-        console.print(Text(str(exc), style="bold red"))
+        console.print(Text(str(exc), style="bold red"), soft_wrap=True)
         return 3
     views = analyse(series, max_pvalue=args.max_pvalue, min_magnitude=args.min_magnitude)
     print_series(console, views)
     page = write_html(args.html or opts.report_root / f"history-{spec.name}.html", views,
                       url=db.url, metric=spec.name, runs=runs)
-    console.print(Text(f"page: {page}"))
+    console.print(Text(f"page: {page}"), soft_wrap=True)
     return 1 if any(c.regression for v in views for c in v.changes) else 0

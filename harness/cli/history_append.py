@@ -25,7 +25,7 @@ def append_history(opts: RunOptions, result: DifferentialResult, console: Consol
     from proofdiff.history.store import record_run
 
     got = record_run(opts.history, opts.report_root, result, command=command)
-    console.print(Text(got.line, style="" if got.ok else "bold red"))
+    console.print(Text(got.line, style="" if got.ok else "bold red"), soft_wrap=True)
     return got.ok
 
 

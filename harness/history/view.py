@@ -98,13 +98,16 @@ def print_series(console: Console, views: Sequence[SeriesView], *, rows: int = 3
                           if c else "")
         console.print(table)
         if len(s.points) > rows:
-            console.print(f"  ({len(s.points) - rows} older runs in the HTML page)", markup=False)
+            console.print(f"  ({len(s.points) - rows} older runs in the HTML page)", markup=False,
+                          soft_wrap=True)
         for c in v.changes:
             console.print(Text(f"  change point: {c.headline(s.metric.unit)}",
-                               style="bold red" if c.regression else "bold"))
-            console.print(f"    {c.step.evidence(s.metric.unit)}", markup=False, highlight=False)
+                               style="bold red" if c.regression else "bold"), soft_wrap=True)
+            console.print(f"    {c.step.evidence(s.metric.unit)}", markup=False, highlight=False,
+                          soft_wrap=True)
         if not v.changes:
-            console.print(f"  no change point in {len(s.valued)} valued runs", markup=False)
+            console.print(f"  no change point in {len(s.valued)} valued runs", markup=False,
+                          soft_wrap=True)
 
 
 def _plot_svg(v: SeriesView) -> str:
