@@ -3,13 +3,15 @@ with its change points, as a terminal table and an HTML page."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import argparse
 from pathlib import Path
 
-from rich.console import Console
-from rich.text import Text
-
 from proofdiff.cli.option_flags import add_run_options, run_options
+
+if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
+    from rich.console import Console
 
 __all__ = ["EXIT_HELP", "add_arguments", "history"]
 
@@ -44,6 +46,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def history(args: argparse.Namespace, console: Console) -> int:
     """Show the metric (module docstring); returns the exit code (:data:`EXIT_HELP`)."""
+    from rich.text import Text
+
     from proofdiff.history.database import HistoryError, history_url, open_history
     from proofdiff.history.query import load_series, metric_spec, recorded_metrics, run_count
     from proofdiff.history.view import analyse, print_series, write_html

@@ -3,11 +3,13 @@ code (the same for ``run``, the nightly and the replay of regression cases)."""
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
+
+if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
+    from rich.console import Console
 
 __all__ = ["EXIT_HISTORY", "append_history", "exit_with_history"]
 
@@ -22,6 +24,8 @@ def append_history(opts: RunOptions, result: DifferentialResult, console: Consol
     stored run, or the history's error with its fix (in red). Returns false when it failed."""
     if not opts.history:
         return True
+    from rich.text import Text
+
     from proofdiff.history.store import record_run
 
     got = record_run(opts.history, opts.report_root, result, command=command)
