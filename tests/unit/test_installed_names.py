@@ -12,6 +12,7 @@ its editable finder), so the wheel, not the checkout, is what is imported.
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 import sysconfig
@@ -75,3 +76,13 @@ def test_pypi_fixtures_and_proofdiff_live_side_by_side(wheel: Path, tmp_path: Pa
         assert got[name].startswith(str(site)), (name, got)
     helptext = _run([str(py), "-m", "pytest", "--help"], cwd=tmp_path)
     assert "--proofdiff-profiles" in helptext and "--proofdiff-param-cache" in helptext
+    # the history's migrations ship in the wheel: the installed package creates a database
+    db = tmp_path / "h.sqlite"
+    made = json.loads(_run([str(py), "-c", (
+        "import json, proofdiff.history.migrations as m; "
+        "from proofdiff.history.database import open_history; "
+        f"h = open_history('sqlite:///{db}'); h.close(); print(json.dumps(m.__file__))")],
+        cwd=tmp_path))
+    assert made.startswith(str(site)), made
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchone() == ("0001",)
