@@ -1,0 +1,144 @@
+"""Where one run's time goes: the main job, phase by phase.
+
+    python benchmarks/overhead_breakdown.py [--repeat N] [-- PROOFDIFF RUN ARGS...]
+
+Each repeat starts a fresh interpreter that imports proofdiff, then runs ``proofdiff run`` (the
+defaults: the refprover set, wpost-2k, the default suites, plus any extra arguments) with a
+timer around each phase. The timer is exclusive: a phase nested in another (a daemon started
+lazily by an oracle) counts only in its own row, so the rows add up to the run's wall.
+
+Rows, in seconds (median over the repeats):
+
+* interpreter: from the process start to the first line of this script's child;
+* imports: ``import proofdiff.cli`` and what it pulls in;
+* daemon start / daemon stop: ``start_daemon`` (create, start, first GetStatus answer) and
+  ``Daemon.remove``;
+* proving: ``Session.send``, the flows themselves (first submit to last answer), less the
+  verification inside them;
+* verification: the independent verifier (``ToolVerifier.verify``);
+* oracle <suite>: each suite's own judgement (preflight's probes included), less the phases
+  above that it triggered;
+* report: rendering and writing the report (``write_view``);
+* other: the rest of ``main`` (planning, profile loading, the console).
+
+Overhead = wall - proving. The caches must be warm (``make demo`` once first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+HERE = Path(__file__).resolve().parents[1]
+
+# The child: times each phase with an exclusive per-thread stack, then prints one JSON line.
+CHILD = r"""
+import json, sys, threading, time
+t_start = time.perf_counter()
+import proofdiff.cli
+t_imported = time.perf_counter()
+from proofdiff.core import session as S
+from proofdiff.runtime import daemon as D
+from proofdiff.verify import tool_verifier as V
+from proofdiff.report import writer as W
+from proofdiff.oracles import suite_table as T
+
+totals, local = {}, threading.local()
+
+def timed(name, fn):
+    def wrapper(*a, **k):
+        stack = getattr(local, "stack", None)
+        if stack is None:
+            stack = local.stack = []
+        stack.append(0.0)
+        t0 = time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            spent = time.perf_counter() - t0
+            nested = stack.pop()
+            totals[name] = totals.get(name, 0.0) + spent - nested
+            if stack:
+                stack[-1] += spent
+    return wrapper
+
+S.start_daemon = timed("daemon start", S.start_daemon)
+D.Daemon.remove = timed("daemon stop", D.Daemon.remove)
+S.Session.send = timed("proving", S.Session.send)
+V.ToolVerifier.verify = timed("verification", V.ToolVerifier.verify)
+W.write_view = timed("report", W.write_view)
+for name, suite in list(T.SUITES.items()):
+    object.__setattr__(suite, "evaluate", timed(f"oracle {name}", suite.evaluate))
+main = timed("main", proofdiff.cli.main)
+try:
+    rc = main(sys.argv[1:])
+except SystemExit as exc:
+    rc = exc.code
+t_end = time.perf_counter()
+totals["imports"] = t_imported - t_start
+print("BREAKDOWN " + json.dumps({"rc": rc, "child_s": t_end - t_start, "phases": totals}))
+"""
+
+ORDER = ("interpreter", "imports", "daemon start", "proving", "verification", "oracle preflight",
+         "oracle validity", "oracle warmup", "oracle isolation", "oracle behaviour",
+         "oracle timing", "report", "daemon stop", "other")
+
+
+def one_run(python: str, args: list[str], tmp: str, rid: str) -> dict[str, float]:
+    """One ``proofdiff run`` in a fresh interpreter; its phases in s (``ORDER`` keys, ``wall``
+    and ``rc``). Raises RuntimeError when the child printed no breakdown."""
+    t0 = time.monotonic()
+    proc = subprocess.run([python, "-c", CHILD, "run", "--report-dir", tmp, "--run-id", rid,
+                           *args], cwd=HERE, capture_output=True, text=True, timeout=3600)
+    wall = time.monotonic() - t0
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("BREAKDOWN ")), None)
+    if line is None:
+        raise RuntimeError(f"run {rid} printed no breakdown (exit {proc.returncode}):\n"
+                           f"{proc.stderr[-2000:]}")
+    doc = json.loads(line.removeprefix("BREAKDOWN "))
+    ph = doc["phases"]
+    main = ph.pop("main")  # exclusive: what main did outside every other phase
+    out = {"wall": wall, "rc": float(doc["rc"] or 0), "interpreter": wall - doc["child_s"],
+           "other": main, **ph}
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--python", default=sys.executable, help="interpreter. Default: this one")
+    p.add_argument("--repeat", type=int, default=3, help="runs. Default: 3")
+    p.add_argument("--json", type=Path, help="also write the per-run figures here")
+    p.add_argument("args", nargs="*", help="extra `proofdiff run` arguments (after --)")
+    a = p.parse_args()
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="proofdiff-breakdown-") as tmp:
+        for i in range(a.repeat):
+            runs.append(one_run(a.python, a.args, tmp, f"breakdown-{i}"))
+    if a.json:
+        a.json.write_text(json.dumps(runs, indent=1))
+    med = {k: statistics.median(r.get(k, 0.0) for r in runs) for k in (*ORDER, "wall")}
+    table = Table(title=f"where a run's time goes (median of {len(runs)}; "
+                        f"exit codes {sorted({int(r['rc']) for r in runs})})")
+    for col in ("phase", "s", "% of wall"):
+        table.add_column(col, justify="right" if col != "phase" else "left")
+    for k in ORDER:
+        table.add_row(k, f"{med[k]:.2f}", f"{100 * med[k] / med['wall']:.1f}")
+    table.add_row("wall", f"{med['wall']:.2f}", "100.0")
+    over = med["wall"] - med["proving"]
+    Console().print(table)
+    Console().print(f"overhead (wall - proving): {over:.2f} s = {100 * over / med['wall']:.1f} % "
+                    f"of wall")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
