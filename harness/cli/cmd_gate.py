@@ -20,7 +20,8 @@ EXIT_HELP = """exit codes:
   0    pass: the candidate is clean on every profile and not slower than the baseline
   1    fail: a check fails on the candidate, bench and prod diverge on it, it is slower
        (timing DIFFERENT), or an allowlist entry has expired
-  2    inconclusive: timing undecided within --budget-s (the verdicts so far are reported)
+  2    inconclusive: something was not judged: a check skipped on the candidate, a profile
+       without records, timing undecided within --budget-s (each reason is reported)
   3    the gate could not run (the reason is named: a missing image, a bad allowlist or
        profile, no Docker, or the baseline's own verifier disagrees with the pinned one)
   130  interrupted (containers removed, the report kept)"""
@@ -33,6 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the image it replaces (the same digest twice is an A/A gate)")
     p.add_argument("--budget-s", metavar="SECONDS", type=positive_seconds, default=900.0,
                    help="time budget of the timing rounds over all profiles. Default: 900")
+    p.add_argument("--no-timing", action="store_true",
+                   help="gate on the candidate's checks alone, with no timing arm (the "
+                        "decision line and the report say so). Default: time every profile")
     p.add_argument("--allowlist", metavar="FILE", type=Path, default=None,
                    help="TOML of accepted known differences (README: Gate an image push)")
     add_run_options(p, ("select", "select-profile", "artifacts", "report", "deadlines"))
@@ -46,7 +50,8 @@ def gate(args: argparse.Namespace, console: Console) -> int:
     signal.signal(signal.SIGTERM, raise_interrupt)
     opts = run_options(args)
     result = run_gate(args.candidate, args.baseline, opts, budget_s=args.budget_s,
-                      allowlist=args.allowlist, log=console_log(console))
+                      allowlist=args.allowlist, no_timing=args.no_timing,
+                      log=console_log(console))
     for t in result.timing:
         for m in t.metrics:
             console.print(Text(f"  {t.profile}/{t.workload} {m.metric}: {m.line()}"))
@@ -54,6 +59,8 @@ def gate(args: argparse.Namespace, console: Console) -> int:
         head = f.message.splitlines()[0][:160] if f.message else ""
         state = f"accepted ({f.accepted_by})" if f.accepted else "BLOCKS"
         console.print(Text(f"  {state}: {f.check} on {f.profile}: {head}"))
+    for why in result.undecided:
+        console.print(Text(f"  not judged: {why}"))
     for e in result.stale:
         console.print(Text(f"  allowlist {e.status}: {e.message}"))
     style = {0: "green", 2: "yellow"}.get(result.exit_code, "red")

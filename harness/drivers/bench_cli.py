@@ -57,7 +57,7 @@ from proofdiff.drivers.bench_output import (SINGLE_PRINTS_WHOLE, BenchOutputErro
                                             parse_bench_output, parse_single_output, usage_error)
 from proofdiff.drivers.deadlines import Deadlines
 from proofdiff.drivers.grpc_driver import merge_partitions
-from proofdiff.drivers.hang_guard import Guard
+from proofdiff.drivers.hang_guard import INTERRUPTED, Guard
 
 __all__ = ["TOOL_CHOSEN_ID", "BenchCliDriver", "BenchToolError"]
 
@@ -211,7 +211,11 @@ class BenchCliDriver:
                 guard.done(len(groups[job]))
 
         with cf.ThreadPoolExecutor(side_by_side, thread_name_prefix="bench-cli") as pool:
-            return [r for got in pool.map(batch, groups) for r in got]
+            try:
+                return [r for got in pool.map(batch, groups) for r in got]
+            except BaseException:  # Ctrl-C: the tools are stopped now, not at the deadline
+                guard.trip(INTERRUPTED, stall=False)
+                raise
 
     def _daemon_url(self) -> str:
         port = self.profile.grpc_port()

@@ -35,7 +35,7 @@ from proofdiff.drivers.cuzk_client import ClientError, ProverClient
 
 from proofdiff.drivers.protocol import Log, Mode
 from proofdiff.drivers.deadlines import SLICE_S, SUBMIT_S, Deadlines
-from proofdiff.drivers.hang_guard import Guard
+from proofdiff.drivers.hang_guard import INTERRUPTED, Guard
 from proofdiff.drivers.job_ids import partition_request_id
 
 __all__ = ["GrpcDriver", "build_request", "merge_partitions", "record_of", "requests_for"]
@@ -197,7 +197,11 @@ class GrpcDriver:
             return rec
 
         with cf.ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="grpc-prove") as pool:
-            return list(pool.map(one, specs))
+            try:
+                return list(pool.map(one, specs))
+            except BaseException:  # Ctrl-C: the waits give up now, not at the deadline
+                guard.trip(INTERRUPTED, stall=False)
+                raise
 
     # -- SubmitProof, then AwaitProof --------------------------------------------------------
     def _await(self, client: ProverClient, spec: JobSpec, rid: str, guard: Guard,
@@ -256,7 +260,11 @@ class GrpcDriver:
                 finished(spec, k, self._await(client, spec, sub_id, guard, deadlines, t0, started))
 
         with cf.ThreadPoolExecutor(max(1, len(groups)), thread_name_prefix="grpc-await") as pool:
-            list(pool.map(answers, groups.values()))
+            try:
+                list(pool.map(answers, groups.values()))
+            except BaseException:  # Ctrl-C: the waits give up now, not at the deadline
+                guard.trip(INTERRUPTED, stall=False)
+                raise
         records = [merge_partitions(s, rids[s.index], [got[s.index][k]
                                                        for k in sorted(got[s.index])])
                    for s in real]

@@ -29,7 +29,11 @@ from proofdiff.drivers.cuzk_client import ClientError, ProverClient
 
 _RUNNING = re.compile(r"^cuzk_running_jobs(?:\{[^}]*\})?\s+([0-9.eE+-]+)\s*$", re.M)
 
-__all__ = ["Guard", "guarded"]
+__all__ = ["INTERRUPTED", "Guard", "guarded"]
+
+#: The reason of a guard tripped by an interrupt (Ctrl-C, SIGTERM) of the flow's caller: a
+#: driver trips it before it waits for its worker threads, so that they give up at once.
+INTERRUPTED = "the flow was interrupted (Ctrl-C or SIGTERM)"
 
 
 class Guard:

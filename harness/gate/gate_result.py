@@ -58,7 +58,9 @@ class VerifierCheck(msgspec.Struct, frozen=True, kw_only=True):
 class ProfileTiming(msgspec.Struct, frozen=True, kw_only=True):
     """The timing arm of one profile on one workload: the verdict per metric, the rounds
     drawn (one round = one batch of ``concurrency`` proofs on each side, in alternating
-    order), why sampling stopped early ('' = it did not) and the wall time it took (s)."""
+    order), why sampling stopped early ('' = it did not), the candidate's jobs that failed,
+    were lost or gave a proof that does not verify in this arm (``faults``: each blocks the
+    gate) and the wall time it took (s)."""
 
     profile: str
     workload: str
@@ -66,6 +68,7 @@ class ProfileTiming(msgspec.Struct, frozen=True, kw_only=True):
     metrics: tuple[TimingVerdict, ...] = ()
     rounds: int = 0
     stopped: str = ""
+    faults: tuple[str, ...] = ()
     wall_s: float = 0.0
 
 
@@ -119,6 +122,11 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
             proofs on the same workload.
         commit: the proofdiff checkout's commit info (pytest-benchmark's). machine: the host.
         budget_s: the timing budget; wall_s: the gate's wall time, s.
+        alpha: the family-wise false-DIFFERENT level of the timing verdicts (Holm over every
+            metric x profile x workload). no_timing: the user asked for no timing
+            (``--no-timing``): a PASS then rests on the candidate's checks alone, and says so.
+        undecided: why the decision is not a PASS although nothing blocks (skipped checks, a
+            profile without records, timing undecided), one line each.
     """
 
     run_id: str
@@ -145,6 +153,9 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
     machine: dict[str, Any] = msgspec.field(default_factory=dict)
     budget_s: float = 0.0
     wall_s: float = 0.0
+    alpha: float = 0.0
+    no_timing: bool = False
+    undecided: tuple[str, ...] = ()
 
     def blocking(self) -> list[Finding]:
         """Findings no allowlist entry accepted."""

@@ -3,11 +3,18 @@
 1. Both images must be present; their ids are the evidence's subject (the same id twice is an
    A/A gate, said so).
 2. The candidate's own differential (:func:`proofdiff.core.differential.run_differential`, every
-   profile on the candidate, the default suites): every preflight, validity, warmup and
-   isolation check must pass on every profile, and no profile may diverge from the baseline
-   profile (bench vs prod on the candidate).
+   profile on the candidate, the default suites) must be SAME and nothing less: every
+   preflight, validity, warmup, isolation and behaviour check must pass on every profile (a
+   check failing on every profile alike is a failure of the candidate too), and no profile may
+   diverge from the baseline profile (bench vs prod on the candidate). A skipped check or a
+   profile without records is not a pass (INCONCLUSIVE, exit 2, the reason named); an
+   interrupted differential ends the gate (INTERRUPTED, exit 130) before any timing round.
 3. Timing, per profile: the profile on both images side by side, interleaved rounds, a paired
-   sequential verdict per metric (:mod:`proofdiff.gate.timing_rounds`) within ``budget_s``.
+   sequential verdict per metric (:mod:`proofdiff.gate.timing_rounds`) within ``budget_s``,
+   the family-wise false-DIFFERENT level :data:`GATE_ALPHA` held over every metric x profile x
+   workload by Holm's step-down. A job of the candidate that fails, is lost or gives an
+   invalid proof in a timing batch is a blocking finding. A PASS needs every timing metric
+   SAME, unless the user asked for no timing (``no_timing``), which the decision line states.
 4. The allowlist turns matching findings into accepted differences; an expired entry fails.
 
 Every proof is checked by the pinned verifier (harness/artifacts/pinned_verifier.py): built from the git
@@ -25,7 +32,7 @@ from pathlib import Path
 import msgspec
 from pytest_benchmark.utils import get_commit_info
 
-from proofdiff.model.status import Comparison
+from proofdiff.model.status import Comparison, Verdict
 from proofdiff.core.differential import run_differential
 from proofdiff.core.plan import load_selected, new_run_id, pin_artifacts, plan_runs
 from proofdiff.core.profile_delta import profile_view
@@ -34,7 +41,7 @@ from proofdiff.core.session import Session
 from proofdiff.gate.allowlist import AllowEntry, apply_allowlist, load_allowlist
 from proofdiff.gate.gate_result import (Decision, Finding, GateResult, ProfileTiming, StaleEntry,
                                         VerifierCheck)
-from proofdiff.gate.timing_rounds import measure_profile
+from proofdiff.gate.timing_rounds import Family, bad_jobs, measure_profile, metrics_of
 from proofdiff.gate.verifier_crosscheck import cross_check
 from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.image import ImageInfo
@@ -48,10 +55,17 @@ from proofdiff.runtime.identity import image_info
 from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.spec import ContainerError
 
-__all__ = ["CHECKED_SUITES", "GateError", "run_gate"]
+__all__ = ["CHECKED_SUITES", "GATE_ALPHA", "GateError", "decide", "findings_of", "run_gate",
+           "timing_findings", "timing_undecided", "unjudged", "unverified_of"]
 
-#: Suites that must be clean on the candidate.
-CHECKED_SUITES = ("preflight", "validity", "warmup", "isolation")
+#: Suites that must be clean on the candidate (a FAIL or ERROR on every profile alike blocks as
+#: much as one on a single profile: the candidate is broken either way).
+CHECKED_SUITES = ("preflight", "validity", "warmup", "isolation", "behaviour")
+
+
+#: The family-wise false-DIFFERENT level of one gate's timing verdicts, over every metric x
+#: profile x workload (Holm: :class:`proofdiff.gate.timing_rounds.Family`).
+GATE_ALPHA = 0.05
 
 
 class GateError(ProofdiffError):
@@ -100,6 +114,30 @@ def findings_of(diff: DifferentialResult) -> list[Finding]:
     return out
 
 
+def unjudged(diff: DifferentialResult) -> list[str]:
+    """Why the candidate's differential is not evidence for a PASS although nothing in it
+    failed: a SKIPPED check, a selected profile without any record, a run judged on nothing,
+    or any other verdict short of SAME that no finding explains (INCOMPLETE). One line each;
+    [] when every selected check of every profile was judged (STYLE.md 18). An unverifiable
+    profile's skipped validity/proofs is not counted here: :func:`unverified_of` names it
+    when another profile's proofs were verified, :func:`findings_of` blocks when none were."""
+    def head(text: str) -> str:
+        return (text.strip().splitlines() or [""])[0][:200]
+
+    covered, uncovered = unverifiable(diff.records)
+    told = {id(r) for r in (*covered, *uncovered)}
+    out = [f"{r.suite}/{r.oracle} skipped on {r.profile}/{r.workload}: {head(r.message)}"
+           for r in diff.records if r.outcome is Outcome.SKIPPED and id(r) not in told]
+    seen = {r.profile for r in diff.records}
+    out += [f"profile {p} has no record at all in the candidate's differential"
+            for p in diff.profiles if p not in seen]
+    if not diff.records:
+        out.append("the candidate's differential judged nothing")
+    if not out and diff.verdict is Verdict.INCOMPLETE:
+        out.append(f"the candidate's differential is INCOMPLETE: {head(diff.verdict_line)}")
+    return out
+
+
 def _cross_check(session: Session, side: str, workload: str, baseline: ImageInfo,
                  checks: list[VerifierCheck], log: Callable[[str], None]) -> None:
     session.run(side, workload)
@@ -118,10 +156,11 @@ def _cross_check(session: Session, side: str, workload: str, baseline: ImageInfo
 
 def _timing(profiles: dict[str, Profile], workloads: Sequence[str],
             sides: tuple[ImageInfo, ImageInfo], *, budget_s: float, opts: RunOptions,
-            broken: set[str], checks: list[VerifierCheck],
+            broken: set[str], checks: list[VerifierCheck], family: Family,
             log: Callable[[str], None]) -> list[ProfileTiming]:
     """The timing arm of every profile; the first profile with a baseline daemon also runs
-    the verifier cross-check into ``checks`` (raises GateError when they disagree)."""
+    the verifier cross-check into ``checks`` (raises GateError when they disagree). The
+    candidate's warm-up run in the arm's session is evidence too: its bad jobs are faults."""
     out: list[ProfileTiming] = []
     deadline = time.monotonic() + budget_s
     for name, p in profiles.items():
@@ -143,51 +182,108 @@ def _timing(profiles: dict[str, Profile], workloads: Sequence[str],
                 b_side, c_side = pair
                 if not checks:
                     _cross_check(session, b_side, wl, sides[0], checks, log)
+                warm = [f"warm-up run: {b}" for f in session.run(c_side, wl).flows
+                        for b in bad_jobs(f)]
+                if warm:
+                    out.append(ProfileTiming(profile=name, workload=wl,
+                                             concurrency=p.concurrency, faults=tuple(warm),
+                                             stopped="not timed: the candidate's warm-up run "
+                                                     "failed"))
+                    continue
 
                 def send(side: str, specs: list[JobSpec], label: str) -> FlowRecord:
                     return session.send(side, wl, specs, name="gate", label=label,
                                         concurrency=len(specs))
                 out.append(measure_profile(send, profile=name, workload=wl, jobs=jobs,
                                            sides=(b_side, c_side), concurrency=p.concurrency,
-                                           deadline=deadline, floors=p.timing_floor, log=log))
+                                           deadline=deadline, floors=p.timing_floor,
+                                           family=family, log=log))
             finally:
                 session.close()
     return out
 
 
+def timing_undecided(timing: Sequence[ProfileTiming]) -> list[str]:
+    """Why the timing arms do not support a PASS although nothing in them blocks: a metric
+    still INCONCLUSIVE, an arm that stopped (a baseline batch that failed, the budget) or was
+    not timed, an arm with no metric; one line each."""
+    out = []
+    for t in timing:
+        where = f"{t.profile}/{t.workload}"
+        open_ = [m.metric for m in t.metrics if m.verdict is Comparison.INCONCLUSIVE]
+        if t.stopped and (open_ or not t.metrics or not t.stopped.startswith("the gate's")):
+            out.append(f"{where} ({t.stopped})")
+        if open_:
+            out.append(f"{where} {', '.join(open_)} INCONCLUSIVE after {t.rounds} round(s)")
+        elif not t.metrics and not t.stopped:
+            out.append(f"{where}: no timing metric was judged")
+    return out
+
+
 def decide(findings: Sequence[Finding], stale: Sequence[StaleEntry],
            timing: Sequence[ProfileTiming], aa: bool,
-           unverified: Mapping[str, str] | None = None) -> tuple[Decision, str]:
-    """The decision and its one line (module docstring; exit codes on :class:`Decision`);
-    ``unverified`` (:func:`unverified_of`) is named in a PASS line."""
+           unverified: Mapping[str, str] | None = None, *, unjudged: Sequence[str] = (),
+           no_timing: bool = False) -> tuple[Decision, str, list[str]]:
+    """The decision, its one line, and why it is not a PASS when nothing blocks.
+
+    FAIL: a blocking finding or an expired allowlist entry. INCONCLUSIVE (exit 2): nothing
+    blocks, but something was not judged: ``unjudged`` (the differential's skipped checks and
+    profiles without records: :func:`unjudged`), a timing arm undecided, stopped or not timed
+    (:func:`timing_undecided`), or no timing metric decided at all unless ``no_timing`` (the
+    user's ``--no-timing``). PASS otherwise, on evidence only (STYLE.md 18); ``unverified``
+    (:func:`unverified_of`) is named in a PASS line."""
     blocking = [f for f in findings if not f.accepted]
     expired = [e for e in stale if e.status == "expired"]
-    undecided = [f"{t.profile}/{m.metric}" for t in timing for m in t.metrics
-                 if m.verdict is Comparison.INCONCLUSIVE] + [
-        f"{t.profile} ({t.stopped})" for t in timing if not t.metrics and t.stopped]
     note = " (A/A: candidate and baseline are one digest)" if aa else ""
     if blocking or expired:
         what = [f"{f.check} on {f.profile}: {f.message.splitlines()[0][:200] if f.message else ''}"
                 for f in blocking[:1]] + [e.message for e in expired[:1]]
         more = len(blocking[1:]) + len(expired[1:])
         return Decision.FAIL, (f"FAIL{note}: {'; '.join(what)}"
-                               + (f" (+{more} more)" if more else ""))
-    if undecided:
-        return Decision.INCONCLUSIVE, (f"INCONCLUSIVE{note}: timing undecided within the "
-                                       f"budget on {', '.join(undecided)}")
-    accepted = sum(f.accepted for f in findings)
+                               + (f" (+{more} more)" if more else "")), []
     metrics = sum(len(t.metrics) for t in timing)
-    return Decision.PASS, (f"PASS{note}: candidate clean on {len(timing)} profile run(s), "
-                           f"timing decided on {metrics} metric(s)"
+    undecided = list(unjudged)
+    if no_timing:
+        undecided += [f"{t.profile}/{t.workload} was timed although --no-timing was given"
+                      for t in timing]
+    else:
+        undecided += timing_undecided(timing)
+        if not metrics:
+            undecided.append("no timing metric was decided (pass --no-timing to gate on the "
+                             "checks alone)")
+    if undecided:
+        return Decision.INCONCLUSIVE, (f"INCONCLUSIVE{note}: not judged: {undecided[0]}"
+                                       + (f" (+{len(undecided) - 1} more)"
+                                          if len(undecided) > 1 else "")), undecided
+    accepted = sum(f.accepted for f in findings)
+    timed = ("timing NOT measured (--no-timing)" if no_timing
+             else f"timing SAME on {metrics} metric(s)")
+    return Decision.PASS, (f"PASS{note}: candidate clean on {len(timing) or 'every'} profile "
+                           f"run(s), {timed}"
                            + (f", {accepted} accepted difference(s)" if accepted else "")
                            + ("; proofs not verified on " + ", ".join(
                                f"{k} ({why})" for k, why in unverified.items())
-                              if unverified else ""))
+                              if unverified else "")), []
+
+
+def timing_findings(timing: Sequence[ProfileTiming]) -> list[Finding]:
+    """Blocking findings of the timing arms: each regression (DIFFERENT the worse way) and each
+    job of the candidate that failed, was lost or gave a proof that does not verify."""
+    out = [Finding(check=f"timing/{m.metric}", profile=t.profile, workload=t.workload,
+                   message=m.render(), kind="timing",
+                   evidence={"ratio": m.ratio, "ratio_ci": list(m.ratio_ci),
+                             "p_value": m.p_value})
+           for t in timing for m in t.metrics if m.regression]
+    out += [Finding(check="timing-batch/jobs", profile=t.profile, workload=t.workload,
+                    message=f"the candidate's timing batch: {fault}", kind="check",
+                    evidence={"rounds": t.rounds})
+            for t in timing for fault in t.faults]
+    return out
 
 
 def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *,
              budget_s: float = 900.0, allowlist: str | Path | None = None,
-             log: Callable[[str], None] = lambda _l: None,
+             no_timing: bool = False, log: Callable[[str], None] = lambda _l: None,
              write_report: bool = True) -> GateResult:
     """Gate ``candidate`` against ``baseline`` (module docstring).
 
@@ -198,12 +294,16 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
             the candidate's own.
         budget_s: the timing arm's budget over all profiles, seconds (rounds stop there and
             undecided metrics are INCONCLUSIVE). allowlist: a TOML allowlist
-            (:mod:`proofdiff.gate.allowlist`).
+            (:mod:`proofdiff.gate.allowlist`). no_timing: the user's ``--no-timing``: no
+            timing arm; a PASS then rests on the checks alone and its line says so (default:
+            time every profile; a PASS needs every timing metric SAME).
 
     Returns:
         The :class:`~proofdiff.gate.gate_result.GateResult`; bad input (a missing image, a
         malformed or unknown allowlist, profile or key) comes back as decision ERROR with the
-        cause, and the report is written in every case.
+        cause, an interrupt (Ctrl-C, SIGTERM; also one that stopped the candidate's
+        differential) as INTERRUPTED (exit 130) with no timing round started, and the report
+        is written in every case.
     """
     t0 = time.monotonic()
     opts = (options or RunOptions()).with_env()
@@ -217,8 +317,10 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
     stale: list[StaleEntry] = []
     timing: list[ProfileTiming] = []
     checks: list[VerifierCheck] = []
-    unverified: dict[str, str] = {}
     errors: list[str] = []
+    not_judged: list[str] = []
+    unverified: dict[str, str] = {}
+    timing_started = False
     diff_id = ""
     interrupted = False
     wls: list[str] = list(opts.workloads)
@@ -240,41 +342,49 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
             opts, images=(candidate,), report_dir=str(run_dir), run_id="differential",
             suites=()), profiles=resolved, log=log)
         diff_id = diff.run_id
+        if diff.verdict is Verdict.INTERRUPTED:
+            raise KeyboardInterrupt  # run_differential reports an interrupt; the gate stops
         if diff.errors:
             raise GateError("the candidate's differential could not run: " + diff.errors[0])
         findings, unverified = findings_of(diff), unverified_of(diff)
+        not_judged = unjudged(diff)
         broken = {f.profile for f in findings if f.kind == "check"}
-        timing = _timing(resolved, opts.workloads, (base, cand), budget_s=budget_s,
-                         opts=msgspec.structs.replace(opts, report_dir=str(run_dir)),
-                         broken=broken, checks=checks, log=log)
-        findings += [Finding(check=f"timing/{m.metric}", profile=t.profile, workload=t.workload,
-                             message=m.render(), kind="timing", evidence={"ratio": m.ratio,
-                                                                      "ratio_ci": list(m.ratio_ci),
-                                                                      "p_value": m.p_value})
-                     for t in timing for m in t.metrics if m.regression]
+        timed = {n: p for n, p in resolved.items() if n not in broken}
+        family = Family(alpha=GATE_ALPHA, size=max(1, len(wls) * sum(
+            len(metrics_of(p.concurrency)) for p in timed.values())))
+        if not no_timing:
+            timing_started = True
+            timing = _timing(resolved, opts.workloads, (base, cand), budget_s=budget_s,
+                             opts=msgspec.structs.replace(opts, report_dir=str(run_dir)),
+                             broken=broken, checks=checks, family=family, log=log)
+        findings += timing_findings(timing)
         findings, stale = apply_allowlist(findings, entries)
     except KeyboardInterrupt:
         interrupted = True
     except ProofdiffError as exc:
         errors.append(str(exc))
     aa = bool(cand.digest) and cand.digest == base.digest
+    undecided: list[str] = []
     if interrupted:
-        decision, line = Decision.INTERRUPTED, "INTERRUPTED: the report holds what was done"
+        decision, line = Decision.INTERRUPTED, (
+            "INTERRUPTED: the report holds what was done" + (
+                "" if timing_started else "; no timing round was started"))
     elif errors:
         decision, line = Decision.ERROR, f"ERROR: the gate could not run: {errors[0]}"
     else:
-        decision, line = decide(findings, stale, timing, aa, unverified)
+        decision, line, undecided = decide(findings, stale, timing, aa, unverified,
+                                           unjudged=not_judged, no_timing=no_timing)
     result = GateResult(
         run_id=rid, created_unix_s=time.time(), decision=decision, decision_line=line,
         exit_code=decision.exit_code, candidate=cand, baseline=base, aa=aa, verifier=verifier,
         verifier_check=checks[0] if checks else None,
         profiles={n: profile_view(p) for n, p in resolved.items()},
         workloads=tuple(wls), findings=tuple(findings), timing=tuple(timing),
-        unverified=unverified,
-        allowlist=str(allowlist or ""), stale=tuple(stale), differential=diff_id,
+        unverified=unverified, allowlist=str(allowlist or ""), stale=tuple(stale), differential=diff_id,
         errors=tuple(errors),
         commit=dict(get_commit_info("proofdiff")),  # type: ignore[no-untyped-call]
-        machine=machine_facts(), budget_s=budget_s, wall_s=round(time.monotonic() - t0, 3))
+        machine=machine_facts(), budget_s=budget_s, wall_s=round(time.monotonic() - t0, 3),
+        alpha=GATE_ALPHA, no_timing=no_timing, undecided=tuple(undecided))
     if write_report:
         from proofdiff.gate.gate_view import write_gate_report
 

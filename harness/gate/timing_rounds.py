@@ -7,14 +7,21 @@ sends one batch of ``concurrency`` proofs to each side through the profile's own
 baseline first in even rounds and the candidate first in odd ones, so that neither side always
 follows the other (drift within a pair would otherwise read as a change). Pair ``k`` is
 (baseline batch ``k``, candidate batch ``k``); the first pair is a warmup, kept but not tested.
+Both batches of a round send the same jobs in the same order, so job ``i`` of one is paired
+with job ``i`` of the other.
 
 Metrics of one batch (each a pair of samples per round):
 
-* ``latency``: the median job wall time, client side (ms); worse = higher;
+* ``latency``: the geometric mean of the batch's job wall times, client side (ms): its
+  log-ratio is the mean over the batch of the job-by-job log-ratios (job ``i`` against job
+  ``i``), which at ``concurrency > 1`` is far steadier than the median of four overlapping
+  jobs; worse = higher;
 * ``throughput``: batch wall / proofs (ms per proof, the inverse of throughput); worse = higher;
 * ``in-progress``: mean jobs the daemon proved at once during each job (from its own
   ``queue_wait_ms`` / ``total_ms``: :func:`proofdiff.stats.concurrency.in_progress_of`), only for
-  a profile with ``concurrency > 1``; worse = lower.
+  a profile with ``concurrency > 1``; worse = lower. Its floor is one job in ``concurrency``
+  (a structural property: the change that matters is a job fewer in flight), unless the
+  profile's ``timing_floor`` says otherwise.
 * ``lone-latency``: the wall time of one request sent alone to the idle daemon right after the
   side's batch (ms), only for a profile with ``concurrency > 1`` (at concurrency 1 every batch is
   one lone request, and ``latency`` is this metric); worse = higher. A delay that hits only a
@@ -22,34 +29,46 @@ Metrics of one batch (each a pair of samples per round):
   never shows in batches of ``concurrency``, and is what a WinningPoSt meets
   (:mod:`proofdiff.oracles.lone_request`, which also bounds it on the candidate alone).
 
-Each metric is a :func:`~proofdiff.stats.paired.sequential_compare` over the shared rounds: more
-rounds are drawn while any metric is INCONCLUSIVE, up to ``budget_pairs`` or the gate's
-deadline. A batch that does not complete stops the sampling: the candidate's checks say why.
+All metrics share the rounds and the looks (:func:`proofdiff.stats.paired.look_sizes`: 6 pairs,
+then every 2, up to ``budget_pairs``): at each look every metric still undecided is judged;
+rounds go on while one is, up to the budget or the gate's deadline. Each metric is one
+hypothesis of the gate's family (:class:`Family`): it is tested at its Holm share of the
+family-wise alpha, and a metric found DIFFERENT hands its share on to those still open.
+
+A batch is evidence too: a job of the candidate that fails, is lost, or whose proof the pinned
+verifier rejects (or could not check) stops the arm, and each such job is listed in
+:attr:`~proofdiff.gate.gate_result.ProfileTiming.faults` (a blocking finding of the gate). On
+the baseline it only stops the arm (the baseline's failure is no evidence about the candidate).
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from proofdiff.model.jobs import FlowRecord, JobSpec
+from proofdiff.model.timing_verdict import TimingVerdict
 from proofdiff.stats.concurrency import in_progress_of
-from proofdiff.stats.paired import sequential_compare
+from proofdiff.stats.paired import (DEFAULT_ALPHA, DEFAULT_BUDGET, DEFAULT_FLOOR_REL, DIFFERENT,
+                                    INCONCLUSIVE, look_sizes, paired_compare)
 
 from proofdiff.gate.gate_result import ProfileTiming
 
-__all__ = ["BUDGET_PAIRS", "METRICS", "OVERLAP_METRICS", "Sender", "SideRound", "measure_profile"]
+__all__ = ["BUDGET_PAIRS", "METRICS", "OVERLAP_METRICS", "Family", "Sender", "SideRound",
+           "bad_jobs", "floor_of", "measure_profile", "metrics_of"]
 
-#: Most pairs per profile, the warmup pair included (1 warmup + 10 tested).
-BUDGET_PAIRS = 11
+#: Most pairs per profile, the warmup pair included (1 warmup + 20 tested).
+BUDGET_PAIRS = DEFAULT_BUDGET
 
 #: metric -> (worse direction, unit, the sample of one flow, the flow of the round it reads:
 #: ``batch`` = the batch of ``concurrency``, ``lone`` = the request sent alone after it)
 METRICS: dict[str, tuple[str, str, Callable[[FlowRecord], float], str]] = {
-    "latency": ("higher", "ms", lambda f: float(statistics.median(j.wall_ms for j in f.jobs)),
-                "batch"),
+    "latency": ("higher", "ms", lambda f: math.exp(statistics.fmean(
+        math.log(j.wall_ms) for j in f.completed())), "batch"),
     "throughput": ("higher", "ms", lambda f: f.wall_ms / len(f.jobs), "batch"),
     "in-progress": ("lower", "jobs", lambda f: float(statistics.fmean(in_progress_of(f.jobs))),
                     "batch"),
@@ -70,39 +89,102 @@ class SideRound(NamedTuple):
         """The flow a metric reads (``batch`` or ``lone``, :data:`METRICS`)."""
         return self.lone if which == "lone" else self.batch
 
+
 #: ``send(profile, specs, label)`` -> the batch's flow (``Session.send`` bound to a workload).
 Sender = Callable[[str, list[JobSpec], str], FlowRecord]
 
 
+def metrics_of(concurrency: int) -> list[str]:
+    """The metrics judged on a profile at ``concurrency`` (:data:`OVERLAP_METRICS` only above
+    1: at concurrency 1 nothing overlaps, and every batch is a lone request)."""
+    return [m for m in METRICS if m not in OVERLAP_METRICS or concurrency > 1]
+
+
+def floor_of(metric: str, concurrency: int, floors: Mapping[str, float]) -> float:
+    """The floor of ``metric``: the profile's ``timing_floor`` for it, else
+    :data:`~proofdiff.stats.paired.DEFAULT_FLOOR_REL` (``in-progress``: ``1 / concurrency``)."""
+    if metric in floors:
+        return floors[metric]
+    return 1.0 / concurrency if metric == "in-progress" else DEFAULT_FLOOR_REL
+
+
+@dataclass
+class Family:
+    """The gate's family of timing hypotheses (metric x profile x workload): ``size`` of them,
+    family-wise false-DIFFERENT level ``alpha``. Holm's step-down, run sequentially: every
+    open hypothesis is tested at ``alpha / (size - rejected)``, and each DIFFERENT raises the
+    share of the rest (the graphical approach of Bretz et al. 2009 with Holm's weights, which
+    Maurer & Bretz 2013 show holds for group-sequential tests, each at its own boundaries for
+    its current share)."""
+
+    alpha: float = DEFAULT_ALPHA
+    size: int = 1
+    rejected: int = 0
+
+    def share(self) -> float:
+        """The level of one open hypothesis now."""
+        return self.alpha / max(1, self.size - self.rejected)
+
+
+def bad_jobs(flow: FlowRecord) -> list[str]:
+    """Why ``flow`` (a batch, or a side's warm-up run) is no evidence: one line per job that
+    did not complete (FAILED, LOST, STUCK, ...), whose proof the pinned verifier rejects, or
+    whose proof was not verified (the verifier failed); [] when every job completed with a
+    proof that verifies. A job whose client hands out no proof bytes (``unverifiable``, a
+    bench tool) is not counted here: the differential reports that."""
+    out = [f"{j.render()}: {j.error or 'no answer'}" for j in flow.jobs
+           if not j.await_only and not j.completed]
+    for j in flow.completed():
+        if j.verdict is not None and not j.verdict.valid:
+            out.append(f"{j.render()}: the pinned verifier rejects its proof (partitions "
+                       f"{j.verdict.bad_partitions() or 'all: wrong length'})")
+        elif j.verdict is None and not j.unverifiable:
+            out.append(f"{j.render()}: its proof was not verified ("
+                       f"{'; '.join(flow.errors) or 'no proof bytes'})")
+    if not [j for j in flow.jobs if not j.await_only]:
+        out.append("the batch ran no job")
+    return out
+
+
 def measure_profile(send: Sender, *, profile: str, workload: str, jobs: list[str],
                     sides: tuple[str, str], concurrency: int, deadline: float,
-                    floors: Mapping[str, float], budget_pairs: int = BUDGET_PAIRS,
+                    floors: Mapping[str, float], family: Family | None = None,
+                    budget_pairs: int = BUDGET_PAIRS,
+                    clock: Callable[[], float] = time.monotonic,
                     log: Callable[[str], None] = lambda _l: None) -> ProfileTiming:
     """The timing arm of ``profile`` (module docstring).
 
     Args:
         send: sends one batch to one side. jobs: the workload's job names, used in turn.
         sides: the session's profile names of the baseline and the candidate side.
-        deadline: ``time.monotonic()`` after which no round starts (the gate's budget).
-        floors: effect-size floor per metric (default 5 %).
+        deadline: ``clock()`` after which no round starts (the gate's budget).
+        floors: the profile's ``timing_floor`` by metric (:func:`floor_of` for the rest).
+        family: the gate's family of hypotheses (default: this arm's metrics alone, alpha
+            1 %); its ``rejected`` count grows with each DIFFERENT found here.
+        budget_pairs: most rounds, the warmup included (default 21). clock: seconds, monotonic
+            (the power simulation passes a simulated one).
 
     Returns:
-        The :class:`~proofdiff.gate.gate_result.ProfileTiming` (never raises on a broken daemon: the
-        sampling stops and says so).
+        The :class:`~proofdiff.gate.gate_result.ProfileTiming` (never raises on a broken daemon:
+        the sampling stops and says so, and the candidate's bad jobs are its ``faults``).
     """
-    t0 = time.monotonic()
+    names = metrics_of(concurrency)
+    fam = family or Family(size=len(names))
+    t0 = clock()
     rounds: list[tuple[SideRound, SideRound]] = []
     stopped = ""
+    faults: list[str] = []
 
     def sent(i: int, specs: list[JobSpec], label: str) -> FlowRecord | None:
         nonlocal stopped
         flow = send(sides[i], specs, label)
-        if len(flow.completed()) != len(flow.jobs) or not flow.jobs:
-            bad = [f"{j.request_id or j.job} {j.status.value}: {j.error}" for j in flow.jobs
-                   if not j.completed]
-            stopped = (f"round {len(rounds)} on the {('baseline', 'candidate')[i]}"
-                       f"{' (lone request)' if label.endswith(':lone') else ''}: "
-                       + (flow.stall or "; ".join(bad[:3]) or "no job ran"))
+        bad = bad_jobs(flow)
+        if bad:
+            lone = " (lone request)" if label.endswith(":lone") else ""
+            stopped = (f"round {len(rounds)} on the {('baseline', 'candidate')[i]}{lone}: "
+                       + "; ".join(([flow.stall] if flow.stall else []) + bad[:3]))
+            if i == 1:
+                faults.extend(f"round {len(rounds)}{lone}: {b}" for b in bad)
             return None
         return flow
 
@@ -123,38 +205,56 @@ def measure_profile(send: Sender, *, profile: str, workload: str, jobs: list[str
                 return False
             got[i] = SideRound(batch, lone)
         rounds.append((got[0], got[1]))
-        log(f"gate timing {profile} round {k}: baseline {got[0].batch.wall_ms:.0f} ms, candidate "
-            f"{got[1].batch.wall_ms:.0f} ms")
+        log(f"gate timing {profile} round {k}: baseline {got[0].batch.wall_ms:.0f} ms, "
+            f"candidate {got[1].batch.wall_ms:.0f} ms")
         return True
 
-    def drawer(sample: Callable[[FlowRecord], float],
-               which: str) -> Callable[[int], tuple[list[float], list[float]]]:
-        pos = 0
-
-        def draw(n: int) -> tuple[list[float], list[float]]:
-            nonlocal pos, stopped
-            while len(rounds) < pos + n and not stopped:
-                if len(rounds) >= budget_pairs:
-                    break
-                if time.monotonic() >= deadline:
-                    stopped = "the gate's time budget (--budget-s) ran out"
-                    break
-                if not draw_round():
-                    break
-            got = rounds[pos:pos + n]
-            pos += len(got)
-            return ([sample(b.flow(which)) for b, _ in got],
-                    [sample(c.flow(which)) for _, c in got])
-        return draw
-
+    sizes = look_sizes(budget=budget_pairs)
+    most = budget_pairs - 1
+    done: dict[str, TimingVerdict] = {}
+    last: dict[str, TimingVerdict] = {}
+    fractions: list[float] = []
+    for want in sizes:
+        while len(rounds) < want and not stopped:
+            if clock() >= deadline:
+                stopped = "the gate's time budget (--budget-s) ran out"
+            elif not draw_round():
+                break
+        if len(rounds) < 2 or (fractions and len(rounds) - 1 <= fractions[-1] * most):
+            break  # nothing new to look at
+        fractions.append(min(1.0, (len(rounds) - 1) / most))
+        while True:  # Holm: a DIFFERENT raises the share of the metrics still open
+            share = fam.share()
+            found = 0
+            for metric in (m for m in names if m not in done):
+                worse, unit, sample, which = METRICS[metric]
+                v = paired_compare([sample(b.flow(which)) for b, _ in rounds],
+                                   [sample(c.flow(which)) for _, c in rounds],
+                                   arm=f"{metric} {profile}", metric=metric, left="baseline",
+                                   right="candidate",
+                                   floor_rel=floor_of(metric, concurrency, floors),
+                                   alpha=share, look=len(fractions), max_looks=len(sizes),
+                                   fractions=fractions, unit=unit, worse=worse)
+                last[metric] = v
+                if v.verdict is not INCONCLUSIVE:
+                    done[metric] = v
+                    found += v.verdict is DIFFERENT
+            fam.rejected += found
+            if not found or len(done) == len(names):
+                break
+        if len(done) == len(names) or stopped or len(rounds) < want:
+            break
     verdicts = []
-    for metric, (worse, unit, sample, which) in METRICS.items():
-        if metric in OVERLAP_METRICS and concurrency < 2:
-            continue  # one job at a time on both sides: nothing to overlap, every batch is lone
-        verdicts.append(sequential_compare(
-            drawer(sample, which), budget=budget_pairs, arm=f"{metric} {profile}", metric=metric,
-            left="baseline", right="candidate", floor_rel=floors.get(metric, 0.05), unit=unit,
-            worse=worse))
+    for metric in names:
+        got = done.get(metric) or last.get(metric)
+        if got is not None:
+            v = got
+        else:
+            worse, unit, _sample, _which = METRICS[metric]
+            v = paired_compare([], [], arm=f"{metric} {profile}", metric=metric,
+                               floor_rel=floor_of(metric, concurrency, floors),
+                               alpha=fam.share(), unit=unit, worse=worse)
+        verdicts.append(v)
     return ProfileTiming(profile=profile, workload=workload, concurrency=concurrency,
                          metrics=tuple(verdicts), rounds=len(rounds), stopped=stopped,
-                         wall_s=round(time.monotonic() - t0, 3))
+                         faults=tuple(faults), wall_s=round(clock() - t0, 3))

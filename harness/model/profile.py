@@ -85,7 +85,8 @@ PROFILE_KEYS: dict[str, str] = {
     "address": "attach runtime: HOST:PORT of the running daemon's gRPC, e.g. '127.0.0.1:9820'",
     "status_url": "attach runtime: the running daemon's GET /status URL, e.g. "
                   "'http://127.0.0.1:9821/status' (default none)",
-    "timing_floor": "the gate's timing floor: a fraction such as 0.05 (5 %, the default) or a "
+    "timing_floor": "the gate's timing floor (of SAME and DIFFERENT alike): a fraction such as "
+                    "0.025 (2.5 %, the default; in-progress: 1 / concurrency) or a "
                     "table by metric, e.g. {latency = 0.05, throughput = 0.10}",
     "workload": "workload name, e.g. 'wpost-2k'",
     "driver": f"client driver, one of {[d.value for d in DriverKind]}",
@@ -160,8 +161,9 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
         binary, verifier_binary: the daemon and verifier programs of a process runtime
             (``None``: the build's, by name in the bin dir).
         address, status_url: where an attached daemon answers (attach runtime).
-        timing_floor: the gate's effect-size floor by metric (:data:`TIMING_METRICS`; unset =
-            5 %): a change smaller than this is the same.
+        timing_floor: the gate's floor by metric (:data:`TIMING_METRICS`; unset = 2.5 %, and
+            1 / concurrency for in-progress): a change shown inside it is SAME, one shown
+            beyond it DIFFERENT (proofdiff.gate.timing_rounds.floor_of).
         source: the file the profile came from. overrides: the ``--set`` overrides applied.
     """
 

@@ -89,6 +89,8 @@ class TimingVerdict(msgspec.Struct, frozen=True, kw_only=True):
         floor_rel: the effect-size floor (a change within it is SAME). alpha: the family-wise
             level of all looks; alpha_look: this look's nominal level; alpha_spent: alpha spent
             up to this look; look, max_looks: which look, of how many planned.
+        beta, beta_look (paired): the false-SAME level over all looks (a change at the floor
+            said SAME at most this often) and this look's share of it; ``None`` unpaired.
         reason: one sentence on why this verdict.
         left_samples, right_samples: every sample in drawing order (warmup first).
     """
@@ -122,6 +124,8 @@ class TimingVerdict(msgspec.Struct, frozen=True, kw_only=True):
     max_looks: int = 1
     alpha_look: float | None = None
     alpha_spent: float | None = None
+    beta: float | None = None
+    beta_look: float | None = None
     reason: str = ""
     left_samples: tuple[float, ...] = ()
     right_samples: tuple[float, ...] = ()
@@ -155,4 +159,4 @@ class TimingVerdict(msgspec.Struct, frozen=True, kw_only=True):
                 f"[{_num(self.ratio_ci[0], '.3f')}, {_num(self.ratio_ci[1], '.3f')}]; "
                 f"{self.test}: {stat}, p={_num(self.p_value, '.4g')}; look {self.look}/"
                 f"{self.max_looks} at alpha {_num(self.alpha_look, '.4f')} (family-wise "
-                f"{self.alpha}); floor +/-{self.floor_rel:.0%}")
+                f"{self.alpha}); floor +/-{self.floor_rel * 100:g}%")

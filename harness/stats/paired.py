@@ -1,62 +1,51 @@
 """Paired, sequential timing comparisons: the verdict that may gate an image push.
 
 The unpaired :func:`proofdiff.stats.unpaired.compare` needs ~25 % effects; a gate has to catch a 5 %
-slowdown in at most ~10 samples per side. Two things make that possible here:
+slowdown and pass an unchanged image within a few minutes. Three things make that possible:
 
-* **Pairing.** The caller interleaves the sides (baseline, candidate, baseline, candidate, ...)
-  and pair ``i`` is (``baseline_ms[i]``, ``candidate_ms[i]``). The test is on the paired
+* **Pairing.** The caller interleaves the sides, alternating which one goes first (B C, C B,
+  ...), and pair ``i`` is (``baseline_ms[i]``, ``candidate_ms[i]``). The test is on the paired
   log-ratios ``d_i = log(candidate_i / baseline_i)``: slow machine drift (thermal, frequency,
   a neighbour's load), shared by adjacent samples, cancels in ``d_i`` instead of widening both
-  samples. Drift WITHIN a pair does not: the candidate always runs second, so a machine that
-  heats up fast reads as a slowdown; where that is a risk, alternate the order inside the pairs
-  (B C, C B, ...): only adjacency matters here. The first ``warmup`` pairs (default 1) are kept
-  in the evidence but not tested.
-* **The test: a one-sample t-test on ``d``** (``scipy.stats.ttest_1samp``'s statistic and
-  p, computed with the ``scipy.special`` functions that it calls, 10x faster). Timing noise is
-  multiplicative, so ``d`` is close to normal and the t-test exact; the ratio estimate is
-  ``exp(mean d)`` (the geometric-mean ratio: the ratio of medians under lognormal noise) with a
-  t interval. Not the Wilcoxon signed-rank test: with n pairs its smallest two-sided p is
-  ``2 / 2**n`` (n=7: 0.0156, n=10: 0.00195), above the levels that a 1 % family-wise alpha
-  leaves for all but the last looks, and its interval is as coarse as its p, so SAME is out of
-  reach at n <= 10. Simulated power at a 5 % slowdown, CV 2 % (proofdiff.stats.power's model):
-  t-test ~93 %, signed-rank ~87 %; with 5 % of samples spiked +30 %, ~44 % and ~52 %. A spike
-  inflates the t-test's variance: it costs power (INCONCLUSIVE), not false alarms (the A/A
-  rates are lower with spikes).
-  Screening outliers first (MAD or generalized-ESD rules) won the power back but pushed the A/A
-  false-alarm rate above 1 % at small n (the screen fires when the other pairs are tight).
+  samples. The first ``warmup`` pairs (default 1) are kept in the evidence but not tested.
+* **A robust location: the 20 %-trimmed mean of d** with the Tukey-McLaughlin standard error
+  (winsorized variance; Wilcox, *Introduction to Robust Estimation and Hypothesis Testing*,
+  4th ed., 2017, section 4.5), a t reference with ``n - 2g - 1`` degrees of freedom (``g``
+  values trimmed at each end). Timing noise here is a tight lognormal core plus rare spikes (a
+  neighbour, a page-cache miss: one sample in 30-50 is 10-30 % slow): one spike in 10 pairs
+  inflated the plain t-test's variance enough to leave 20 % of the A/A gates of the
+  2026-12-01 power table INCONCLUSIVE. Trimming drops up to ``g`` spikes per side at a cost of
+  ~6 % efficiency on clean normal data. The ratio estimate is ``exp(trimmed mean d)``.
+* **One floor for both verdicts** (``L = log(1 + floor_rel)``; default floor 2.5 %): the
+  verdict is a statement about the change relative to the floor, with its confidence bound:
 
-Three values, with ``L = log(1 + floor_rel)`` and ``alpha_look`` the nominal level of this look:
+  - ``SAME``: the (1 - 2 beta_look) interval of the ratio lies inside ``[1/(1+floor),
+    1+floor]`` (TOST equivalence at level beta_look: a change AT the floor is said SAME with
+    probability <= beta_look per look, and <= ``beta`` over all looks, which split ``beta``
+    equally: Bonferroni over the planned looks).
+  - ``DIFFERENT``: the (1 - alpha_look) interval lies entirely beyond the floor (its lower
+    bound above ``1+floor``: ``slower``; its upper bound below ``1/(1+floor)``: ``faster``).
+    A change is DIFFERENT only when it is shown to exceed the floor, so a true change at the
+    floor is DIFFERENT with probability <= alpha_look/2 per look, and an A/A far less often.
+  - ``INCONCLUSIVE``: neither (or fewer than 3 pairs after warmup).
 
-- ``SAME``: the (1 - 2 alpha_look) interval of the ratio lies inside ``[1/(1+floor), 1+floor]``
-  (TOST equivalence at level alpha_look: at a floor-sized change a look says SAME with
-  probability <= alpha_look). Checked first: a change shown to be below the floor is never
-  DIFFERENT.
-- ``DIFFERENT``: p < alpha_look (the (1 - alpha_look) interval excludes 1) and not SAME. That
-  makes the change practically relevant too: with h1 > h2 the half-widths of the two intervals,
-  significance puts ``|mean d| >= h1 > h2`` and not-SAME puts ``|mean d| + h2 >= L``, so the
-  estimate is beyond HALF the floor (``|mean d| > L/2``) and its interval reaches the floor.
-  Asking for the estimate beyond the floor itself would fire only half the time at a true
-  change of exactly the floor (~50 % power); this rule keeps the power there, while a
-  significant 1 % change measured with little noise is SAME, not DIFFERENT. Changes between
-  L/2 and L are a grey zone where either verdict may come. ``direction`` says ``slower``
-  (candidate takes longer) or ``faster``.
-- ``INCONCLUSIVE``: neither (or fewer than 3 pairs after warmup).
+  The floor is half the change the gate is built to catch: a 5 % slowdown lies a floor away
+  from the floor on one side, an unchanged image a floor away on the other, so both are
+  decided with the same precision (``python -m proofdiff.stats.power`` gives the rates).
 
-Sequential testing (:func:`sequential_compare`) adds pairs while INCONCLUSIVE and spends the
-family-wise alpha over the looks with the Lan-DeMets O'Brien-Fleming-like spending function
+Sequential testing spends ``alpha`` (the false-DIFFERENT level of one hypothesis, all looks
+together; the gate passes each metric its Holm share of the gate's family-wise level) over the
+looks with the Lan-DeMets O'Brien-Fleming-like spending function
 ``alpha(t) = 2 - 2 Phi(z_{1-alpha/2} / sqrt(t))``, t = tested pairs / most tested pairs. Each
 look's nominal level comes from a group-sequential boundary on the t statistic, ``c_k`` such
 that the null paths crossing at look k or before make up ``alpha(t_k)``: exact from the t
 distribution at the first tested look, from 2**18 simulated null paths (fixed seed: the same
-levels on every run, cached per schedule) at the later ones. With 5, 7, 9, 10 tested pairs and
-alpha 1 % the levels are 0.00027, 0.0017, 0.0052, 0.0065 (Bonferroni over the spent increments
-would leave 0.0034 for the last look). Normal-theory boundaries are not enough here: applied to
-the t-tests' p they gave a family-wise rate of 1.12 % for 1 % (successive t statistics, each
-with its own variance estimate, are less correlated than z's); these give 0.97 % (10**6 null
-runs). O'Brien-Fleming rather than Pocock because the budget is tiny and the power is needed
-at its end: Pocock-like spending ``alpha log(1 + (e - 1) t)`` leaves 0.0020 for the last look
-(simulated power at a 5 % change, CV 2 %: 83 % against 93 %); early looks still stop on big
-effects. Stopping for SAME is a non-binding futility stop, which can only lower the rate.
+levels on every run, cached per schedule) at the later ones. The levels are derived for the
+plain t statistic and applied to the trimmed one's p (an approximation; the simulated rates
+of the whole procedure in :mod:`proofdiff.stats.power` are the check). O'Brien-Fleming rather
+than Pocock because the power is needed at the budget's end. Stopping for SAME is a
+non-binding futility stop, which can only lower the false-DIFFERENT rate; stopping for
+DIFFERENT can only lower the false-SAME rate.
 """
 
 from __future__ import annotations
@@ -74,16 +63,22 @@ from proofdiff.model.timing_verdict import TimingVerdict, json_safe, json_safe_a
 from proofdiff.stats.unpaired import (DIFFERENT, INCONCLUSIVE, SAME, direction_of,
                                       is_regression, summarize)
 
-__all__ = ["DIFFERENT", "INCONCLUSIVE", "SAME", "alpha_at_look", "alpha_spent",
-           "paired_compare", "sequential_compare"]
+__all__ = ["DIFFERENT", "INCONCLUSIVE", "SAME", "alpha_at_look", "alpha_spent", "look_sizes",
+           "paired_compare", "sequential_compare", "trimmed"]
 
-#: Default effect-size floor of the gate: 5 %.
-DEFAULT_FLOOR_REL = 0.05
-#: Default family-wise significance level (all looks together).
+#: Default floor of both verdicts: 2.5 %, half the 5 % slowdown the gate is built to catch.
+DEFAULT_FLOOR_REL = 0.025
+#: Default false-DIFFERENT level of one comparison (all looks together).
 DEFAULT_ALPHA = 0.01
+#: Default false-SAME level of one comparison (all looks together).
+DEFAULT_BETA = 0.05
+#: Default share of the log-ratios trimmed at each end.
+DEFAULT_TRIM = 0.2
+#: Default schedule: the first look at 6 pairs (1 warmup + 5 tested), then every 2 pairs, up to
+#: 21 pairs (1 warmup + 20 tested).
+DEFAULT_INITIAL, DEFAULT_STEP, DEFAULT_BUDGET = 6, 2, 21
 #: Fewer tested pairs than this can never give SAME or DIFFERENT.
 MIN_PAIRS = 3
-TEST = "paired t-test on log-ratios"
 _PATHS = 1 << 18  # simulated null paths that place the t-test's boundaries
 _SEED = 20240601
 
@@ -164,10 +159,27 @@ def alpha_at_look(look: int, fractions: Sequence[float], n_pairs: int,
     return _levels(ns, ts, alpha)[-1], alpha_spent(ts[-1], alpha)
 
 
+def trimmed(d: Sequence[float], trim: float = DEFAULT_TRIM) -> tuple[float, float, int, float]:
+    """``(mean, se, df, sd)`` of the ``trim``-trimmed mean of ``d`` (module docstring):
+    ``g = floor(trim * n)`` values cut at each end, the winsorized standard deviation ``sd``,
+    ``se = sd / ((1 - 2 g / n) sqrt(n))``, ``df = n - 2 g - 1``. ``trim = 0`` is the plain
+    mean with its t-test's se. Equal to ``scipy.stats.trim_mean`` and the standard deviation
+    of ``scipy.stats.mstats.winsorize`` (tests/unit/test_stats_paired.py), without their
+    masked arrays (the power simulation calls this ~10**6 times)."""
+    n = len(d)
+    g = int(math.floor(trim * n))
+    x = np.sort(np.asarray(d, dtype=float))
+    m = float(x[g:n - g].mean())
+    w = np.clip(x, x[g], x[n - g - 1])
+    sd = float(w.std(ddof=1)) if n > 1 else 0.0
+    return m, sd / ((1.0 - 2.0 * g / n) * math.sqrt(n)), n - 2 * g - 1, sd
+
+
 def paired_compare(baseline_ms: Sequence[float], candidate_ms: Sequence[float], *,
                    arm: str = "", metric: str = "latency ms", left: str = "baseline",
                    right: str = "candidate", floor_rel: float = DEFAULT_FLOOR_REL,
-                   alpha: float = DEFAULT_ALPHA, warmup: int = 1, look: int = 1,
+                   alpha: float = DEFAULT_ALPHA, beta: float = DEFAULT_BETA,
+                   trim: float = DEFAULT_TRIM, warmup: int = 1, look: int = 1,
                    max_looks: int = 1, fractions: Sequence[float] | None = None,
                    unit: str = "ms", worse: str = "") -> TimingVerdict:
     """Compare interleaved samples pair by pair; see the module docstring.
@@ -175,7 +187,9 @@ def paired_compare(baseline_ms: Sequence[float], candidate_ms: Sequence[float], 
     Args:
         baseline_ms, candidate_ms: samples in drawing order (ms, > 0), equal length; pair i is
             (baseline_ms[i], candidate_ms[i]). warmup: leading pairs not tested (default 1).
-        floor_rel: effect-size floor (default 0.05 = 5 %). alpha: family-wise level (0.01).
+        floor_rel: the floor of both verdicts (default 0.025 = 2.5 %). alpha: false-DIFFERENT
+            level over all looks (default 0.01). beta: false-SAME level over all looks (default
+            0.05; this look gets ``beta / max_looks``). trim: share trimmed at each end (0.2).
         look, max_looks: this look's number and how many are planned (default 1 of 1: alpha).
         fractions: information fractions of looks 1..look (default equally spaced,
             ``j / max_looks``); :func:`sequential_compare` passes the real ones.
@@ -183,8 +197,9 @@ def paired_compare(baseline_ms: Sequence[float], candidate_ms: Sequence[float], 
         worse: which direction is a regression (``higher`` | ``lower``; '' = not judged).
 
     Raises:
-        ValueError (a caller's bug): unequal lengths, a non-positive or non-finite sample, ``floor_rel <= 0``,
-            ``warmup < 0``, ``look`` not in 1..max_looks, bad alpha or fractions.
+        ValueError (a caller's bug): unequal lengths, a non-positive or non-finite sample,
+            ``floor_rel <= 0``, ``warmup < 0``, ``look`` not in 1..max_looks, bad alpha, beta,
+            trim or fractions.
     """
     if len(baseline_ms) != len(candidate_ms):
         raise ValueError(f"baseline_ms and candidate_ms must pair up: {len(baseline_ms)} vs "
@@ -197,101 +212,122 @@ def paired_compare(baseline_ms: Sequence[float], candidate_ms: Sequence[float], 
     if warmup < 0 or not 1 <= look <= max_looks:
         raise ValueError(f"need warmup >= 0 and 1 <= look <= max_looks, got warmup={warmup}, "
                          f"look={look}, max_looks={max_looks}")
+    if not 0.0 < beta < 0.5 or not 0.0 <= trim < 0.5:
+        raise ValueError(f"need 0 < beta < 0.5 and 0 <= trim < 0.5, got beta={beta}, "
+                         f"trim={trim}")
     ts = [j / max_looks for j in range(1, look + 1)] if fractions is None else fractions
     b, c = b_all[warmup:], c_all[warmup:]
     n = len(b)
     a_look, spent = alpha_at_look(look, ts, n, alpha)
+    b_look = beta / max_looks
     base: dict[str, Any] = dict(
-        arm=arm, metric=metric, left=left, right=right, test=TEST, paired=True, n_pairs=n,
+        arm=arm, metric=metric, left=left, right=right,
+        test=f"paired {trim:.0%}-trimmed t-test on log-ratios, against the floor"
+        if trim else "paired t-test on log-ratios, against the floor",
+        paired=True, n_pairs=n,
         warmup_pairs=min(warmup, len(b_all)), alpha=alpha, alpha_look=json_safe(a_look),
-        alpha_spent=json_safe(spent), look=look, max_looks=max_looks, floor_rel=floor_rel,
-        unit=unit, worse=worse, left_summary=summarize(b), right_summary=summarize(c),
+        alpha_spent=json_safe(spent), beta=beta, beta_look=b_look, look=look,
+        max_looks=max_looks, floor_rel=floor_rel, unit=unit, worse=worse,
+        left_summary=summarize(b), right_summary=summarize(c),
         left_samples=json_safe_all(b_all), right_samples=json_safe_all(c_all))
     if n < MIN_PAIRS:
         return TimingVerdict(verdict=INCONCLUSIVE, reason=f"too few pairs after {warmup} warmup "
                              f"({n}; need {MIN_PAIRS})", **base)
     d = [math.log(y / x) for x, y in zip(b, c)]
-    m = math.fsum(d) / n
-    sd = math.sqrt(math.fsum((x - m) ** 2 for x in d) / (n - 1))
-    se = sd / math.sqrt(n)
-    if se <= 1e-12 * max(1.0, abs(m)):  # every pair gives the same ratio: no noise to test
-        t_stat, p = (math.copysign(math.inf, m), 0.0) if m != 0 else (0.0, 1.0)
-        h1 = h2 = 0.0
-    else:  # = stats.ttest_1samp(d, 0) and its t interval, through the ufuncs that it uses
-        t_stat = m / se
-        p = float(2.0 * special.stdtr(n - 1, -abs(t_stat)))
-        h1, h2 = (-float(special.stdtrit(n - 1, q)) * se for q in (a_look / 2.0, a_look))
-    ratio, ci, eq = (math.exp(m), (math.exp(m - h1), math.exp(m + h1)),
-                     (math.exp(m - h2), math.exp(m + h2)))
+    m, se, df, sd = trimmed(d, trim)
     lim = math.log1p(floor_rel)
-    band = f"+/-{floor_rel:.0%} floor"
+    if se <= 1e-12 * max(1.0, abs(m)):  # every pair gives the same ratio: no noise to test
+        h1 = h2 = 0.0
+        t_stat = math.copysign(math.inf, abs(m) - lim) if abs(m) != lim else 0.0
+        p = 0.0 if abs(m) > lim else 1.0
+    else:  # t against the floor: how far |mean| lies beyond it, in standard errors
+        t_stat = (abs(m) - lim) / se
+        p = min(1.0, float(2.0 * special.stdtr(df, -t_stat)))
+        h1 = -float(special.stdtrit(df, a_look / 2.0)) * se if a_look > 0 else math.inf
+        h2 = -float(special.stdtrit(df, b_look)) * se
+    ratio = math.exp(m)
+    ci = (math.exp(m - h1), math.exp(m + h1)) if math.isfinite(h1) else (0.0, math.inf)
+    eq = (math.exp(m - h2), math.exp(m + h2))
+    band = f"+/-{floor_rel:.1%} floor"
     direction = ""
-    if -lim < m - h2 and m + h2 < lim:
-        verdict, why = SAME, (f"the ratio's {1 - 2 * a_look:.2%} interval [{eq[0]:.3f}, "
-                              f"{eq[1]:.3f}] lies inside the {band}")
-    elif p < a_look:  # then |m| > lim / 2 (module docstring)
+    if m - h1 > lim or m + h1 < -lim:
         verdict, direction = DIFFERENT, ("slower" if m > 0 else "faster")
-        why = (f"p={p:.2g} < {a_look:.4f}, and the ratio {ratio:.3f} is beyond half the {band} "
-               f"with an interval [{eq[0]:.3f}, {eq[1]:.3f}] that reaches the floor")
+        why = (f"the ratio's {1 - a_look:.2%} interval [{ci[0]:.3f}, {ci[1]:.3f}] lies beyond "
+               f"the {band} (p={p:.2g} < {a_look:.4f} against the floor)")
+    elif -lim < m - h2 and m + h2 < lim:
+        verdict, why = SAME, (f"the ratio's {1 - 2 * b_look:.2%} interval [{eq[0]:.3f}, "
+                              f"{eq[1]:.3f}] lies inside the {band}")
     else:
-        verdict, why = INCONCLUSIVE, (f"p={p:.2g} >= {a_look:.4f}, ratio {ratio:.3f} "
-                                      f"[{ci[0]:.3f}, {ci[1]:.3f}]: neither beyond nor inside "
-                                      f"the {band}")
+        verdict, why = INCONCLUSIVE, (f"ratio {ratio:.3f}: its {1 - a_look:.2%} interval "
+                                      f"[{ci[0]:.3f}, {ci[1]:.3f}] is not beyond the {band} "
+                                      f"and its {1 - 2 * b_look:.2%} interval [{eq[0]:.3f}, "
+                                      f"{eq[1]:.3f}] not inside it")
     if direction:
         direction = direction_of(ratio, unit)
     return TimingVerdict(verdict=verdict, direction=direction,
                          regression=is_regression(direction, worse), ratio=json_safe(ratio),
                          ratio_ci=(json_safe(ci[0]), json_safe(ci[1])),
                          equivalence_ci=(json_safe(eq[0]), json_safe(eq[1])),
-                         log_ratio_sd=json_safe(sd), statistic=json_safe(t_stat), df=n - 1,
+                         log_ratio_sd=json_safe(sd), statistic=json_safe(t_stat), df=df,
                          p_value=json_safe(p), reason=why, **base)
 
 
+def look_sizes(*, initial: int = DEFAULT_INITIAL, step: int = DEFAULT_STEP,
+               budget: int = DEFAULT_BUDGET, warmup: int = 1) -> list[int]:
+    """Pairs drawn (warmup included) at each planned look: ``initial``, ``+step``, ...,
+    ``budget`` (the last step may be shorter).
+
+    Raises:
+        ValueError: ``warmup < 0``, ``initial <= warmup``, ``step < 1``, ``budget < initial``.
+    """
+    if warmup < 0 or initial <= warmup or step < 1 or budget < initial:
+        raise ValueError(f"need 0 <= warmup < initial <= budget and step >= 1, got warmup="
+                         f"{warmup}, initial={initial}, step={step}, budget={budget}")
+    return [*range(initial, budget, step), budget]
+
+
 def sequential_compare(draw: Callable[[int], tuple[Sequence[float], Sequence[float]]], *,
-                       initial: int = 6, step: int = 2, budget: int = 11, warmup: int = 1,
+                       initial: int = DEFAULT_INITIAL, step: int = DEFAULT_STEP,
+                       budget: int = DEFAULT_BUDGET, warmup: int = 1,
                        **kwargs: Any) -> TimingVerdict:
-    """Compare, drawing more interleaved pairs while INCONCLUSIVE, spending alpha over looks.
+    """Compare one metric, drawing more interleaved pairs while INCONCLUSIVE at the looks of
+    :func:`look_sizes` (the gate's timing arm runs the same looks for all its metrics at once:
+    :func:`proofdiff.gate.timing_rounds.measure_profile`).
 
     Args:
         draw: ``draw(n)`` returns ``n`` NEW pairs as two sequences (baseline ms, candidate ms),
             drawn interleaved (baseline, candidate, baseline, ...); empty sequences end the run.
         initial: pairs of the first look, warmup included (default 6). step: pairs added per
-            look (default 2). budget: most pairs in all, warmup included (default 11: 1 warmup
-            + 10 tested). warmup: leading pairs not tested (default 1).
+            look (default 2). budget: most pairs in all, warmup included (default 21: 1 warmup
+            + 20 tested). warmup: leading pairs not tested (default 1).
         kwargs: passed to :func:`paired_compare` (``arm``, ``floor_rel``, ``alpha``, ...).
 
     Returns:
         The last verdict. Its ``alpha_spent`` is what the spending function spent up to that
-        look (``alpha`` when the budget was used up): the family-wise false-alarm rate of all
-        looks together is ``<= alpha`` (the group-sequential boundaries; see the module).
+        look (``alpha`` when the budget was used up).
 
     Raises:
-        ValueError: ``warmup < 0``, ``initial <= warmup``, ``step < 1``, ``budget < initial``,
-            or what :func:`paired_compare` raises on the drawn samples.
+        ValueError: what :func:`look_sizes` raises, or what :func:`paired_compare` raises on
+            the drawn samples.
     """
-    if warmup < 0 or initial <= warmup or step < 1 or budget < initial:
-        raise ValueError(f"need 0 <= warmup < initial <= budget and step >= 1, got warmup="
-                         f"{warmup}, initial={initial}, step={step}, budget={budget}")
-    planned = 1 + -(-(budget - initial) // step)
+    sizes = look_sizes(initial=initial, step=step, budget=budget, warmup=warmup)
     most = budget - warmup
     b: list[float] = []
     c: list[float] = []
     fractions: list[float] = []
-    want = initial
     verdict: TimingVerdict | None = None
-    while len(b) < budget:
-        nb, nc = draw(want)
+    for want in sizes:
+        nb, nc = draw(want - len(b))
         if not len(nb) or not len(nc):
             break
         b += [float(x) for x in nb]
         c += [float(x) for x in nc]
         fractions.append(min(1.0, max(len(b) - warmup, 1) / most))
         look = len(fractions)
-        verdict = paired_compare(b, c, warmup=warmup, look=look, max_looks=max(planned, look),
+        verdict = paired_compare(b, c, warmup=warmup, look=look, max_looks=len(sizes),
                                  fractions=fractions, **kwargs)
-        if verdict.verdict is not INCONCLUSIVE:
+        if verdict.verdict is not INCONCLUSIVE or len(b) < want:
             break
-        want = min(step, budget - len(b))
     if verdict is None:
         return paired_compare([], [], warmup=warmup, **kwargs)
     if len(b) < budget and verdict.verdict is INCONCLUSIVE:

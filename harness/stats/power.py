@@ -1,27 +1,33 @@
-"""False-alarm rate and power of the paired gate (proofdiff.stats.paired), by simulation.
+"""The gate's timing decision, simulated: how often an unchanged image passes and a slower one
+fails, with the procedure the gate really runs.
 
-``python -m proofdiff.stats.power [--trials N] [--seed S] [--cv 0.02 0.03 0.05] [--spikes 0 0.05]``
-prints one row per (CV, spike rate, true ratio): how often :func:`sequential_compare` (default
-schedule: 6 pairs, then +2, budget 11 pairs with 1 warmup) says DIFFERENT (the false-alarm rate
-at ratio 1.00, the power when the candidate is slower), SAME, INCONCLUSIVE, and the pairs it
-drew; then the same for the unpaired :func:`proofdiff.stats.unpaired.adaptive_compare` (floor 25 %,
-the same alpha, the same samples less the warmup pair) for contrast.
+``python -m proofdiff.stats.power [--trials N] [--seed S] [--ratios 1 1.05] [--budget 21]``
+runs, per trial, the timing arm of every profile of the default gate (``bench`` at concurrency
+1, ``prod`` at 4) through the gate's own code: :func:`proofdiff.gate.timing_rounds.measure_profile`
+(alternating order, every metric, the looks, the round cap, the time budget on a simulated
+clock, Holm's share over the gate's family of ``metric x profile``) fed by simulated daemons,
+then :func:`proofdiff.gate.gating.decide`. It prints per true ratio (candidate / baseline,
+every proof alike): PASS / FAIL / INCONCLUSIVE gates, how often each profile had a
+DIFFERENT-slower metric, the mean rounds per profile and the mean simulated wall of the timing
+arm; with 95 % (Wilson) intervals.
 
-Noise model of sample j (0, 1, 2, ... in drawing order: baseline, candidate, baseline, ...):
-``median * ratio[candidate] * exp(drift_j + e_j) * spike_j * warm_j`` with
+Noise model of one job's wall time (ms), side ``s``, round ``k``, job ``i``:
+``proof_ms * ratio_s * exp(drift_k + b_{k,s} + e_{k,s,i}) * spike_{k,s,i}`` with
 
-* ``e_j ~ N(0, s)``, ``s = sqrt(log(1 + cv^2))``: lognormal noise with coefficient of variation
-  ``cv`` (default 3 %, what a quiet 2-core host measured);
-* ``drift_j``: slow machine drift, larger than the effects looked for: a wave of +/-5 % over 20
-  pairs with a random phase, shared by the two samples of a pair (what the pairing cancels),
-  plus a random walk of 0.3 % a sample (which leaves each pair a little unshared drift);
-* ``spike_j = 1.30`` with probability ``--spikes`` (a sample hit by a neighbour or a GC), else 1;
-* ``warm_j``: the first baseline sample +25 % and the first candidate +10 % (cold caches), what
-  the warmup pair absorbs.
+* ``e ~ N(0, job_cv)``: the job's own noise; ``b ~ N(0, batch_cv)``: shared by one batch's jobs
+  (what that moment of the machine did to all of them);
+* ``drift``: a random walk of ``walk`` per batch plus a wave of +/-``wave`` over 20 rounds,
+  nearly shared by the two batches of a round (what pairing cancels);
+* ``spike = 1 + U(0.1, 0.3)`` with probability ``spikes`` (a neighbour, a cache miss), else 1;
+* ``in-progress``: job ``i`` of a batch starts proving after a queue wait of ``i * stagger *
+  proof_ms * U(0.5, 1.5)`` (a pipeline admitting fewer jobs than it is sent) and proves for the
+  rest of its wall time; the batch's wall is its slowest job's plus ``overhead_ms``.
 
-Every cell of one (CV, spike rate) uses the same noise for every ratio (common random numbers),
-from a fixed seed; the rates come with their 95 % (Wilson) intervals: with 2000 trials a rate
-near 1 % is known to about +/-0.45 points.
+:data:`MEASURED` holds the parameters read from the measurements on the 2-core host (README,
+"Gate an image push": the 2026-12-01 power table of the timing arm on bench, the default A/A
+gate's verdicts on prod, and the timing arms sampled for this model); each can be overridden
+(``--bench-spikes 0.05`` ...). The budget is the gate's default (``--budget-s 900``); the
+round cap is the schedule's (1 warmup + 20 tested pairs).
 """
 
 from __future__ import annotations
@@ -29,145 +35,186 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 from scipy import stats  # type: ignore[import-untyped]
 
-from proofdiff.stats.unpaired import DIFFERENT, INCONCLUSIVE, SAME, adaptive_compare
-from proofdiff.stats.paired import sequential_compare
+from proofdiff.gate.gate_result import ProfileTiming
+from proofdiff.model.jobs import DaemonTimings, FlowRecord, JobRecord, JobSpec, ProofVerdict
+from proofdiff.model.status import JobStatus
 
-__all__ = ["main", "simulate"]
-
-Draw = Callable[[int], tuple[list[float], list[float]]]
-
-
-def simulate(rng: np.random.Generator, trials: int, pairs: int, cv: float, spikes: float,
-             median_ms: float = 1000.0) -> tuple[np.ndarray, np.ndarray]:
-    """``(baseline, candidate)`` samples (ms), each of shape ``(trials, pairs)``, at ratio 1.00
-    (multiply the candidate by the true ratio); the noise model of the module docstring."""
-    m = 2 * pairs
-    s = math.sqrt(math.log1p(cv * cv))
-    walk = np.cumsum(rng.normal(0.0, 0.003, (trials, m)), axis=1)
-    wave = np.repeat(0.05 * np.sin(2 * math.pi * (np.arange(pairs)[None, :] / 20.0
-                                                   + rng.uniform(0.0, 1.0, (trials, 1)))), 2, 1)
-    x = median_ms * np.exp(walk + wave + rng.normal(0.0, s, (trials, m)))
-    x *= np.where(rng.uniform(size=(trials, m)) < spikes, 1.30, 1.0)
-    x[:, 0] *= 1.25
-    x[:, 1] *= 1.10
-    return x[:, 0::2], x[:, 1::2]
+__all__ = ["MEASURED", "Noise", "SimulatedSides", "main", "simulate_gate"]
 
 
-def _drawer(b: np.ndarray, c: np.ndarray, start: int = 0) -> Draw:
-    pos = start
+@dataclass(frozen=True)
+class Noise:
+    """One profile's timing noise (module docstring): ``proof_ms`` one proof alone, its
+    ``concurrency``, ``job_cv``, ``batch_cv``, ``walk`` and ``wave`` (log scale), ``spikes``
+    (chance per job), ``stagger`` (queue wait per job ahead, in proofs), ``overhead_ms`` per
+    batch (client, verification)."""
 
-    def draw(n: int) -> tuple[list[float], list[float]]:
-        nonlocal pos
-        out = b[pos:pos + n].tolist(), c[pos:pos + n].tolist()
-        pos += n
-        return out
-    return draw
-
-
-def _cell(b: np.ndarray, c: np.ndarray, ratio: float, *, paired: bool, budget: int,
-          floor_rel: float, alpha: float) -> dict[str, int]:
-    """Counts of ``slower``, ``faster`` (DIFFERENT), ``same``, ``unsure`` (INCONCLUSIVE) and
-    the ``pairs`` drawn over the rows of ``b``, ``c`` (the candidate times ``ratio``)."""
-    n = dict(slower=0, faster=0, same=0, unsure=0, pairs=0)
-    for bi, ci in zip(b, c * ratio):
-        if paired:
-            v = sequential_compare(_drawer(bi, ci), budget=budget, floor_rel=floor_rel,
-                                   alpha=alpha)
-            verdict, up, used = v.verdict, v.direction == "slower", v.n_pairs + v.warmup_pairs
-        else:  # the unpaired gate sees the same samples less the warmup pair
-            u = adaptive_compare(_drawer(bi, ci, 1), initial=5, step=2, budget=budget - 1,
-                                 floor_rel=floor_rel, alpha=alpha)
-            verdict, up, used = u.verdict, (u.ratio or 1.0) > 1.0, u.left_summary.n
-        key = {DIFFERENT: "slower" if up else "faster", SAME: "same", INCONCLUSIVE: "unsure"}
-        n[key[verdict]] += 1
-        n["pairs"] += used
-    return n
+    proof_ms: float
+    concurrency: int
+    job_cv: float
+    batch_cv: float
+    walk: float
+    wave: float
+    spikes: float
+    stagger: float
+    overhead_ms: float
 
 
-def _pct(k: int, n: int, ci: bool = True) -> str:
+#: The noise on the 2-core host, per default profile (module docstring; README "Gate an image
+#: push" gives the measurements they are read from).
+MEASURED: dict[str, Noise] = {
+    "bench": Noise(proof_ms=2100.0, concurrency=1, job_cv=0.010, batch_cv=0.0, walk=0.003,
+                   wave=0.05, spikes=0.03, stagger=0.0, overhead_ms=250.0),
+    "prod": Noise(proof_ms=2100.0, concurrency=4, job_cv=0.04, batch_cv=0.015, walk=0.003,
+                  wave=0.05, spikes=0.03, stagger=0.35, overhead_ms=400.0),
+}
+
+
+class SimulatedSides:
+    """Two simulated daemons of one profile (``<profile>-baseline``, ``<profile>-candidate``)
+    behind the gate's :data:`~proofdiff.gate.timing_rounds.Sender`; each batch advances the
+    simulated clock by its wall time."""
+
+    def __init__(self, rng: np.random.Generator, noise: Noise, ratio: float,
+                 phase: float) -> None:
+        self.rng, self.noise, self.ratio = rng, noise, ratio
+        self.now_s = 0.0
+        self.level = 0.0
+        self.batches = 0
+        self.phase = phase
+
+    def clock(self) -> float:
+        """The simulated time, seconds."""
+        return self.now_s
+
+    def send(self, side: str, specs: list[JobSpec], label: str) -> FlowRecord:
+        """One batch of ``specs`` on ``side`` (module docstring's model)."""
+        n, r = self.noise, self.rng
+        self.batches += 1
+        self.level += r.normal(0.0, n.walk)
+        wave = n.wave * math.sin(2 * math.pi * (self.batches / 40.0 + self.phase))
+        scale = n.proof_ms * (self.ratio if side.endswith("candidate") else 1.0) * math.exp(
+            self.level + wave + r.normal(0.0, n.batch_cv) if n.batch_cv else self.level + wave)
+        jobs = []
+        for s in specs:
+            wall = scale * math.exp(r.normal(0.0, n.job_cv))
+            if r.uniform() < n.spikes:
+                wall *= 1.0 + r.uniform(0.1, 0.3)
+            wait = s.index * n.stagger * n.proof_ms * r.uniform(0.5, 1.5)
+            wall = max(wall, wait + 1.0) if n.stagger else wall
+            jobs.append(JobRecord(
+                index=s.index, job=s.job, request_id=f"{label}-{s.index}",
+                status=JobStatus.COMPLETED, wall_ms=wall, started_unix_s=self.now_s,
+                proof=b"\0" * 192, verdict=ProofVerdict(valid=True, partitions=(True,)),
+                timings=DaemonTimings(queue_wait_ms=int(wait), srs_load_ms=0, synthesis_ms=0,
+                                      gpu_compute_ms=0, total_ms=int(wall))))
+        wall_ms = max(j.wall_ms for j in jobs) + n.overhead_ms
+        self.now_s += wall_ms / 1000.0
+        return FlowRecord(name="gate", label=label, jobs=tuple(jobs), concurrency=len(specs),
+                          wall_ms=wall_ms)
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    """One simulated gate: its decision, which profiles had a DIFFERENT-slower metric, the
+    rounds per profile and the timing arm's simulated wall (s)."""
+
+    decision: str
+    timing: tuple[ProfileTiming, ...]
+    slower: frozenset[str]
+    rounds: Mapping[str, int]
+    wall_s: float
+
+
+def simulate_gate(rng: np.random.Generator, noises: Mapping[str, Noise], ratio: float, *,
+                  budget_pairs: int | None = None, budget_s: float = 900.0) -> GateOutcome:
+    """One gate's timing arm on every profile of ``noises`` and its decision (module docstring).
+    The candidate is ``ratio`` times the baseline on every proof."""
+    from proofdiff.gate.gating import GATE_ALPHA, decide, timing_findings
+    from proofdiff.gate.timing_rounds import BUDGET_PAIRS, Family, measure_profile, metrics_of
+
+    fam = Family(alpha=GATE_ALPHA, size=sum(len(metrics_of(n.concurrency))
+                                            for n in noises.values()))
+    spent, timing = 0.0, []
+    for name, noise in noises.items():
+        sides = SimulatedSides(rng, noise, ratio, float(rng.uniform()))
+        sides.now_s = spent
+        t = measure_profile(sides.send, profile=name, workload="wpost-2k",
+                            jobs=["wpost-0", "wpost-1", "wpost-2", "wpost-3"],
+                            sides=(f"{name}-baseline", f"{name}-candidate"),
+                            concurrency=noise.concurrency, deadline=budget_s, floors={},
+                            family=fam, budget_pairs=budget_pairs or BUDGET_PAIRS,
+                            clock=sides.clock)
+        spent = sides.now_s
+        timing.append(t)
+    decision, _line, _why = decide(timing_findings(timing), [], timing, aa=ratio == 1.0)
+    return GateOutcome(decision=decision.value, timing=tuple(timing),
+                       slower=frozenset(t.profile for t in timing
+                                        for m in t.metrics if m.regression),
+                       rounds={t.profile: t.rounds for t in timing}, wall_s=spent)
+
+
+def _pct(k: int, n: int) -> str:
     """``k`` of ``n`` in %, with its 95 % Wilson interval."""
-    if not ci:
-        return f"{100.0 * k / n:.1f}"
     lo, hi = stats.binomtest(k, n).proportion_ci(0.95, method="wilson")
-    return f"{100.0 * k / n:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+    return f"{k}/{n} {100.0 * k / n:.1f} % [{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
-def _print(title: str, header: Sequence[str], rows: list[list[str]], note: str) -> None:
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:  # plain text
-        print(f"\n{title}")
-        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-        for r in [list(header), *rows]:
-            print("  ".join(v.rjust(w) for v, w in zip(r, widths)))
-        print(note)
-        return
-    table = Table(title=title, caption=note)
-    for h in header:
-        table.add_column(h, justify="right")
-    for r in rows:
-        table.add_row(*r)
-    Console(width=120).print(table)
+def table(outcomes: Mapping[float, Sequence[GateOutcome]], profiles: Sequence[str]) -> list[str]:
+    """The printed rows: one per true ratio (module docstring)."""
+    rows = []
+    for ratio, got in outcomes.items():
+        n = len(got)
+        cells = [f"ratio {ratio:.2f}", f"{n} gates"]
+        for d in ("pass", "fail", "inconclusive"):
+            cells.append(f"{d.upper()} {_pct(sum(o.decision == d for o in got), n)}")
+        cells.append(f"DIFFERENT slower on every profile "
+                     f"{_pct(sum(o.slower == frozenset(profiles) for o in got), n)}")
+        cells += [f"{p} rounds {np.mean([o.rounds[p] for o in got]):.1f}" for p in profiles]
+        cells.append(f"timing wall {np.mean([o.wall_s for o in got]):.0f} s "
+                     f"(max {max(o.wall_s for o in got):.0f} s)")
+        rows.append("; ".join(cells))
+    return rows
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Print the tables; returns 0. See the module docstring for the options."""
+    """Print the table; returns 0. See the module docstring for the options."""
     ap = argparse.ArgumentParser(prog="python -m proofdiff.stats.power", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--trials", type=int, default=2000, help="trials per cell (default 2000)")
-    ap.add_argument("--seed", type=int, default=20240601, help="random seed")
-    ap.add_argument("--cv", type=float, nargs="+", default=[0.02, 0.03, 0.05],
-                    help="coefficients of variation of one sample (default 0.02 0.03 0.05)")
-    ap.add_argument("--spikes", type=float, nargs="+", default=[0.0, 0.05],
-                    help="chance that a sample is +30 %% slower (default 0 0.05)")
-    ap.add_argument("--ratios", type=float, nargs="+", default=[1.0, 1.05, 1.10],
-                    help="true candidate/baseline ratios (default 1.00 1.05 1.10)")
-    ap.add_argument("--alpha", type=float, default=0.01, help="family-wise alpha (0.01)")
-    ap.add_argument("--floor", type=float, default=0.05, help="floor of the paired gate (0.05)")
-    ap.add_argument("--budget", type=int, default=11, help="pairs incl. 1 warmup (default 11)")
-    ap.add_argument("--unpaired-trials", type=int, default=None,
-                    help="trials per cell of the unpaired contrast (default trials / 4)")
+    ap.add_argument("--trials", type=int, default=1000, help="gates per ratio (default 1000)")
+    ap.add_argument("--seed", type=int, default=20261202, help="random seed")
+    ap.add_argument("--ratios", type=float, nargs="+", default=[1.0, 1.05],
+                    help="true candidate/baseline ratios (default 1.00 1.05)")
+    ap.add_argument("--budget", type=int, default=None,
+                    help="round cap per profile, warmup included (default the gate's, 21)")
+    ap.add_argument("--budget-s", type=float, default=900.0,
+                    help="the timing arm's time budget, s (default the gate's, 900)")
+    for name, noise in MEASURED.items():
+        for f in fields(noise):
+            ap.add_argument(f"--{name}-{f.name.replace('_', '-')}", type=type(getattr(noise, f.name)),
+                            default=getattr(noise, f.name), help=f"{name}'s {f.name} "
+                            f"(default {getattr(noise, f.name)}, measured)")
     args = ap.parse_args(argv)
+    noises = {name: replace(noise, **{f.name: getattr(args, f"{name}_{f.name}")
+                                      for f in fields(noise)})
+              for name, noise in MEASURED.items()}
     t0 = time.monotonic()
-    header = ["CV", "spikes", "ratio", "false alarm %", "power %", "SAME %", "INCONCL. %",
-              "mean pairs"]
-    unpaired_n = args.unpaired_trials or max(1, args.trials // 4)
-    tables: dict[bool, list[list[str]]] = {True: [], False: []}
-    wrong = {True: 0, False: 0}
-    for cv in args.cv:
-        for spikes in args.spikes:
-            rng = np.random.default_rng([args.seed, round(cv * 1e4), round(spikes * 1e4)])
-            b, c = simulate(rng, args.trials, args.budget, cv, spikes)
-            for ratio in args.ratios:
-                for paired in (True, False):
-                    n = args.trials if paired else unpaired_n
-                    floor = args.floor if paired else 0.25
-                    k = _cell(b[:n], c[:n], ratio, paired=paired, budget=args.budget,
-                              floor_rel=floor, alpha=args.alpha)
-                    aa = ratio == 1.0
-                    wrong[paired] += 0 if aa else k["faster"]
-                    tables[paired].append(
-                        [f"{cv:.0%}", f"{spikes:.0%}", f"{ratio:.2f}",
-                         _pct(k["slower"] + k["faster"], n) if aa else "-",
-                         "-" if aa else _pct(k["slower"], n), _pct(k["same"], n, False),
-                         _pct(k["unsure"], n, False), f"{k['pairs'] / n:.2f}"])
-    s = args.budget - 1
-    _print(f"Paired gate: sequential_compare, floor {args.floor:.0%}, alpha {args.alpha}, "
-           f"budget {args.budget} pairs (1 warmup + {s}), {args.trials} trials per row",
-           header, tables[True],
-           f"false alarm: A/A DIFFERENT either way; power: DIFFERENT slower; [95 % interval]; "
-           f"DIFFERENT faster at ratio > 1: {wrong[True]} trials; mean pairs: warmup included")
-    _print(f"Unpaired contrast: adaptive_compare (Mann-Whitney), floor 25 %, alpha {args.alpha}, "
-           f"{s} samples per side, {unpaired_n} trials per row", header, tables[False],
-           f"same samples less the warmup pair; mean pairs = samples per side; DIFFERENT faster "
-           f"at ratio > 1: {wrong[False]} trials")
-    print(f"({time.monotonic() - t0:.1f} s, seed {args.seed})")
+    rng = np.random.default_rng(args.seed)
+    outcomes = {r: [simulate_gate(rng, noises, r, budget_pairs=args.budget,
+                                  budget_s=args.budget_s) for _ in range(args.trials)]
+                for r in args.ratios}
+    print("Simulated gates (proofdiff.stats.power): the gate's timing arm and decision on "
+          f"{', '.join(noises)}; {args.trials} gates per ratio")
+    for row in table(outcomes, list(noises)):
+        print("  " + row)
+    print(f"({time.monotonic() - t0:.1f} s, seed {args.seed}; noise: "
+          + "; ".join(f"{k}: {v}" for k, v in noises.items()) + ")")
     return 0
 
 

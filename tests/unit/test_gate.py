@@ -18,10 +18,12 @@ from proofdiff.model.image import ImageInfo
 from proofdiff.gate.allowlist import AllowlistError, apply_allowlist, load_allowlist
 from proofdiff.gate.gate_result import (GATE_SCHEMA_VERSION, Decision, Finding, GateResult, ProfileTiming)
 from proofdiff.gate.gate_view import SCHEMA_FILE, intoto_statement, schema, write_gate_report
-from proofdiff.gate.gating import decide
-from proofdiff.gate.timing_rounds import measure_profile
-from proofdiff.model.jobs import DaemonTimings, FlowRecord, JobRecord, JobSpec
-from proofdiff.model.status import JobStatus
+from proofdiff.gate.gating import decide, findings_of, timing_findings, unjudged
+from proofdiff.gate.timing_rounds import BUDGET_PAIRS, Family, measure_profile
+from proofdiff.model.jobs import DaemonTimings, FlowRecord, JobRecord, JobSpec, ProofVerdict
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.result import DifferentialResult
+from proofdiff.model.status import JobStatus, Outcome, Verdict
 
 pytestmark = pytest.mark.unit
 
@@ -65,7 +67,7 @@ def test_an_expired_entry_is_listed_as_expired_and_accepts_nothing(tmp_path: Pat
     assert not found[0].accepted
     (e,) = listed
     assert e.status == "expired" and "expired on 2026-11-30" in e.message
-    decision, line = decide(found, listed, [], aa=False)
+    decision, line, _ = decide(found, listed, [], aa=False)
     assert decision is Decision.FAIL and decision.exit_code == 1
 
 
@@ -74,8 +76,18 @@ def test_an_entry_that_matches_nothing_is_stale(tmp_path: Path) -> None:
     _found, listed = apply_allowlist([], entries, today=dt.date(2026, 12, 1))
     assert [(e.status, e.check) for e in listed] == [("stale", "validity/proofs")]
     assert "matched nothing" in listed[0].message
-    decision, _ = decide([], listed, [], aa=False)
+    decision, line, _ = decide([], listed, [], aa=False, no_timing=True)
     assert decision is Decision.PASS  # a stale entry is reported, it does not block
+    assert "timing NOT measured (--no-timing)" in line
+
+
+def test_no_decided_timing_metric_is_no_pass_unless_no_timing_was_asked() -> None:
+    decision, line, why = decide([], [], [], aa=True)
+    assert decision is Decision.INCONCLUSIVE and decision.exit_code == 2
+    assert why == ["no timing metric was decided (pass --no-timing to gate on the checks alone)"]
+    t = _measure(_Daemons(ratio=1.0, cv=0.01), deadline_s=-1)  # the budget ran out at once
+    decision, line, why = decide([], [], [t], aa=True)
+    assert decision is Decision.INCONCLUSIVE and "--budget-s" in why[0], why
 
 
 @pytest.mark.parametrize(("text", "says"), [
@@ -99,13 +111,16 @@ def test_a_missing_allowlist_says_it_cannot_be_read(tmp_path: Path) -> None:
     assert "--allowlist" in err.value.fix
 
 
-def _flow(walls: list[float], label: str, status: JobStatus = JobStatus.COMPLETED) -> FlowRecord:
+def _flow(walls: list[float], label: str, status: JobStatus = JobStatus.COMPLETED,
+          valid: bool = True) -> FlowRecord:
     t0 = time.time()
+    verdict = ProofVerdict(valid=valid, partitions=(valid,)) if status is JobStatus.COMPLETED \
+        else None
     jobs = tuple(JobRecord(index=i, job=f"wpost-{i}", request_id=f"{label}-{i}", status=status,
                            wall_ms=w, timings=DaemonTimings(queue_wait_ms=0, srs_load_ms=0,
                                                             synthesis_ms=0, gpu_compute_ms=0,
                                                             total_ms=int(w)),
-                           started_unix_s=t0)
+                           started_unix_s=t0, proof=b"p" * 192, verdict=verdict)
                  for i, w in enumerate(walls))
     return FlowRecord(name="gate", label=label, jobs=jobs, concurrency=len(jobs),
                       wall_ms=max(walls))
@@ -115,10 +130,11 @@ class _Daemons:
     """Two fake sides whose batches take seeded lognormal times, the candidate ``ratio`` x."""
 
     def __init__(self, ratio: float, cv: float = 0.02, broken_after: int | None = None,
-                 lone_ratio: float = 1.0) -> None:
+                 lone_ratio: float = 1.0, invalid_after: int | None = None) -> None:
         self.rng = np.random.default_rng(7)
         self.ratio, self.cv, self.broken_after = ratio, cv, broken_after
         self.lone_ratio = lone_ratio  # the candidate's extra time on a request sent alone
+        self.invalid_after = invalid_after
         self.calls: list[str] = []
 
     def send(self, side: str, specs: list[JobSpec], label: str) -> FlowRecord:
@@ -129,7 +145,8 @@ class _Daemons:
         if self.broken_after is not None and len(self.calls) > self.broken_after:
             return _flow([1.0] * len(specs), label, JobStatus.FAILED)
         walls = [3500.0 * scale * float(self.rng.lognormal(0, self.cv)) for _ in specs]
-        return _flow(walls, label)
+        late = self.invalid_after is not None and len(self.calls) > self.invalid_after
+        return _flow(walls, label, valid=not (late and side.endswith("candidate")))
 
 
 def _measure(d: _Daemons, concurrency: int = 1, deadline_s: float = 60.0) -> ProfileTiming:
@@ -150,9 +167,9 @@ def test_a_slower_candidate_is_a_regression_and_the_sides_alternate() -> None:
 
 def test_the_same_image_twice_is_same_within_the_budget() -> None:
     t = _measure(_Daemons(ratio=1.0, cv=0.01))
-    assert [m.verdict for m in t.metrics] == ["SAME", "SAME"] and t.rounds <= 11
+    assert [m.verdict for m in t.metrics] == ["SAME", "SAME"] and t.rounds <= BUDGET_PAIRS
     assert not any(m.regression for m in t.metrics)
-    decision, line = decide([], [], [t], aa=True)
+    decision, line, _ = decide([], [], [t], aa=True)
     assert decision is Decision.PASS and "A/A" in line
 
 
@@ -181,12 +198,32 @@ def test_a_candidate_that_holds_a_lone_request_is_slower_on_lone_latency_only() 
     assert by["latency"].verdict == "SAME" and not by["latency"].regression
 
 
-def test_a_batch_that_fails_stops_the_sampling_and_says_where() -> None:
-    t = _measure(_Daemons(ratio=1.0, broken_after=5))
-    assert "round 2 on the" in t.stopped and "FAILED" in t.stopped
-    assert all(m.verdict == "INCONCLUSIVE" for m in t.metrics)
-    decision, line = decide([], [], [t], aa=False)
-    assert decision is Decision.INCONCLUSIVE and decision.exit_code == 2 and "bench/" in line
+def test_a_candidate_batch_that_fails_is_a_blocking_finding() -> None:
+    t = _measure(_Daemons(ratio=1.0, broken_after=5))  # round 2: baseline, then candidate
+    assert t.stopped.startswith("round 2 on the candidate") and "FAILED" in t.stopped
+    assert len(t.faults) == 1 and t.faults[0].startswith("round 2: wpost-0 (id=candidate#2-0, "
+                                                         "FAILED)")
+    (f,) = timing_findings([t])
+    assert (f.check, f.profile, f.kind) == ("timing-batch/jobs", "bench", "check")
+    decision, line, _ = decide([f], [], [t], aa=False)
+    assert decision is Decision.FAIL and "timing-batch/jobs on bench" in line
+
+
+def test_an_invalid_proof_in_a_candidate_batch_is_a_blocking_finding() -> None:
+    t = _measure(_Daemons(ratio=1.0, cv=0.01, invalid_after=5))  # round 2: candidate second
+    assert t.faults == ("round 2: wpost-0 (id=candidate#2-0, COMPLETED): the pinned verifier "
+                        "rejects its proof (partitions [0])",)
+    assert t.stopped.startswith("round 2 on the candidate")
+    decision, _, _ = decide(timing_findings([t]), [], [t], aa=False)
+    assert decision is Decision.FAIL
+
+
+def test_a_baseline_batch_that_fails_stops_the_arm_and_is_no_pass() -> None:
+    t = _measure(_Daemons(ratio=1.0, broken_after=4))  # round 2 on the baseline
+    assert t.stopped.startswith("round 2 on the baseline") and not t.faults
+    decision, line, why = decide(timing_findings([t]), [], [t], aa=False)
+    assert decision is Decision.INCONCLUSIVE and decision.exit_code == 2
+    assert why[0].startswith("bench/wpost-2k (round 2 on the baseline"), why
 
 
 def test_an_exhausted_budget_is_inconclusive_with_the_reason() -> None:
@@ -194,10 +231,60 @@ def test_an_exhausted_budget_is_inconclusive_with_the_reason() -> None:
     assert t.rounds == 0 and "--budget-s" in t.stopped
 
 
+def _record(suite: str, oracle: str, profile: str, outcome: Outcome,
+            message: str = "seen") -> OracleRecord:
+    return OracleRecord(suite=suite, oracle=oracle, profile=profile, workload="wpost-2k",
+                        outcome=outcome, message=message)
+
+
+def _diff(records: list[OracleRecord], verdict: Verdict = Verdict.SAME) -> DifferentialResult:
+    return DifferentialResult(run_id="d", created_unix_s=0.0, verdict=verdict, verdict_line="",
+                              exit_code=verdict.exit_code, images=(),
+                              profiles={"bench": {}, "prod": {}}, workloads=("wpost-2k",),
+                              suites=("validity", "behaviour"), records=tuple(records))
+
+
+def test_a_skipped_check_or_a_profile_without_records_is_no_pass() -> None:
+    diff = _diff([_record("validity", "proofs", "bench", Outcome.PASS),
+                  _record("behaviour", "in-flight", "bench", Outcome.SKIPPED,
+                          "no admission limit configured\nmore")], Verdict.INCOMPLETE)
+    why = unjudged(diff)
+    assert why == ["behaviour/in-flight skipped on bench/wpost-2k: no admission limit configured",
+                   "profile prod has no record at all in the candidate's differential"]
+    t = _measure(_Daemons(ratio=1.0, cv=0.01))
+    decision, line, got = decide(findings_of(diff), [], [t], aa=True, unjudged=why)
+    assert decision is Decision.INCONCLUSIVE and got == why
+    assert "behaviour/in-flight skipped on bench" in line and "(+1 more)" in line
+    assert unjudged(_diff([], Verdict.INCOMPLETE))[-1] == \
+        "the candidate's differential judged nothing"
+
+
+def test_the_behaviour_suite_blocks_even_when_every_profile_fails_alike() -> None:
+    diff = _diff([_record("behaviour", "mode", p, Outcome.FAIL, "proves in the wrong mode")
+                  for p in ("bench", "prod")], Verdict.FAILED)
+    found = findings_of(diff)
+    assert [(f.check, f.profile, f.kind) for f in found] == [
+        ("behaviour/mode", "bench", "check"), ("behaviour/mode", "prod", "check")]
+    decision, line, _ = decide(found, [], [], aa=False)
+    assert decision is Decision.FAIL and "behaviour/mode on bench" in line
+
+
+def test_a_rejection_raises_the_holm_share_of_the_hypotheses_still_open() -> None:
+    fam = Family(alpha=0.05, size=5)
+    first = fam.share()
+    t = measure_profile(_Daemons(ratio=1.25).send, profile="bench", workload="wpost-2k",
+                        jobs=["a", "b"], sides=("bench-baseline", "bench-candidate"),
+                        concurrency=1, deadline=time.monotonic() + 60, floors={}, family=fam)
+    assert [m.verdict for m in t.metrics] == ["DIFFERENT", "DIFFERENT"]
+    assert first == pytest.approx(0.01) and fam.rejected == 2
+    assert fam.share() == pytest.approx(0.05 / 3)
+    assert [m.alpha for m in t.metrics] == [pytest.approx(0.01)] * 2
+
+
 def _result(tmp_path: Path) -> GateResult:
     t = _measure(_Daemons(ratio=1.25))
     findings = [_finding()]
-    decision, line = decide(findings, [], [t], aa=False)
+    decision, line, _ = decide(findings, [], [t], aa=False)
     return GateResult(run_id="g1", created_unix_s=0.0, decision=decision, decision_line=line,
                       exit_code=decision.exit_code,
                       candidate=ImageInfo(tag="img:cand", digest="sha256:" + "c" * 64),
@@ -258,8 +345,9 @@ def test_the_gate_needs_one_profiles_proofs_verified_and_names_those_that_were_n
     covered = _diff_with([_proofs("bench", "skipped", 0, 2), _proofs("prod", "pass", 2)])
     assert findings_of(covered) == []
     assert unverified_of(covered) == {"bench/porep-2k": "cuzk-bench prints no proof"}
-    decision, line = decide([], [], [_measure(_Daemons(ratio=1.0, cv=0.01))], False,
-                            unverified_of(covered))
+    assert unjudged(covered) == []  # the covered skip is named, not a reason to withhold a PASS
+    decision, line, _ = decide([], [], [_measure(_Daemons(ratio=1.0, cv=0.01))], False,
+                               unverified_of(covered))
     assert decision is Decision.PASS
     assert line.endswith("proofs not verified on bench/porep-2k (cuzk-bench prints no proof)")
     none = _diff_with([_proofs("bench", "skipped", 0, 2), _proofs("prod", "skipped", 0, 2)])

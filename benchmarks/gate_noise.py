@@ -1,0 +1,103 @@
+"""The timing arm's noise on the real daemon: what ``proofdiff.stats.power``'s model is read from.
+
+    python benchmarks/gate_noise.py [--profile prod] [--rounds 12] [--report-dir DIR]
+
+Runs the gate's timing rounds (the reference image against itself, two warm daemons of one
+profile, one batch of ``concurrency`` proofs per side per round in alternating order, every
+proof verified) for a fixed number of rounds, without the sequential test, and prints per
+metric of :data:`proofdiff.gate.timing_rounds.METRICS` the standard deviation of the per-round
+log-ratios (plain and 20 %-trimmed, the warmup round left out), and for the model: one proof's
+median wall, the per-job and per-batch spread, the share of jobs more than 10 % above their
+batch's median (spikes), the mean queue wait per job ahead in the batch, in proofs (stagger),
+and the seconds per round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import msgspec
+
+from proofdiff.core.plan import new_run_id, pin_artifacts, plan_runs
+from proofdiff.core.session import Session
+from proofdiff.gate.timing_rounds import METRICS, bad_jobs, metrics_of
+from proofdiff.model.jobs import FlowRecord, JobSpec
+from proofdiff.model.profile_file import load_profiles
+from proofdiff.model.run_options import RunOptions
+from proofdiff.stats.paired import trimmed
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profile", default="prod", help="refprover profile. Default: prod")
+    ap.add_argument("--rounds", type=int, default=12, help="rounds, warmup included. Default: 12")
+    ap.add_argument("--report-dir", type=Path, default=Path("/tmp/proofdiff-noise"))
+    a = ap.parse_args()
+    opts, reference = pin_artifacts(RunOptions.from_env(report_dir=str(a.report_dir)),
+                                    ["wpost-2k"], reference=True, log=lambda _l: None)
+    if reference is None:
+        print("no reference image: run `make image` first", file=sys.stderr)
+        return 3
+    p = load_profiles("refprover")[a.profile]
+    pair = {f"{a.profile}-{r}": msgspec.structs.replace(p, name=f"{a.profile}-{r}",
+                                                         image=reference.tag)
+            for r in ("baseline", "candidate")}
+    wl = p.workload
+    plan = plan_runs(pair, msgspec.structs.replace(opts, workloads=(wl,), suites=("validity",),
+                                                   run_id=f"noise-{new_run_id()}"),
+                     log=lambda _l: None)[0]
+    session = Session(plan, log=lambda _l: None)
+    sides = list(pair)
+    rounds: list[tuple[FlowRecord, FlowRecord]] = []
+    secs: list[float] = []
+    try:
+        jobs = [j.name for j in session.workload(wl).jobs]
+        for side in sides:
+            session.run(side, wl)
+        for k in range(a.rounds):
+            t0 = time.monotonic()
+            specs = [JobSpec(index=i, job=jobs[(k * p.concurrency + i) % len(jobs)])
+                     for i in range(p.concurrency)]
+            got = {}
+            for i in ([0, 1] if k % 2 == 0 else [1, 0]):
+                got[i] = session.send(sides[i], wl, specs, name="noise", label=f"{i}#{k}",
+                                      concurrency=p.concurrency)
+                bad = bad_jobs(got[i])
+                if bad:
+                    print(f"round {k} side {sides[i]}: {bad}", file=sys.stderr)
+                    return 1
+            rounds.append((got[0], got[1]))
+            secs.append(time.monotonic() - t0)
+            print(f"round {k}: {secs[-1]:.1f} s; walls " + " | ".join(
+                " ".join(f"{j.wall_ms:.0f}" for j in got[i].jobs) for i in (0, 1)), flush=True)
+    finally:
+        session.close()
+    tested = rounds[1:]
+    print(f"\n{a.profile} (concurrency {p.concurrency}), {len(tested)} tested rounds, "
+          f"{statistics.median(secs[1:]):.1f} s per round (median)")
+    for metric in metrics_of(p.concurrency):
+        sample = METRICS[metric][2]
+        d = [math.log(sample(c) / sample(b)) for b, c in tested]
+        print(f"  {metric}: log-ratio sd {statistics.stdev(d):.4f}, 20 %-trimmed sd "
+              f"{trimmed(d, 0.2)[3]:.4f}, mean {statistics.fmean(d):+.4f}")
+    walls = [j.wall_ms for b, c in tested for f in (b, c) for j in f.jobs]
+    meds = [statistics.median(j.wall_ms for j in f.jobs) for b, c in tested for f in (b, c)]
+    spread = [math.log(j.wall_ms / statistics.median(x.wall_ms for x in f.jobs))
+              for b, c in tested for f in (b, c) for j in f.jobs]
+    spikes = sum(s > math.log(1.1) for s in spread) / len(spread)
+    waits = [j.timings.queue_wait_ms / statistics.median(walls) / max(1, j.index)
+             for b, c in tested for f in (b, c) for j in f.jobs if j.index]
+    print(f"  model: proof_ms {statistics.median(walls):.0f}, batch spread (sd of log batch "
+          f"median) {statistics.stdev(math.log(m) for m in meds):.4f}, job spread within a "
+          f"batch {statistics.stdev(spread):.4f}, spikes {spikes:.3f}, stagger "
+          f"{statistics.fmean(waits) if waits else 0.0:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
