@@ -6,8 +6,9 @@ has no record of (timing throughput, prod vs bench) diverges when it fails. Both
 failure of the image, not a divergence; a skipped baseline cannot be compared.
 
 The verdict, first match wins: INTERRUPTED; DIVERGED (any divergence); ERROR (run-level errors
-or an ERROR record); FAILED (a FAIL record); INCOMPLETE (a skipped record, or a selected
-profile x workload x suite with no record at all); SAME.
+or an ERROR record); FAILED (a FAIL record); INCOMPLETE (a skipped record, a statistical check
+left INCONCLUSIVE, named with its undecided metric, or a selected profile x workload x suite
+with no record at all); SAME (every record PASS: nothing undecided, nothing unjudged).
 
 An *unverifiable* profile (``validity/proofs`` SKIPPED because its client hands out no proof
 bytes, e.g. real cuzk-bench) is covered when another profile's proofs on the same workload and
@@ -107,17 +108,18 @@ def verdict(records: Sequence[OracleRecord], divs: Sequence[Divergence], errors:
             f" and {len(bad) - 6} more" if len(bad) > 6 else "")
     covered = unverifiable(records)[0]
     skipped = [r for r in records if r.outcome is Outcome.SKIPPED and r not in covered]
-    if skipped or missing or not records:
-        why = [f"{r.check} skipped on {r.profile}/{r.workload}: {_head(r.message)}"
-               for r in skipped[:3]] + [f"no outcome for {m}" for m in missing[:3]]
+    undecided = [r for r in records if r.outcome is Outcome.INCONCLUSIVE]
+    if skipped or undecided or missing or not records:
+        why = ([f"{r.check} skipped on {r.profile}/{r.workload}: {_head(r.message)}"
+                for r in skipped[:3]]
+               + [f"{r.check} on {r.profile}/{r.workload} undecided: {_undecided(r)}"
+                  for r in undecided[:3]]
+               + [f"no outcome for {m}" for m in missing[:3]])
         return Verdict.INCOMPLETE, "; ".join(why) or "no check ran"
-    inconclusive = [r for r in records if r.outcome is Outcome.INCONCLUSIVE]
     warned = [r for r in records if r.evidence.get("warning")]
     profiles = sorted({r.profile for r in records})
     line = (f"{len(records) - len(covered)} check(s) passed on {', '.join(profiles)}; {_proofs(runs)} proof(s) "
             "verified independently")
-    if inconclusive:
-        line += f" ({len(inconclusive)} timing check(s) INCONCLUSIVE: a noisy machine)"
     if covered:
         line += "; UNVERIFIABLE: " + "; ".join(
             f"validity/proofs on {r.profile}/{r.workload}: {r.evidence['unverifiable']}"
@@ -126,3 +128,11 @@ def verdict(records: Sequence[OracleRecord], divs: Sequence[Divergence], errors:
         line += "; WARNING: " + "; ".join(f"{r.check} on {r.profile}: {r.evidence['warning']}"
                                           for r in warned)
     return Verdict.SAME, line
+
+
+def _undecided(r: OracleRecord) -> str:
+    """The metric an INCONCLUSIVE record left undecided, with its figures where it has them."""
+    v = r.timing
+    if v is None:
+        return f"INCONCLUSIVE: {_head(r.message)}"
+    return f"{v.metric} ({v.arm}) {v.line()}"

@@ -49,7 +49,7 @@ class Outcome(StrEnum):
     * ``SKIPPED``: not judged, with the reason (the profile's preflight failed, the driver cannot
       express the check, ...). A skipped record never makes a run SAME.
     * ``INCONCLUSIVE``: a statistical check that could neither pass nor fail within its sample
-      budget (a warning, not a failure).
+      budget: undecided, so, like a skipped record, it never makes a run SAME.
     """
 
     PASS = "pass"
@@ -87,8 +87,8 @@ class Verdict(StrEnum):
       verifier, a profile file that does not load) and no divergence explains it (exit 3).
     * ``FAILED``: oracles failed on the baseline and the others alike: no divergence, but the
       image is broken under every profile (exit 2).
-    * ``INCOMPLETE``: nothing failed, but a selected check was skipped or gave no outcome (exit
-      2): never SAME.
+    * ``INCOMPLETE``: nothing failed, but a selected check was skipped, left undecided
+      (INCONCLUSIVE) or gave no outcome (exit 2): never SAME.
     * ``SAME``: every selected check of every selected profile and workload passed (exit 0).
     * ``INTERRUPTED``: the run was interrupted; what was done is reported (exit 130).
     """

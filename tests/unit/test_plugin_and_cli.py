@@ -100,3 +100,29 @@ def test_every_command_takes_the_same_run_options(command: str,
         assert flag in out, f"proofdiff {command} lacks {flag}"
     for name in shipped_profile_sets():
         assert name in out, f"proofdiff {command} --help does not name the profile set {name}"
+
+
+@pytest.mark.parametrize(("outcome", "verdict", "code"), [
+    ("skipped", "INCOMPLETE", 2), ("error", "ERROR", 3)])
+def test_pytest_exits_with_the_verdicts_code_when_every_test_passed(
+        pytester: pytest.Pytester, outcome: str, verdict: str, code: int) -> None:
+    """The records come through the run dir's hand-over, as pytest-xdist workers leave them;
+    the one test of the session passes, so only the verdict can make the exit non-zero (a SAME
+    run exits 0: tests/e2e/test_plugin_outside_repo.py)."""
+    from proofdiff.core.session import SuiteResult
+    from proofdiff.core.store import FileStore
+    from proofdiff.model.oracle_records import OracleRecord
+    from proofdiff.model.status import Outcome
+
+    records = tuple(OracleRecord(suite="isolation", oracle="reused-id", profile=p,
+                                 workload="wpost-2k", outcome=Outcome(outcome),
+                                 message=f"judged {outcome}") for p in ("bench", "prod"))
+    FileStore(pytester.path / "reports" / "r-v" / "handover").get_or_compute(
+        "suite//isolation/wpost-2k", SuiteResult,
+        lambda: SuiteResult(suite="isolation", workload="wpost-2k", records=records), 10.0)
+    pytester.makepyfile(test_x="def test_x(): pass")
+    res = pytester.runpytest_subprocess("test_x.py", "--proofdiff-run-id=r-v",
+                                        "-p", "no:cacheprovider")
+    res.assert_outcomes(passed=1)
+    res.stdout.fnmatch_lines([f"proofdiff: {verdict}: *"])
+    assert res.ret == code, res.stdout.str()[-2000:]

@@ -11,7 +11,8 @@ from proofdiff.core.suspects import rank
 from proofdiff.core.verdict import divergences, missing_cells, verdict
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.profile_file import load_profiles
-from proofdiff.model.status import Outcome, Verdict
+from proofdiff.model.status import Comparison, Outcome, Verdict
+from proofdiff.model.timing_verdict import SampleSummary, TimingVerdict
 
 
 def rec(suite: str, oracle: str, profile: str, outcome: Outcome, message: str = "m",
@@ -63,13 +64,28 @@ def test_skipped_records_and_missing_cells_are_never_same() -> None:
     assert _verdict([])[0] is Verdict.INCOMPLETE
 
 
-def test_errors_and_inconclusive() -> None:
+def test_errors_name_their_cause_once() -> None:
     assert _verdict([rec("validity", "proofs", "bench", E, "verifier: exited 2"),
                      rec("validity", "proofs", "prod", E, "verifier: exited 2")])[0] is Verdict.ERROR
-    v, line = _verdict([rec("timing", "aa", "bench", I), rec("validity", "proofs", "bench", P)])
-    assert v is Verdict.SAME and "1 timing check(s) INCONCLUSIVE" in line
     assert verdict([], [], ["image 'x' is not present locally"], [], [])[1] == \
         "image 'x' is not present locally"  # the cause, said once
+
+
+def test_an_undecided_timing_metric_is_incomplete_and_named() -> None:
+    undecided = TimingVerdict(
+        arm="A/A bench", metric="per-proof cost", left="bench:A1", right="bench:A2",
+        verdict=Comparison.INCONCLUSIVE, test="Mann-Whitney U on log samples", ratio=1.04,
+        ratio_ci=(0.81, 1.3), left_summary=SampleSummary(n=6, median=3500.0, q1=3400.0,
+                                                          q3=3600.0, min=3300.0, max=3900.0),
+        right_summary=SampleSummary(n=6, median=3640.0, q1=3500.0, q3=3800.0, min=3400.0,
+                                    max=4400.0))
+    recs = [rec("validity", "proofs", "bench", P),
+            msgspec.structs.replace(rec("timing", "aa", "bench", I, "A/A noisy"),
+                                    timing=undecided)]
+    v, line = _verdict(recs)
+    assert v is Verdict.INCOMPLETE and v.exit_code == 2
+    assert line == ("timing/aa on bench/wpost-2k undecided: per-proof cost (A/A bench) "
+                    "INCONCLUSIVE, ratio 1.040 [0.810, 1.300] (6+6 samples)")
 
 
 def test_suspects_rank_the_evidence_first_and_leave_out_unused_items() -> None:
