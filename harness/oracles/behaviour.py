@@ -15,13 +15,15 @@ work items pending and in progress, ``cuzk_running_jobs``), its ``GET /status`` 
   workers and pipeline mode but is seen proving one partition at a time fails).
 * ``in-flight``: the work items in progress never exceed the limit the config sets
   (``pipeline.max_parallel_synthesis``) or the daemon reports (``/status`` synthesis
-  max_concurrent), over every flow so far, colliding-id bursts included.
+  max_concurrent), over every flow so far, colliding-id bursts included; skipped, with the
+  reason, where neither gives a limit (nothing to judge against).
 * ``lone-request``: one request alone on the idle daemon is answered within a bound derived
   from the same profile's proofs (:mod:`proofdiff.oracles.lone_request`: a delay that hits only
   a lone request, such as a batch waiting to fill, is what a WinningPoSt meets).
 * ``resources`` (profiles with ``mem_limit`` or ``cpus``): the peak memory and CPU under the
   limits; an OOM kill fails with the limit and the peak, a peak above 90 % of the memory limit
-  is a warning.
+  is a warning; skipped, with the reason, when nothing was sampled (no sample, or samples
+  without a figure).
 """
 
 from __future__ import annotations
@@ -224,8 +226,11 @@ def _in_flight(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
             "work in progress (GetStatus queues, cuzk_running_jobs) while jobs were out, so the "
             "daemon does not report what it proves at once", evidence=ev_)
     elif not limit:
-        rec("in-flight", name, Outcome.PASS, f"{head}: no limit configured or reported; at most "
-            f"{seen} work item(s) in progress, cuzk_running_jobs at most {running}", evidence=ev_)
+        rec("in-flight", name, Outcome.SKIPPED, f"{head}: no limit to judge against: the profile "
+            "sets no pipeline.max_parallel_synthesis and the daemon's /status reports no "
+            f"synthesis.max_concurrent (seen: at most {seen} work item(s) in progress, "
+            f"cuzk_running_jobs at most {running}); set the limit in the profile's config to "
+            "check it", evidence=ev_)
     elif seen > limit:
         rec("in-flight", name, Outcome.FAIL, f"{head}: {seen} work items in progress ({where}) "
             f"but {source} = {limit}; cuzk_running_jobs reached {running}. The daemon admits "
@@ -246,9 +251,19 @@ def _resources(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
     use = facts.resources if facts else None
     p = ev.profiles[name]
     head = f"resources of profile {name!r} (mem_limit={p.mem_limit}, cpus={p.cpus})"
-    if facts is None or use is None or use.samples == 0:
-        rec("resources", name, Outcome.ERROR, f"{head}: nothing to judge: no docker stats "
-            "sample of the daemon")
+    if facts is not None and facts.state.get("OOMKilled") and (use is None or use.samples == 0):
+        rec("resources", name, Outcome.FAIL, f"{head}: OOM-killed before any memory sample: the "
+            "daemon sizes its work beyond the container's limit (does it read the host's memory "
+            "instead of the cgroup's?)", names=("mem_limit", "config.memory"))
+        return
+    if facts is None or use is None or use.samples == 0 or not (use.peak_mem_bytes
+                                                                or use.peak_cpu_cores):
+        got = ("the daemon never started" if facts is None else
+               "no memory or CPU sample of the daemon was taken" if use is None
+               or use.samples == 0 else
+               f"{use.samples} sample(s), each with no memory or CPU figure")
+        rec("resources", name, Outcome.SKIPPED, f"{head}: nothing was sampled to judge: {got}; "
+            "the runtime's stats (docker stats, the process's cgroup or /proc) gave nothing")
         return
     ev_: dict[str, Any] = {"peak_mem_bytes": use.peak_mem_bytes, "mem_limit_bytes":
                            use.mem_limit_bytes, "peak_cpu_cores": use.peak_cpu_cores,

@@ -73,8 +73,13 @@ def test_in_flight_fails_past_the_configured_limit(workload_file: Path) -> None:
     assert bad.outcome is Outcome.FAIL
     assert "4 work items in progress (workload at 0.2 s) but pipeline.max_parallel_synthesis = 3" \
         in bad.message
+
+
+def test_in_flight_with_no_limit_configured_or_reported_is_skipped(workload_file: Path) -> None:
     (free,) = _one(_ev(workload_file), behaviour._in_flight, "bench")
-    assert free.outcome is Outcome.PASS and "no limit configured or reported" in free.message
+    assert free.outcome is Outcome.SKIPPED
+    assert "no limit to judge against: the profile sets no pipeline.max_parallel_synthesis" \
+        in free.message
 
 
 def _priority_flows(high_start_s: float, low_starts_s: list[float]) -> dict[str, FlowRecord]:
@@ -144,9 +149,27 @@ def test_resources_oom_warning_and_no_samples(workload_file: Path) -> None:
                      peak_mem_bytes=480 * mib, samples=7), {"Status": "running"})
     (warn,) = _one(warm, behaviour._resources, "prod")
     assert warn.outcome is Outcome.PASS and "above 90 % of the limit" in warn.evidence["warning"]
+
+
+def test_resources_with_nothing_sampled_are_skipped(workload_file: Path) -> None:
+    mib = 2 ** 20
     none = _with_use(_ev(workload_file), ResourceUsage(mem_limit_bytes=512 * mib, samples=0),
                      {"Status": "running"})
-    assert _one(none, behaviour._resources, "prod")[0].outcome is Outcome.ERROR
+    (no_sample,) = _one(none, behaviour._resources, "prod")
+    assert no_sample.outcome is Outcome.SKIPPED
+    assert "nothing was sampled to judge: no memory or CPU sample" in no_sample.message
+    empty = _with_use(_ev(workload_file), ResourceUsage(mem_limit_bytes=512 * mib, samples=9),
+                      {"Status": "running"})
+    (blank,) = _one(empty, behaviour._resources, "prod")
+    assert blank.outcome is Outcome.SKIPPED
+    assert "9 sample(s), each with no memory or CPU figure" in blank.message
+
+
+def test_an_oom_kill_before_any_sample_still_fails(workload_file: Path) -> None:
+    killed = _with_use(_ev(workload_file), ResourceUsage(mem_limit_bytes=2 ** 29, samples=0),
+                       {"Status": "exited", "ExitCode": 137, "OOMKilled": True})
+    (bad,) = _one(killed, behaviour._resources, "prod")
+    assert bad.outcome is Outcome.FAIL and "OOM-killed before any memory sample" in bad.message
 
 
 def test_a_daemon_that_never_reports_work_in_progress_is_not_a_pass(workload_file: Path) -> None:
