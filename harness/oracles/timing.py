@@ -15,7 +15,8 @@ Arms (:func:`proofdiff.stats.unpaired.compare` each):
 * ``concurrency``: jobs the daemon really proved at once (from its own ``queue_wait_ms`` and
   ``total_ms``, :func:`proofdiff.stats.concurrency.in_progress_of`), the profile vs the baseline.
   A profile offered concurrency > 1 must run jobs side by side: SAME fails (a daemon that
-  serializes jobs whatever it is offered cannot grow with hardware).
+  serializes jobs whatever it is offered cannot grow with hardware). At concurrency 1, or a
+  config that allows one job at a time, there is nothing to overlap: SKIPPED, with the reason.
 * ``latency-throughput`` (every sampled profile): steady latency and throughput figures; fails on
   a proof faster than its own SRS load; an error on no samples.
 * ``lone-request`` (every sampled profile): one request alone on the idle daemon per round
@@ -144,6 +145,13 @@ def judge(arm: str, v: TimingVerdict, concurrency: int = 1, *, allowed: int | No
     allowed = concurrency if allowed is None else allowed
     text = v.render()
     na, nb = v.left_summary.n, v.right_summary.n
+    if arm.startswith("concurrency:") and min(concurrency, allowed) <= 1:
+        other = arm.split(":", 1)[1]
+        why = ("has concurrency 1" if concurrency <= 1 else
+               f"is allowed {allowed} job at a time by its config")
+        return Outcome.SKIPPED, (f"{text}\n{other} {why}: nothing to overlap, so whether the "
+                                 "daemon proves jobs side by side is not tested; offer it more "
+                                 "than one job at once (concurrency, workers, in-flight limit)")
     if min(na, nb) == 0:
         return Outcome.ERROR, (f"{text}\nno samples on {'both sides' if na == nb else 'one '}"
                                "side: nothing to compare (a batch died: see the other records)")
@@ -167,10 +175,6 @@ def judge(arm: str, v: TimingVerdict, concurrency: int = 1, *, allowed: int | No
                                   "bench x workers); look for a global lock or queue in the daemon")
         return Outcome.PASS, (f"{text}\nscaling {1 / ratio:.2f}x of the baseline (baseline x "
                               f"workers would be {concurrency}x)")
-    if min(concurrency, allowed) <= 1:
-        why = ("has concurrency 1" if concurrency <= 1 else
-               f"is allowed {allowed} job at a time by its config")
-        return Outcome.PASS, f"{text}\n{other} {why}: nothing to overlap"
     if v.verdict is SAME or (v.verdict is DIFFERENT and ratio < 1.0):
         return Outcome.FAIL, (f"{text}\n{other} was offered {concurrency} jobs at once (its config "
                               f"allows {allowed}) but the daemon proved about {v.right_summary.median:.2f} "

@@ -126,13 +126,19 @@ def test_judge_turns_verdicts_into_outcomes() -> None:
     ones = compare([1.0] * 8, [1.0] * 8, unit="jobs")
     out, msg = judge("concurrency:prod", ones, 4)
     assert out is Outcome.FAIL and "serializes jobs" in msg
-    assert judge("concurrency:prod", ones, 1)[0] is Outcome.PASS  # nothing to overlap
+
+
+def test_the_concurrency_arm_with_nothing_to_overlap_is_skipped() -> None:
+    ones = compare([1.0] * 8, [1.0] * 8, unit="jobs")
+    out, msg = judge("concurrency:prod", ones, 1)
+    assert out is Outcome.SKIPPED and "prod has concurrency 1: nothing to overlap" in msg
+    out, msg = judge("concurrency:prod", ones, 4, allowed=1)
+    assert out is Outcome.SKIPPED
+    assert "prod is allowed 1 job at a time by its config: nothing to overlap" in msg
 
 
 def test_the_concurrency_arm_follows_what_the_config_allows() -> None:
     ones = compare([1.0] * 8, [1.0] * 8, unit="jobs")
-    out, msg = judge("concurrency:prod", ones, 4, allowed=1)
-    assert out is Outcome.PASS and "is allowed 1 job at a time by its config" in msg
     out, msg = judge("concurrency:prod", ones, 4, allowed=3,
                      seen="the daemon reports pipeline_enabled=False, partition_workers=1")
     assert out is Outcome.FAIL and "(its config allows 3)" in msg
