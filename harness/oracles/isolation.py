@@ -13,9 +13,11 @@ sent, which tells whose proof it is):
 
 Oracles: ``hang`` (the hang guard gave up: the stuck ids), ``lost-or-twice`` (a job lost,
 FAILED, or answered twice), ``colliding-ids`` (the two answers for the shared id are the proofs
-of its two inputs, one each, or a clear rejection), ``reused-id``, ``distinct-inputs`` (every
-unique-id job's proof is its own, and no two distinct inputs share a proof or a partition proof,
-in the flows or in the workload run). Each is an error, not a pass, when it had nothing to judge.
+of its two inputs, one each, or a clear rejection of the second: both rejected loses the
+first), ``reused-id``, ``distinct-inputs`` (every unique-id job's proof is its own, and no two
+distinct inputs share a proof or a partition proof, in the flows or in the workload run). Each
+is an error, not a pass, when it had nothing to judge: ``hang`` judges the answers that came
+with a proof, so flows where every job FAILED are an error for it.
 """
 
 from __future__ import annotations
@@ -82,7 +84,9 @@ def findings(flows: Sequence[FlowRecord], workload_flow: FlowRecord | None,
     f: list[Finding] = []
     judged = {o: 0 for o in ORACLES}
     for flow in flows:
-        judged["hang"] += len(flow.jobs)
+        # an answer with a proof shows the daemon kept proving through the flow; a flow where
+        # every job FAILED at once never loaded the daemon, so it says nothing about a hang
+        judged["hang"] += sum(1 for j in flow.jobs if j.completed and not j.await_only)
         if flow.stall:
             ids = [j.request_id or j.job for j in flow.stuck()]
             if ids:
@@ -129,12 +133,18 @@ def findings(flows: Sequence[FlowRecord], workload_flow: FlowRecord | None,
 def _colliding(burst: FlowRecord, dup_id: str, judged: dict[str, int]) -> list[Finding]:
     dup = [j for j in burst.jobs if j.request_id == dup_id and not j.await_only]
     sent = {j.job for j in dup}
-    if dup and all(j.status is JobStatus.FAILED and _CLEAR_REJECT.search(j.error) for j in dup
-                   if not j.completed):
-        judged["colliding-ids"] += sum(1 for j in dup if not j.completed)
+    rejected = [j for j in dup if j.status is JobStatus.FAILED and _CLEAR_REJECT.search(j.error)]
+    if dup and all(j in rejected for j in dup if not j.completed):
+        judged["colliding-ids"] += len(rejected)
     done = [j for j in dup if j.completed]
     judged["colliding-ids"] += len(done)
     out = []
+    if len(dup) >= 2 and len(rejected) == len(dup):
+        # a duplicate is the request that came second: the first of them held the id, so one
+        # clear rejection is isolation, but rejecting every one loses the first
+        out.append(("colliding-ids", f"all {len(dup)} requests with the shared id {dup_id!r} "
+                    f"were rejected as duplicates ({rejected[0].error[:160]}): the first of "
+                    "them held the id, so its job was lost"))
     owners = [_owners(j) for j in done]
     for j, own in zip(done, owners):
         if not set(own) & sent:

@@ -52,7 +52,7 @@ def _oracles(flows: list[FlowRecord], workload: FlowRecord | None = None) -> lis
 def test_clean_flows_have_no_findings_and_judge_something() -> None:
     found, judged = findings(_clean(), None, DUP)
     assert found == []
-    assert judged == {"hang": 6, "lost-or-twice": 6, "colliding-ids": 2, "reused-id": 1,
+    assert judged == {"hang": 5, "lost-or-twice": 6, "colliding-ids": 2, "reused-id": 1,
                       "distinct-inputs": 2}
 
 
@@ -115,3 +115,22 @@ def test_a_clear_duplicate_rejection_passes_and_nothing_to_judge_is_counted() ->
     found, judged = findings(every_failed, None, DUP)
     assert judged["colliding-ids"] == judged["reused-id"] == judged["distinct-inputs"] == 0
     assert {o for o, _ in found} == {"lost-or-twice"}
+
+
+def test_flows_where_every_job_failed_leave_hang_nothing_to_judge() -> None:
+    every_failed = [replace(fl, jobs=tuple(replace(j, status=JobStatus.FAILED, proof=b"",
+                                                   verdict=None, error="SRS load failed")
+                                           for j in fl.jobs)) for fl in _clean()]
+    found, judged = findings(every_failed, None, DUP)
+    assert judged["hang"] == 0  # the oracle then records ERROR: nothing to judge
+    assert "hang" not in {o for o, _ in found}
+
+
+def test_both_colliding_requests_rejected_as_duplicates_lost_the_first() -> None:
+    reject = "request id 'iso-abc-dup' already exists: duplicate rejected"
+    f = _with(_clean(), 0, 0, status=JobStatus.FAILED, proof=b"", verdict=None, error=reject)
+    f = _with(f, 0, 1, status=JobStatus.FAILED, proof=b"", verdict=None, error=reject)
+    found = findings(f, None, DUP)[0]
+    assert found == [("colliding-ids", "all 2 requests with the shared id 'iso-abc-dup' were "
+                      f"rejected as duplicates ({reject}): the first of them held the id, so "
+                      "its job was lost")]
