@@ -6,8 +6,12 @@ warmup is a failure carrying the daemon's error text and its warning/error log l
 pass), must verify (a client that hands out no proof bytes, real cuzk-bench's ``batch``: judged
 on the rest, with a ``warning`` naming why it was not verified), and must have taken plausibly
 long: not less than its own reported SRS load, and not less than max(250 ms, 0.5 x the
-steady-state median). A warmup faster than half a
-steady-state proof did not do the work a proof needs, whatever it says.
+steady-state median). A warmup faster than half a steady-state proof did not do the work a
+proof needs, whatever it says. Steady state is the run's jobs after its first wave; a run with
+none (prod: 4 jobs at concurrency 4, all in the first wave) sends one solo proof of the same
+profile after the run (flow ``warmup-solo``) and takes the floor from it: 250 ms alone is no
+bound on a proof that takes seconds. When neither gives a sample, the plausibility is not
+judged and the record is an ERROR saying so.
 
 ``liveness``: the daemon is still running after the run, or its death is explained from
 ``docker inspect`` (exit code, OOMKilled, error) with the jobs lost with it, instead of a wall
@@ -19,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from proofdiff.model.choices import Runtime
+from proofdiff.model.jobs import FlowRecord, JobSpec
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.runs import RunRecord
 from proofdiff.model.serde import to_builtins
@@ -29,7 +34,7 @@ from proofdiff.oracles.evidence import Evidence, Recorder
 from proofdiff.oracles.suite_table import SUITES
 
 __all__ = ["DEFAULT_FLOOR_MS", "DEFAULT_FLOOR_REL", "ORACLES", "evaluate", "first_proof",
-           "liveness"]
+           "liveness", "steady_walls"]
 
 #: The oracles of this suite, stated once in the suite table.
 ORACLES = SUITES["warmup"].oracles
@@ -46,10 +51,19 @@ def _log_evidence(log_tail: str) -> str:
     return "\n".join(lines[-LOG_LINES:])
 
 
+def steady_walls(run: RunRecord, concurrency: int) -> list[float]:
+    """Client walls (ms) of the run's COMPLETED jobs after its first wave (index >=
+    ``concurrency``): the steady state, [] when every job was in the first wave."""
+    flow = run.workload_flow
+    return [j.wall_ms for j in flow.completed() if j.index >= max(1, concurrency)] if flow else []
+
+
 def first_proof(rec: Recorder, run: RunRecord, concurrency: int, *,
-                floor_ms: float = DEFAULT_FLOOR_MS, floor_rel: float = DEFAULT_FLOOR_REL) -> None:
+                solo: FlowRecord | None = None, floor_ms: float = DEFAULT_FLOOR_MS,
+                floor_rel: float = DEFAULT_FLOOR_REL) -> None:
     """The ``first-proof`` record of one run (module docstring); steady state = the run's
-    COMPLETED jobs after its first wave (index >= ``concurrency``)."""
+    COMPLETED jobs after its first wave (index >= ``concurrency``), else the COMPLETED jobs of
+    ``solo`` (one proof of the same profile sent alone after the run)."""
     flow = run.workload_flow
     first = next((j for j in flow.jobs if j.index == 0), None) if flow else None
     if flow is None or first is None:
@@ -57,7 +71,10 @@ def first_proof(rec: Recorder, run: RunRecord, concurrency: int, *,
         rec("first-proof", run.profile, Outcome.ERROR, f"warmup of profile {run.profile!r} on "
             f"{run.workload}: no warmup proof: {why}")
         return
-    steady = summarize([j.wall_ms for j in flow.completed() if j.index >= max(1, concurrency)])
+    walls, basis = steady_walls(run, concurrency), "steady median"
+    if not walls and solo is not None:
+        walls, basis = [j.wall_ms for j in solo.completed()], "solo proof"
+    steady = summarize(walls)
     floor = max(floor_ms, floor_rel * steady.median if steady.n else 0.0)
     v = first.verdict
     fig: dict[str, Any] = {
@@ -86,21 +103,30 @@ def first_proof(rec: Recorder, run: RunRecord, concurrency: int, *,
                             f"but reports an SRS load of {first.timings.srs_load_ms} ms")
         if first.wall_ms < floor:
             problems.append(f"implausibly fast warmup: {first.wall_ms:.0f} ms < floor {floor:.0f} "
-                            f"ms (max of {floor_ms:.0f} ms and {floor_rel} x steady median); a "
+                            f"ms (max of {floor_ms:.0f} ms and {floor_rel} x {basis}); a "
                             "first proof loads its SRS and proves, so a cached or canned answer "
                             "is suspected")
-    head = f"warmup of profile {run.profile!r} on {run.workload}: " + ("ok" if not problems
-                                                                      else "FAILED")
+    unjudged = not problems and not steady.n
+    head = f"warmup of profile {run.profile!r} on {run.workload}: " + (
+        "FAILED" if problems else "plausibility NOT JUDGED" if unjudged else "ok")
     figs = (f"  first proof {first.job} (id={first.request_id}): {first.status.value}, wall "
             f"{first.wall_ms:.0f} ms, SRS load {first.timings.srs_load_ms} ms, verified={fig['verified']}"
-            f"; steady state {steady.render() if steady.n else 'not measured'}; plausibility "
+            f"; {basis} {steady.render() if steady.n else 'not measured'}; plausibility "
             f"floor {floor:.0f} ms")
+    evidence = {"warmup": fig, "steady": to_builtins(steady), "floor_ms": floor,
+                "floor_basis": basis, "problems": problems}
+    if unjudged:
+        why = ("; ".join(f"{j.status.value}: {j.error or '(no text)'}" for j in solo.jobs[:2])
+               if solo is not None and solo.jobs else "no solo proof was sent")
+        rec("first-proof", run.profile, Outcome.ERROR, f"{head}\n{figs}\n  no steady-state "
+            f"proof (every job was in the first wave) and no completed solo proof ({why}): "
+            "nothing to set the plausibility floor from", evidence=evidence)
+        return
     rec("first-proof", run.profile, Outcome.FAIL if problems else Outcome.PASS,
         "\n".join([head, figs, *(f"  {p}" for p in problems)]),
-        evidence={"warmup": fig, "steady": to_builtins(steady), "floor_ms": floor,
-                  "problems": problems, **({"warning": "the warmup proof was not verified: "
-                                            f"{first.unverifiable}"} if v is None and
-                                           first.unverifiable and not problems else {})})
+        evidence={**evidence, **({"warning": "the warmup proof was not verified: "
+                                  f"{first.unverifiable}"} if v is None and
+                                 first.unverifiable and not problems else {})})
 
 
 def liveness(rec: Recorder, run: RunRecord) -> None:
@@ -148,8 +174,21 @@ def liveness(rec: Recorder, run: RunRecord) -> None:
     rec("liveness", run.profile, Outcome.FAIL, msg, evidence=ev)
 
 
+def _solo(ev: Evidence, name: str, workload: str, run: RunRecord,
+          concurrency: int) -> FlowRecord | None:
+    """One proof of the workload's first job, alone on ``name``'s daemon (flow ``warmup-solo``),
+    when the run has no steady-state sample and its warmup proof completed; else ``None``."""
+    flow = run.workload_flow
+    first = next((j for j in flow.jobs if j.index == 0), None) if flow else None
+    if first is None or first.status is not JobStatus.COMPLETED or steady_walls(run, concurrency):
+        return None
+    job = ev.workload(workload).jobs[0].name
+    return ev.send(name, workload, [JobSpec(index=0, job=job)], name="warmup-solo", concurrency=1)
+
+
 def evaluate(ev: Evidence, workload: str) -> list[OracleRecord]:
-    """The warmup records of every profile on ``workload``."""
+    """The warmup records of every profile on ``workload`` (a profile whose run has no
+    steady-state sample gets one solo proof after it: the module docstring)."""
     rec = Recorder(ev, "warmup", workload)
     for name, profile in ev.profiles.items():
         run = ev.run(name, workload)
@@ -159,6 +198,7 @@ def evaluate(ev: Evidence, workload: str) -> list[OracleRecord]:
                 "after start (the SRS load) is not this run's; use target 'process' or "
                 "'docker' to check warmup")
         else:
-            first_proof(rec, run, profile.concurrency)
+            first_proof(rec, run, profile.concurrency,
+                        solo=_solo(ev, name, workload, run, profile.concurrency))
         liveness(rec, run)
     return rec.records

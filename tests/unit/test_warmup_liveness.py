@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from msgspec.structs import replace
 
+from proofdiff.model.jobs import FlowRecord
 from proofdiff.model.status import JobStatus, Outcome
-from proofdiff.oracles.warmup import first_proof, liveness
+from proofdiff.oracles.warmup import evaluate, first_proof, liveness
 from tests.conftest import job, recorder, run
+from tests.unit.fakes import FakeEvidence, refprover_profiles
 
 
 def _first(r, conc: int = 1):  # type: ignore[no-untyped-def]
@@ -70,3 +74,35 @@ def test_an_unverifiable_warmup_is_judged_on_the_rest_and_warned() -> None:
     assert got.evidence["warning"] == "the warmup proof was not verified: cuzk-bench prints no proof"
     fast = _first(run("bench", [replace(jobs[0], wall_ms=10.0), *jobs[1:]]))
     assert fast.outcome is Outcome.FAIL and "implausibly fast warmup" in fast.message
+
+
+def _prod_all_in_first_wave(workload_file: Path, solo: FlowRecord) -> FakeEvidence:
+    """prod: 4 jobs at concurrency 4 (no steady-state sample), a 300 ms warmup; bench: 4
+    plausible proofs one at a time; ``solo``: what the warmup's solo proof on prod gives."""
+    fast = [job(0, wall_ms=300.0)] + [job(i, wall_ms=3500.0) for i in (1, 2, 3)]
+    return FakeEvidence(profiles=refprover_profiles(), workload_file=workload_file,
+                        runs={"bench": run("bench", [job(i, wall_ms=3700.0) for i in range(4)]),
+                              "prod": run("prod", fast)}, sent={"warmup-solo": solo})
+
+
+def test_with_no_steady_state_the_floor_comes_from_a_solo_proof(workload_file: Path) -> None:
+    ev = _prod_all_in_first_wave(workload_file, FlowRecord(name="warmup-solo",
+                                                           jobs=(job(0, wall_ms=3500.0),)))
+    got = {r.profile: r for r in evaluate(ev, "wpost-2k") if r.oracle == "first-proof"}
+    assert [(n, [s.job for s in specs]) for n, specs in ev.calls] == [("warmup-solo", ["wpost-0"])]
+    assert got["bench"].outcome is Outcome.PASS and got["bench"].evidence["floor_basis"] == \
+        "steady median"
+    assert got["prod"].outcome is Outcome.FAIL
+    assert "implausibly fast warmup: 300 ms < floor 1750 ms (max of 250 ms and 0.5 x solo " \
+        "proof)" in got["prod"].message
+
+
+def test_with_no_steady_state_and_no_solo_proof_the_floor_is_not_judged(
+        workload_file: Path) -> None:
+    ev = _prod_all_in_first_wave(workload_file, FlowRecord(name="warmup-solo", jobs=(
+        job(0, JobStatus.FAILED, error="SRS load failed"),)))
+    (prod,) = [r for r in evaluate(ev, "wpost-2k") if r.oracle == "first-proof"
+               and r.profile == "prod"]
+    assert prod.outcome is Outcome.ERROR
+    assert "no completed solo proof (FAILED: SRS load failed): nothing to set the plausibility " \
+        "floor from" in prod.message
