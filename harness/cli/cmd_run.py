@@ -63,7 +63,7 @@ def _regressions(opts: RunOptions, console: Console) -> int:
     for col in ("case", "status", "verdict", "what happened"):
         table.add_column(col)
     for v in verdicts:
-        table.add_row(v.case, v.status, v.verdict, v.message[:200])
+        table.add_row(v.case, v.status, v.verdict, v.message[:400])
     console.print(table)
     code = exit_code(verdicts)
     console.print(f"{len(verdicts)} case(s); exit {code}", markup=False)

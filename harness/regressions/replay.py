@@ -5,7 +5,8 @@ The outcome says what held:
 * ``holds``: the oracle passed (the bug is not there);
 * ``reproduces``: it failed with the case's signature (``[expect] match``): the bug, as recorded;
 * ``fails-otherwise``: it failed, but not as recorded: another bug, never taken for this one;
-* ``broken``: the run could not judge (an ERROR, a skipped oracle, a daemon that did not start);
+* ``broken``: the run could not judge (an ERROR, a skipped oracle, a daemon that did not start,
+  artifacts that failed to build, inputs that do not load);
 * ``missing``: the image or the inputs are not on this host (what is missing, how to get it).
 """
 
@@ -135,16 +136,19 @@ def replay(case: RegressionCase, options: RunOptions | None = None, *, fixed: bo
                        f"ship in the case folder {case.dir}")
         try:
             w = load_workload(case.workload_file)
+        except WorkloadError as exc:  # shipped, but broken: nothing to fetch
+            return out("broken", f"the case's inputs do not load: {exc}")
+        try:
             build_name = params_workload(w)
-        except WorkloadError as exc:
+        except WorkloadError as exc:  # no vk for this shape on this host
             return out("missing", str(exc))
         wl_name, files = w.name, {w.name: case.workload_file}
     try:
         opts, reference = pin_artifacts(
             msgspec.structs.replace(opts, workload_files={**opts.workload_files, **files}),
             [build_name], reference=case.reference, log=log)
-    except BuildError as exc:
-        return out("missing", f"the reference artifacts for {build_name}: {exc}")
+    except BuildError as exc:  # a build that fails is no absent input: the replay is broken
+        return out("broken", f"the artifacts for {build_name} could not be built: {exc}")
     got = _image(case, reference.tag if reference else "")
     if isinstance(got, str):
         return out("missing", got)

@@ -64,7 +64,8 @@ CHEAP = "bench-cli-count-flag"  # preflight only: seconds per replay
 def test_an_open_case_is_an_xfail_and_its_fix_a_strict_xpass(artifacts: Any,
                                                                tmp_path: Path) -> None:
     proc = _suite(_one_case(tmp_path / "a", CHEAP, fixed_in_image=False), tmp_path / "a")
-    assert proc.returncode == 0 and "1 xfailed" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 passed, 1 xfailed" in proc.stdout, proc.stdout  # the fix holds; the bug xfails
     proc = _suite(_one_case(tmp_path / "b", CHEAP, fixed_in_image=True), tmp_path / "b")
     assert proc.returncode == 1 and "XPASS(strict)" in proc.stdout, proc.stdout + proc.stderr
 
@@ -90,5 +91,6 @@ def test_a_case_whose_image_is_missing_is_skipped_with_how_to_get_it(run_opts: R
     path.write_text(tomli_w.dumps(doc))
     got = replay(load_case(root / CHEAP), run_opts)
     assert got.status == "missing" and "docker load" in got.message, got.message
-    proc = _suite(root, tmp_path)
-    assert "1 skipped" in proc.stdout and "proofdiff/absent:never" in proc.stdout, proc.stdout
+    proc = _suite(root, tmp_path)  # as pinned and with its fix: both skipped, nothing judged
+    assert "2 skipped" in proc.stdout and "proofdiff/absent:never" in proc.stdout, proc.stdout
+    assert proc.returncode == 2, proc.stdout

@@ -4,6 +4,8 @@ not another, and env files read as docker reads them."""
 
 from __future__ import annotations
 
+import os
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,9 @@ from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.profile_file import load_profiles, profile_table
 from proofdiff.model.status import Outcome
 from proofdiff.regressions.case import CaseError, load_case, write_case
-from proofdiff.regressions.replay import matches
+from proofdiff.model.run_options import RunOptions
+from proofdiff.regressions.replay import CaseOutcome, matches, replay
+from proofdiff.regressions.replay_all import ALL_SKIPPED_EXIT, CaseVerdict, exit_code, judge_case
 from proofdiff.regressions.repro import ReproError, read_env_file, signature
 
 REPO = Path(__file__).resolve().parents[2]
@@ -97,3 +101,67 @@ def test_the_shipped_cases_are_well_formed() -> None:
         case = load_case(folder)
         assert case.resolved() and case.resolved(fixed=True)
         assert case.fix, f"{case.id}: the seed cases know their fix"
+
+
+def _out(status: str, message: str = "m") -> CaseOutcome:
+    return CaseOutcome(case="c1", status=status, message=message)
+
+
+def test_a_case_must_hold_with_its_fix_too() -> None:
+    bug = _out("reproduces", "validity/proofs fails on prod as recorded")
+    assert judge_case("open", bug, _out("holds", "validity/proofs passes on prod")) == (
+        "ok", "validity/proofs fails on prod as recorded; with its fix: validity/proofs passes "
+        "on prod")
+    assert judge_case("open", bug, _out("reproduces", "still INVALID")) == (
+        "FAIL", "validity/proofs fails on prod as recorded; with its fix it does not hold: "
+        "reproduces: still INVALID")
+    assert judge_case("fixed", _out("holds"), _out("broken", "verifier exited 2"))[0] == "ERROR"
+    assert judge_case("fixed", _out("holds", "passes"), None) == (
+        "ok", "passes; no [fix] recorded: not replayed with a fix")
+
+
+def test_a_replay_where_every_case_was_skipped_exits_non_zero() -> None:
+    skipped = [CaseVerdict(case=f"c{i}", verdict="SKIP") for i in range(3)]
+    assert exit_code(skipped) == ALL_SKIPPED_EXIT == 2
+    assert exit_code([*skipped, CaseVerdict(case="c4", verdict="ok")]) == 0
+
+
+def test_a_build_that_fails_makes_the_replay_broken_not_missing(tmp_path: Path) -> None:
+    case = load_case(REPO / "regressions" / "bench-cli-count-flag")
+    no_crate = RunOptions(crate_dir=str(tmp_path), cache_root=str(tmp_path / "cache"),
+                          report_dir=str(tmp_path / "reports"))
+    got = replay(case, no_crate)
+    assert got.status == "broken"
+    assert got.message.startswith("the artifacts for wpost-2k could not be built: ")
+    assert f"no refprover crate at {tmp_path}" in got.message
+
+
+def test_both_routes_exit_non_zero_when_every_case_was_skipped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A case whose shipped inputs are absent is skipped before anything is built or run."""
+    import shutil
+    import subprocess
+    import sys
+
+    import tomli_w
+
+    from proofdiff.cli import main
+
+    root = tmp_path / "cases"
+    shutil.copytree(REPO / "regressions" / "bench-cli-count-flag", root / "c1")
+    doc = tomllib.loads((root / "c1" / "case.toml").read_text())
+    doc["workload"] = {"file": "inputs/absent.json"}
+    (root / "c1" / "case.toml").write_text(tomli_w.dumps(doc))
+    env = {**os.environ, "PROOFDIFF_REGRESSIONS": str(root)}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "suites/test_regressions.py", "-q",
+                           "-p", "no:cacheprovider", "-p", "no:randomly", "-rs",
+                           f"--basetemp={tmp_path / 'pt'}"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert "2 skipped" in proc.stdout and "inputs/absent.json are missing" in proc.stdout, \
+        proc.stdout[-3000:]
+    assert proc.returncode == ALL_SKIPPED_EXIT, proc.stdout[-3000:]
+    monkeypatch.setenv("PROOFDIFF_REGRESSIONS", str(root))
+    assert main(["run", "--suite", "regressions", "--report-dir",
+                 str(tmp_path / "r")]) == ALL_SKIPPED_EXIT
+    assert "1 case(s); exit 2" in capsys.readouterr().out
