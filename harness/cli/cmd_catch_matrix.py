@@ -4,7 +4,11 @@ One differential run on the clean image and one per fault switch (docs/fault-cat
 fault on the faulty profile only (``--set prod.env.REFPROVER_FAULTS=...``), each through
 :func:`~proofdiff.core.differential.run_differential` with its own report. A fault row passes when
 the suite and oracle meant for it failed on the faulty profile and the baseline stayed clean;
-the clean row passes when nothing failed anywhere. The matrix goes into a report of its own
+the clean row passes when every check was judged and passed: nothing failed, and nothing was
+skipped, left undecided or without an outcome (a check that did not judge found nothing, which
+is no evidence of a clean image). An ERROR record (the oracle could not judge) counts as the
+catch only in the oracle meant for the fault; anywhere else its cell says ``error``, so that it
+is never read as another oracle catching the fault. The matrix goes into a report of its own
 (``summary.json`` ``extra.catch_matrix`` and ``index.html``).
 
     proofdiff catch-matrix                          # every fault, every suite
@@ -16,10 +20,12 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from proofdiff.cli.option_flags import add_run_options, run_options
+from proofdiff.model.status import Outcome, Verdict
 from proofdiff.oracles.suite_table import SUITES
 
 if TYPE_CHECKING:  # the core and rich are imported when the matrix runs, not for --help
@@ -29,7 +35,7 @@ if TYPE_CHECKING:  # the core and rich are imported when the matrix runs, not fo
     from proofdiff.model.run_options import RunOptions
 
 __all__ = ["CATALOG", "HOST_MEMORY_SETS", "MatrixRow", "add_arguments", "cells_of", "judge_row",
-           "run_matrix"]
+           "run_matrix", "unjudged_of"]
 
 ALL = tuple(SUITES)
 
@@ -107,31 +113,58 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cells_of(result: DifferentialResult) -> dict[str, list[dict[str, str]]]:
-    """The records that failed (FAIL or ERROR), by suite: ``{suite: [{oracle, profile}]}``;
-    run-level errors under ``errors``."""
+    """The records that failed, by suite: ``{suite: [{oracle, profile}]}`` for a FAIL,
+    ``{oracle, profile, outcome: "error"}`` for an ERROR (it could not judge); run-level errors
+    under ``errors``."""
     cells: dict[str, list[dict[str, str]]] = {}
     for r in result.failed():
-        cells.setdefault(r.suite, []).append({"oracle": r.oracle, "profile": r.profile})
+        cell = {"oracle": r.oracle, "profile": r.profile}
+        if r.outcome is Outcome.ERROR:
+            cell["outcome"] = Outcome.ERROR.value
+        cells.setdefault(r.suite, []).append(cell)
     for e in result.errors:
         cells.setdefault("errors", []).append({"oracle": e.splitlines()[0][:80], "profile": "-"})
     return cells
 
 
+def unjudged_of(result: DifferentialResult) -> list[str]:
+    """The checks of a run that judged nothing: SKIPPED or INCONCLUSIVE records
+    (``suite/oracle [profile] outcome``), else, for an INCOMPLETE run, its verdict line (a
+    selected check with no record at all)."""
+    out = [f"{r.check} [{r.profile}] {r.outcome.value}" for r in result.records
+           if r.outcome in (Outcome.SKIPPED, Outcome.INCONCLUSIVE)]
+    if not out and result.verdict is Verdict.INCOMPLETE:
+        out.append(result.verdict_line)
+    return out
+
+
+def _name(suite: str, c: dict[str, str]) -> str:
+    return f"{suite}/{c['oracle']} [{c['profile']}]" + (f" {c['outcome']}" if "outcome" in c
+                                                        else "")
+
+
 def judge_row(case: MatrixRow, cells: dict[str, list[dict[str, str]]], *, baseline: str,
-              faulty: str) -> tuple[bool, str]:
-    """(ok, verdict text) of one row (see the module docstring)."""
+              faulty: str, unjudged: Sequence[str] = ()) -> tuple[bool, str]:
+    """(ok, verdict text) of one row (see the module docstring); ``unjudged``: the run's checks
+    that judged nothing (:func:`unjudged_of`), which keep the clean row from being ok."""
     if case.meant is None:
-        bad = [f"{s}/{c['oracle']} [{c['profile']}]" for s, cs in cells.items() for c in cs]
-        return not bad, "clean" if not bad else "FALSE ALARM: " + ", ".join(bad)
+        bad = [_name(s, c) for s, cs in cells.items() for c in cs]
+        if bad:
+            return False, "FALSE ALARM: " + ", ".join(bad)
+        if unjudged:
+            return False, "NOT JUDGED: " + ", ".join(unjudged)
+        return True, "clean"
     suite, oracles = case.meant
-    caught = any(c["oracle"] in oracles and c["profile"] == faulty for c in cells.get(suite, []))
+    hits = [c for c in cells.get(suite, []) if c["oracle"] in oracles and c["profile"] == faulty]
+    caught = bool(hits)
+    how = "" if any("outcome" not in c for c in hits) else " (error: it could not judge)"
     base_bad = [f"{s}/{c['oracle']}" for s, cs in cells.items() for c in cs
                 if c["profile"] == baseline]
     if not caught:
         return False, f"MISSED by {suite}/{'|'.join(oracles)}"
     if base_bad:
         return False, f"caught, but the baseline failed too: {', '.join(base_bad)}"
-    return True, f"caught by {suite}/{'|'.join(oracles)}"
+    return True, f"caught by {suite}/{'|'.join(oracles)}{how}"
 
 
 def _row(case: MatrixRow, label: str, args: argparse.Namespace, opts: RunOptions, mid: str,
@@ -152,7 +185,8 @@ def _row(case: MatrixRow, label: str, args: argparse.Namespace, opts: RunOptions
         opts, overrides=tuple(sets), suites=tuple(suites), run_id=f"{mid}-{label}"))
     wall = time.monotonic() - t0
     cells = cells_of(result)
-    ok, verdict = judge_row(case, cells, baseline=result.baseline, faulty=p)
+    ok, verdict = judge_row(case, cells, baseline=result.baseline, faulty=p,
+                            unjudged=unjudged_of(result))
     aa = result.records_of("timing", oracle="aa")
     console.print(Text(f"  -> {verdict} ({wall:.0f} s, {result.verdict.value})",
                        style="green" if ok else "red"))
@@ -166,7 +200,8 @@ def _row(case: MatrixRow, label: str, args: argparse.Namespace, opts: RunOptions
 def _cell(row: dict[str, Any], suite: str) -> str:
     cs = row["cells"].get(suite, [])
     if cs:
-        return ", ".join(f"{c['oracle']} [{c['profile']}]" for c in cs)
+        return ", ".join(f"{c['oracle']} [{c['profile']}]" + (f" {c['outcome']}" if "outcome" in c
+                                                             else "") for c in cs)
     return "ok" if suite in row["suites"] else "-"
 
 
@@ -178,7 +213,6 @@ def run_matrix(args: argparse.Namespace, console: Console) -> int:
     from proofdiff.core.differential import assemble
     from proofdiff.core.plan import new_run_id
     from proofdiff.model.oracle_records import OracleRecord
-    from proofdiff.model.status import Outcome
     from proofdiff.report.writer import write_report
 
     opts = run_options(args)
@@ -200,7 +234,8 @@ def run_matrix(args: argparse.Namespace, console: Console) -> int:
         table.add_row(Text(r["fault"]), *(Text(_cell(r, s)) for s in shown),
                       Text(r["verdict"], style=colour), f"{r['wall_s']:.0f}")
     console.print(table)
-    console.print(Text("cells: the oracles that failed [profile]; '-' = suite not run (--targeted)"))
+    console.print(Text("cells: the oracles that failed [profile] ('error': could not judge); "
+                       "'-' = suite not run (--targeted)"))
     cleans = [r for r in rows if not r["faults"]]
     alarms = sum(1 for r in cleans if r["aa"] == Outcome.FAIL.value)
     console.print(Text(f"clean runs: {sum(1 for r in cleans if r['ok'])}/{len(cleans)} passed "

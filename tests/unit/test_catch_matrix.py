@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from proofdiff.cli.cmd_catch_matrix import CATALOG, cells_of, judge_row
+from proofdiff.cli.cmd_catch_matrix import CATALOG, cells_of, judge_row, unjudged_of
 from proofdiff.core.differential import assemble
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.status import Outcome
@@ -23,7 +23,7 @@ def test_cells_are_the_failed_records_by_suite_and_rows_are_judged() -> None:
     cells = cells_of(res)
     assert cells == {"validity": [{"oracle": "proofs", "profile": "prod"}],
                      "isolation": [{"oracle": "distinct-inputs", "profile": "prod"}],
-                     "warmup": [{"oracle": "first-proof", "profile": "prod"}]}
+                     "warmup": [{"oracle": "first-proof", "profile": "prod", "outcome": "error"}]}
     case = {c.name: c for c in CATALOG}
     assert judge_row(case["shared-witness"], cells, baseline="bench", faulty="prod") == (
         True, "caught by isolation/distinct-inputs")
@@ -41,3 +41,27 @@ def test_run_level_errors_are_a_column_of_their_own() -> None:
                    errors=["image 'x' is not present locally; build it\nmore"])
     assert cells_of(res) == {"errors": [{"oracle": "image 'x' is not present locally; build it",
                                          "profile": "-"}]}
+
+
+def test_the_clean_row_is_not_ok_when_a_check_judged_nothing() -> None:
+    clean = CATALOG[0]
+    res = assemble(run_id="r", profiles={}, runs=[], records=[
+        _rec("validity", "proofs", "bench", Outcome.PASS),
+        _rec("behaviour", "in-flight", "prod", Outcome.SKIPPED),
+        _rec("timing", "aa", "bench", Outcome.INCONCLUSIVE)])
+    assert cells_of(res) == {}
+    assert judge_row(clean, cells_of(res), baseline="bench", faulty="prod",
+                     unjudged=unjudged_of(res)) == (
+        False, "NOT JUDGED: behaviour/in-flight [prod] skipped, timing/aa [bench] inconclusive")
+
+
+def test_an_error_is_a_catch_only_in_the_oracle_meant_for_the_fault() -> None:
+    res = assemble(run_id="r", profiles={}, runs=[], records=[
+        _rec("isolation", "hang", "prod", Outcome.ERROR),
+        _rec("warmup", "first-proof", "prod", Outcome.ERROR)])
+    case = {c.name: c for c in CATALOG}
+    cells = cells_of(res)
+    assert judge_row(case["queue-deadlock"], cells, baseline="bench", faulty="prod") == (
+        True, "caught by isolation/hang (error: it could not judge)")
+    # the same ERROR on warmup is not read as warmup catching anything
+    assert {"oracle": "first-proof", "profile": "prod"} not in cells["warmup"]
