@@ -3,10 +3,12 @@ through `--set prod.env.REFPROVER_FAULTS=...`.
 
 Tier split (2 cores: one WindowPoSt proof ~3.5 s alone; a run of every suite 2-4 min):
 
-* `make test`: the clean image through EVERY suite (nothing may fail; timing arms may be
-  INCONCLUSIVE on a shared machine, never DIFFERENT on A/A), and four faults each with the suite
-  meant for it, asserting the exact suite and oracle that fails on prod, its evidence, the top
-  suspect, and that bench stays clean.
+* `make test`: the clean image through EVERY suite (every check passes: nothing fails, is
+  skipped or is left undecided; an undecided timing arm makes the run INCOMPLETE, naming the
+  metric, and fails this test: the host is too noisy to call the image clean), and four faults
+  each with the suite meant for it, asserting that exact oracle FAILs on prod (not an ERROR: an
+  oracle that could not judge caught nothing), its evidence, the top suspect, and that bench
+  stays clean.
 * `-m slow` (`make test-slow`): `proofdiff catch-matrix`, every fault through every suite, its
   rows asserted one by one.
 """
@@ -39,13 +41,13 @@ def test_clean_image_passes_every_suite(cli_run: Any) -> None:
     assert res.verdict is Verdict.SAME and cells_of(res) == {}, (res.verdict_line, cells_of(res))
     assert {x.suite for x in res.records} == {"preflight", "validity", "warmup", "isolation",
                                               "behaviour", "timing"}
-    assert not [x for x in res.records if x.outcome in (Outcome.FAIL, Outcome.ERROR,
-                                                        Outcome.SKIPPED)]
+    assert [x for x in res.records if x.outcome is not Outcome.PASS] == []
     for profile in ("bench", "prod"):
         assert {x.oracle for x in res.records_of("isolation", profile)} == {
             "hang", "lost-or-twice", "colliding-ids", "reused-id", "distinct-inputs"}
         assert r.record("warmup", "first-proof", profile).evidence["warmup"]["verified"] is True
-    assert r.record("timing", "aa", "bench").outcome in (Outcome.PASS, Outcome.INCONCLUSIVE)
+    warm = r.record("warmup", "first-proof", "prod").evidence  # 4 jobs at concurrency 4
+    assert warm["floor_basis"] == "solo proof", warm
     bench_json = r.report_dir / "benchmarks" / "timing-wpost-2k.json"
     names = [b["name"] for b in json.loads(bench_json.read_text())["benchmarks"]]
     assert "wpost-2k/warmup[prod]" in names and "wpost-2k/per-proof-cost[bench]" in names
@@ -93,7 +95,7 @@ def test_fault_on_prod_is_caught_by_the_suite_meant_for_it(cli_run: Any, fault: 
     res = r.result
     assert r.rc == 1 and res.verdict is Verdict.DIVERGED, (r.rc, res.verdict_line, r.output[-3000:])
     cells = cells_of(res)
-    assert {"oracle": oracle, "profile": "prod"} in cells.get(suite, []), cells
+    assert r.record(suite, oracle, "prod").outcome is Outcome.FAIL, cells
     assert not [c for cs in cells.values() for c in cs if c["profile"] == "bench"], cells
     assert evidence in r.record(suite, oracle, "prod").message
     (div,) = [d for d in res.divergences if d.suite == suite and d.oracle == oracle]
