@@ -29,7 +29,9 @@ class FakeDriver:
 @dataclass
 class FakeEvidence:
     """``runs[profile]``: the workload run; ``sent[name]``: the flow ``send`` returns for a flow
-    of that name (recorded in ``calls``); ``status[profile]``: the daemon's /status JSON."""
+    of that name (recorded in ``calls``); ``status[profile]``: the daemon's /status JSON;
+    ``host_digest`` / ``daemon_digest``: param digests of the verifier's copies and of the
+    daemon's own (a file absent from ``daemon_digest`` was not hashed there)."""
 
     profiles: Mapping[str, Profile]
     workload_file: Path
@@ -42,6 +44,8 @@ class FakeEvidence:
     param_cache: Path = Path("/nonexistent")
     params_manifest: Path | None = None
     runner: Any = None
+    host_digest: dict[str, str] = field(default_factory=dict)
+    daemon_digest: dict[str, str] = field(default_factory=dict)
 
     def log(self, line: str) -> None:
         pass
@@ -77,6 +81,12 @@ class FakeEvidence:
 
     def blocked(self, profile: str, workload: str) -> str | None:
         return None
+
+    def host_digests(self, files: Sequence[str]) -> tuple[dict[str, str], int, int]:
+        return {n: self.host_digest[n] for n in files}, 0, len(files)
+
+    def daemon_digests(self, profile: str, directory: str, files: Sequence[str]) -> dict[str, str]:
+        return {n: self.daemon_digest[n] for n in files if n in self.daemon_digest}
 
 
 def refprover_profiles(*overrides: str) -> dict[str, Profile]:

@@ -60,3 +60,29 @@ def test_integrity_names_a_corrupt_file_a_missing_entry_and_two_copies() -> None
         "a.params: the daemon's copy at /data/zk/params (ff) differs from the verifier's in "
         "/cache (aa)",
         "b.vk: not in the manifest m.json"]
+
+
+def test_integrity_reads_the_daemons_own_copies_not_the_verifiers_table(tmp_path: Path) -> None:
+    """The verifier's copies match the manifest; the daemon's own copy of one file does not:
+    only a check that hashes the daemon's files (inside its container or process view) fails."""
+    from types import SimpleNamespace
+
+    from proofdiff.model.status import Outcome
+    from proofdiff.oracles.evidence import Recorder
+    from proofdiff.oracles.preflight import _integrity
+    from tests.unit.fakes import FakeEvidence, refprover_profiles
+
+    manifest = tmp_path / "parameters.json"
+    manifest.write_text(json.dumps({"a.params": {"digest": "aa"}, "a.vk": {"digest": "bb"}}))
+    profiles = refprover_profiles()
+    ev = FakeEvidence(profiles=profiles, workload_file=tmp_path / "w.json",
+                      params_manifest=manifest, param_cache=tmp_path,
+                      host_digest={"a.params": "aa", "a.vk": "bb"},
+                      daemon_digest={"a.params": "a0", "a.vk": "bb"})
+    rec = Recorder(ev, "preflight", "wpost-2k")  # type: ignore[arg-type]
+    _integrity(ev, rec, SimpleNamespace(profile=profiles["prod"]),  # type: ignore[arg-type]
+               ["a.params", "a.vk"], "/var/tmp/filecoin-proof-parameters")
+    (got,) = rec.records
+    assert got.outcome is Outcome.FAIL
+    assert "a.params: digest a0 at /var/tmp/filecoin-proof-parameters (where the daemon reads " \
+        "it), the manifest says aa" in got.message
