@@ -11,8 +11,9 @@ __all__ = ["junit_of"]
 
 
 def junit_of(view: ReportView) -> JUnitXml:
-    """The document: FAILED is a failure, BROKEN an error, SKIPPED skipped, UNKNOWN a pass
-    whose system-out says so; every case's system-out holds its whole text."""
+    """The document: FAILED is a failure, BROKEN an error, SKIPPED skipped, UNKNOWN (a timing
+    verdict left INCONCLUSIVE) skipped as undecided: JUnit has no such outcome, and a pass it is
+    not; every case's system-out holds its whole text."""
     xml = JUnitXml(name=f"proofdiff {view.kind} {view.run_id}")
     suites: dict[str, TestSuite] = {}
     for c in view.checks:
@@ -26,6 +27,8 @@ def junit_of(view: ReportView) -> JUnitXml:
             case.result = [Error(first)]
         elif c.status is CheckStatus.SKIPPED:
             case.result = [Skipped(first)]
+        elif c.status is CheckStatus.UNKNOWN:
+            case.result = [Skipped(f"undecided, not a pass: {first}")]
         if c.stop_ms > c.start_ms:
             case.time = (c.stop_ms - c.start_ms) / 1000.0
         case.system_out = c.text or c.message

@@ -101,3 +101,17 @@ def test_load_summary_rejects_another_schema(tmp_path: Path) -> None:
     (tmp_path / "summary.json").write_text('{"schema_version": 99}', encoding="utf-8")
     with pytest.raises(SerdeError, match="schema_version 99"):
         load_summary(tmp_path)
+
+
+def test_an_undecided_check_is_no_pass_in_junit() -> None:
+    from proofdiff.report.junit_xml import junit_of
+    from proofdiff.report.view import Check, CheckStatus, ReportView
+
+    view = ReportView(run_id="r", kind="run", result=None, template="index.html.j2",
+                      decision="INCOMPLETE", decision_line="undecided", exit_code=2, checks=(
+                          Check(suite="timing", name="aa", status=CheckStatus.UNKNOWN,
+                                profile="bench",
+                                message="A/A bench: INCONCLUSIVE after 6+6 samples"),))
+    text = junit_of(view).tostring().decode()
+    assert '<skipped message="undecided, not a pass: A/A bench: INCONCLUSIVE after 6+6 ' \
+        'samples"' in text, text
