@@ -27,7 +27,7 @@ from proofdiff.model.status import Outcome, Verdict
 
 from proofdiff.core.suspects import rank
 
-__all__ = ["divergences", "missing_cells", "unverifiable", "verdict"]
+__all__ = ["divergences", "missing_cells", "uncompared", "unverifiable", "verdict"]
 
 _COMPARABLE = (Outcome.PASS, Outcome.INCONCLUSIVE)
 
@@ -54,6 +54,23 @@ def divergences(records: Sequence[OracleRecord], baseline: str,
             baseline=baseline, profile=r.profile, outcome=r.outcome,
             baseline_outcome=base.outcome if base else None, message=r.message,
             suspects=rank(delta, r) if delta is not None else ()))
+    return out
+
+
+def uncompared(records: Sequence[OracleRecord], baseline: str) -> list[str]:
+    """Why some of ``records`` could not be compared with the baseline, one line each: a
+    SKIPPED record (on any profile), or a baseline record that is not comparable (a profile's
+    record against a failing or skipped baseline says nothing about agreement). No divergence
+    among these is no agreement."""
+    by = {(r.suite, r.oracle, r.workload, r.image, r.profile): r for r in records}
+    out = []
+    for r in records:
+        base = by.get((r.suite, r.oracle, r.workload, r.image, baseline))
+        if r.outcome is Outcome.SKIPPED:
+            out.append(f"{r.check} skipped on {r.profile}/{r.workload}: {_head(r.message)}")
+        elif r.profile != baseline and base is not None and base.outcome is Outcome.SKIPPED:
+            out.append(f"{r.check} on {r.profile}/{r.workload}: the baseline {baseline!r} was "
+                       "skipped")
     return out
 
 

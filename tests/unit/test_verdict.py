@@ -8,7 +8,7 @@ import msgspec
 from proofdiff.core.profile_delta import profile_delta
 from proofdiff.core.differential import assemble
 from proofdiff.core.suspects import rank
-from proofdiff.core.verdict import divergences, missing_cells, verdict
+from proofdiff.core.verdict import divergences, missing_cells, uncompared, verdict
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.profile_file import load_profiles
 from proofdiff.model.status import Comparison, Outcome, Verdict
@@ -69,6 +69,18 @@ def test_errors_name_their_cause_once() -> None:
                      rec("validity", "proofs", "prod", E, "verifier: exited 2")])[0] is Verdict.ERROR
     assert verdict([], [], ["image 'x' is not present locally"], [], [])[1] == \
         "image 'x' is not present locally"  # the cause, said once
+
+
+def test_a_skipped_record_is_uncompared_not_agreement() -> None:
+    recs = [rec("validity", "proofs", "bench", P),
+            rec("validity", "proofs", "prod", S, "unverifiable: the client handed out no proof"),
+            rec("validity", "jobs", "bench", S, "blocked"), rec("validity", "jobs", "prod", P)]
+    assert divergences(recs, "bench", {}) == []
+    assert uncompared(recs, "bench") == [
+        "validity/proofs skipped on prod/wpost-2k: unverifiable: the client handed out no proof",
+        "validity/jobs skipped on bench/wpost-2k: blocked",
+        "validity/jobs on prod/wpost-2k: the baseline 'bench' was skipped"]
+    assert uncompared(recs[:1], "bench") == []
 
 
 def test_an_undecided_timing_metric_is_incomplete_and_named() -> None:
