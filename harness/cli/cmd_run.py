@@ -24,7 +24,8 @@ __all__ = ["EXIT_HELP", "add_arguments", "console_log", "raise_interrupt", "run"
 EXIT_HELP = """exit codes:
   0    SAME: every selected check passed on every profile
   1    DIVERGED: an oracle fails on a profile but not on the baseline (the first profile)
-  2    FAILED or INCOMPLETE: failures on every profile alike, or checks skipped, no divergence
+  2    FAILED or INCOMPLETE: failures on every profile alike, or checks skipped or left
+       undecided (timing INCONCLUSIVE), no divergence
   3    ERROR: the run could not be carried out (profile file, build, Docker, daemon start),
        or --history could not store it (locked, corrupt, newer schema, unreachable: the
        verdict and the history's error are printed, the report is written)
