@@ -13,13 +13,15 @@ Rows, in seconds (median over the repeats):
 * imports: ``import proofdiff.cli`` and what it pulls in;
 * daemon start / daemon stop: ``start_daemon`` (create, start, first GetStatus answer) and
   ``Daemon.remove``;
-* proving: ``Session.send``, the flows themselves (first submit to last answer), less the
-  verification inside them;
+* proving: ``prove_many``, every flow itself (first submit to last answer);
 * verification: the independent verifier (``ToolVerifier.verify``);
 * oracle <suite>: each suite's own judgement (preflight's probes included), less the phases
   above that it triggered;
+* plan and build check: ``plan_runs`` (profiles resolved, the cached build found);
+* machine facts: the host's CPUs, memory and GPUs for the record; assemble result: verdict,
+  divergences, config deltas;
 * report: rendering and writing the report (``write_view``);
-* other: the rest of ``main`` (planning, profile loading, the console).
+* other: the rest of ``main`` (profile loading, the console, the session's bookkeeping).
 
 Overhead = wall - proving. The caches must be warm (``make demo`` once first).
 """
@@ -71,9 +73,13 @@ def timed(name, fn):
                 stack[-1] += spent
     return wrapper
 
+from proofdiff.core import differential as DF, plan as P
 S.start_daemon = timed("daemon start", S.start_daemon)
 D.Daemon.remove = timed("daemon stop", D.Daemon.remove)
-S.Session.send = timed("proving", S.Session.send)
+S.prove_many = timed("proving", S.prove_many)
+P.plan_runs = timed("plan and build check", P.plan_runs)
+DF.machine_facts = timed("machine facts", DF.machine_facts)
+DF.assemble = timed("assemble result", DF.assemble)
 V.ToolVerifier.verify = timed("verification", V.ToolVerifier.verify)
 W.write_view = timed("report", W.write_view)
 for name, suite in list(T.SUITES.items()):
@@ -90,7 +96,8 @@ print("BREAKDOWN " + json.dumps({"rc": rc, "child_s": t_end - t_start, "phases":
 
 ORDER = ("interpreter", "imports", "daemon start", "proving", "verification", "oracle preflight",
          "oracle validity", "oracle warmup", "oracle isolation", "oracle behaviour",
-         "oracle timing", "report", "daemon stop", "other")
+         "oracle timing", "plan and build check", "machine facts", "assemble result", "report",
+         "daemon stop", "other")
 
 
 def one_run(python: str, args: list[str], tmp: str, rid: str) -> dict[str, float]:
