@@ -20,7 +20,7 @@ demo: setup
 	$(BIN)/proofdiff run $(ARGS)
 
 test: setup image rust-test
-	$(BIN)/pytest tests -q -p no:cacheprovider -m "$(MARK)" $(ARGS)
+	$(BIN)/pytest tests -q -p no:cacheprovider --durations=10 -m "$(MARK)" $(ARGS)
 
 # mypy --strict over the library, the plugin and the suites (pyproject.toml [tool.mypy]), by
 # their installed names: .typecheck/ links each name to its folder (harness/ is proofdiff).
