@@ -1,8 +1,8 @@
 # proofdiff: two entry points (README.md).
 #   make demo   set up, build the reference prover image, run bench vs prod, print the verdict
-#   make test   set up, build, run the Rust unit tests and every harness test (incl. Docker e2e),
-#               printing the ten slowest (--durations=10)
-#               except the slow PoRep tier; `make test-slow` runs that tier (tens of minutes)
+#   make test   set up, build, run the Rust unit tests and every harness test (incl. Docker e2e)
+#               except the slow PoRep tier, printing the ten slowest (--durations=10);
+#               `make test-slow` runs that tier (tens of minutes)
 #   make demo ARGS=--full   the demo over every workload, the slow PoRep ones included
 # Heavy builds are cached outside the clone under $(PROOFDIFF_CACHE) (default ~/.cache/proofdiff).
 
