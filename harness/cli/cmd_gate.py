@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import signal
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from proofdiff.cli.cmd_run import console_log, raise_interrupt
+from proofdiff.cli.cmd_run import console_log, notify_webhook, raise_interrupt
 from proofdiff.cli.option_flags import add_run_options, run_options
 from proofdiff.model.run_options import positive_seconds
 
@@ -37,9 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-timing", action="store_true",
                    help="gate on the candidate's checks alone, with no timing arm (the "
                         "decision line and the report say so). Default: time every profile")
-    p.add_argument("--allowlist", metavar="FILE", type=Path, default=None,
-                   help="TOML of accepted known differences (README: Gate an image push)")
-    add_run_options(p, ("select", "select-profile", "artifacts", "report", "deadlines"))
+    add_run_options(p, ("select", "select-profile", "artifacts", "report", "outcome",
+                        "deadlines"))
 
 
 def gate(args: argparse.Namespace, console: Console) -> int:
@@ -50,7 +48,7 @@ def gate(args: argparse.Namespace, console: Console) -> int:
     signal.signal(signal.SIGTERM, raise_interrupt)
     opts = run_options(args)
     result = run_gate(args.candidate, args.baseline, opts, budget_s=args.budget_s,
-                      allowlist=args.allowlist, no_timing=args.no_timing,
+                      no_timing=args.no_timing,
                       log=console_log(console))
     for t in result.timing:
         for m in t.metrics:
@@ -65,5 +63,10 @@ def gate(args: argparse.Namespace, console: Console) -> int:
         console.print(Text(f"  allowlist {e.status}: {e.message}"))
     style = {0: "green", 2: "yellow"}.get(result.exit_code, "red")
     console.print(Text(result.decision_line, style=f"bold {style}"))
-    console.print(Text(f"report: {opts.report_root / result.run_id / 'index.html'}"))
+    page = opts.report_root / result.run_id / "index.html"
+    console.print(Text(f"report: {page}"))
+    if opts.notify:
+        from proofdiff.gate.gate_view import gate_view
+
+        notify_webhook(console, opts.notify, gate_view(result), page)
     return result.exit_code

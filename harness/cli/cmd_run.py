@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import signal
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -19,7 +20,10 @@ from proofdiff.oracles.suite_table import DEFAULT_SUITES, SUITES
 if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
     from rich.console import Console
 
-__all__ = ["EXIT_HELP", "add_arguments", "console_log", "raise_interrupt", "run"]
+    from proofdiff.report.view import ReportView
+
+__all__ = ["EXIT_HELP", "add_arguments", "console_log", "notify_webhook", "raise_interrupt",
+           "run"]
 
 EXIT_HELP = """exit codes:
   0    SAME: every selected check passed on every profile
@@ -54,6 +58,17 @@ def console_log(console: Console) -> Callable[[str], None]:
     return log
 
 
+def notify_webhook(console: Console, url: str, view: ReportView, page: Path) -> None:
+    """``--notify URL``: POST the run's summary (:mod:`proofdiff.report.notify`) and print
+    what became of it; a webhook that fails is printed in red and changes no exit code."""
+    from rich.text import Text
+
+    from proofdiff.report.notify import notify
+
+    sent, line = notify(url, view, page)
+    console.print(Text(f"proofdiff: {line}", style="" if sent else "bold red"), soft_wrap=True)
+
+
 def _regressions(opts: RunOptions, console: Console) -> int:
     from rich.table import Table
 
@@ -85,6 +100,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
         opts = msgspec.structs.replace(opts, workloads=tuple(WORKLOADS))
     result = run_differential(opts, log=console_log(console))
-    print_result(console, result, str(opts.report_root / result.run_id / "index.html"))
+    page = opts.report_root / result.run_id / "index.html"
+    print_result(console, result, str(page))
     stored = append_history(opts, result, console, command="run")
+    if opts.notify:
+        from proofdiff.report.differential_view import differential_view
+
+        notify_webhook(console, opts.notify, differential_view(result), page)
     return exit_with_history(result.exit_code, stored)

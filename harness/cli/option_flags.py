@@ -14,7 +14,7 @@ __all__ = ["EVERY_GROUP", "add_run_options", "run_options"]
 
 #: Every group of the table, for a command that takes them all (``proofdiff run``).
 EVERY_GROUP = ("select", "select-profile", "suites", "images", "artifacts", "report",
-               "history", "deadlines")
+               "history", "outcome", "deadlines")
 
 
 def add_run_options(p: argparse.ArgumentParser, groups: Sequence[str], *,
@@ -24,7 +24,8 @@ def add_run_options(p: argparse.ArgumentParser, groups: Sequence[str], *,
 
     Args:
         groups: the table's groups this command takes (``select``, ``select-profile``,
-            ``suites``, ``images``, ``artifacts``, ``report``, ``history``, ``deadlines``).
+            ``suites``, ``images``, ``artifacts``, ``report``, ``history``, ``outcome``,
+            ``deadlines``).
         choices: valid values by flag (``{"suite": [...]}``), checked by argparse.
         only: of those, only these flags (``proofdiff build`` takes ``bin-dir``, ``crate``,
             ``cache-dir``); none = all.

@@ -12,6 +12,7 @@ image), derives divergences and the verdict once (:mod:`proofdiff.core.verdict`)
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,8 @@ import msgspec
 
 from proofdiff.core.plan import Plan, load_selected, new_run_id
 from proofdiff.core.verdict import divergences, missing_cells, verdict
+from proofdiff.model.allowlist import (Acceptance, AllowEntry, StaleEntry, load_allowlist,
+                                       match_allowlist)
 from proofdiff.model.choices import Runtime
 from proofdiff.model.config_delta import ConfigDelta
 from proofdiff.model.errors import ProofdiffError
@@ -68,9 +71,14 @@ def assemble(*, run_id: str, profiles: Mapping[str, Profile], records: Sequence[
              interrupted: bool = False, extra: Mapping[str, Any] | None = None,
              created_unix_s: float | None = None, wall_s: float = 0.0,
              machine: Mapping[str, Any] | None = None,
-             verifier: ImageInfo | None = None) -> DifferentialResult:
+             verifier: ImageInfo | None = None, allowlist: Sequence[AllowEntry] = (),
+             allowlist_file: str = "") -> DifferentialResult:
     """The result of a run from what its sessions computed: divergences from the baseline (the
-    first profile), suspects, the verdict and the exit code, computed here and only here."""
+    first profile), suspects, the allowlist's acceptances (``allowlist``: the entries of
+    ``allowlist_file``, read against the result's date), the verdict and the exit code,
+    computed here and only here."""
+    created = time.time() if created_unix_s is None else created_unix_s
+    accepted, stale = _accept(records, allowlist, dt.date.fromtimestamp(created))
     names = list(profiles)
     deltas: dict[str, ConfigDelta] = {}
     views: dict[str, dict[str, Any]] = {}
@@ -85,15 +93,31 @@ def assemble(*, run_id: str, profiles: Mapping[str, Profile], records: Sequence[
     suites = tuple(dict.fromkeys(s for p in plans for s in p.suites))
     slots = [p.image_slot for p in plans] or [""]
     missing = missing_cells(records, names, workloads, suites, slots) if not errors else []
-    v, line = verdict(records, divs, errors, missing, runs, interrupted=interrupted)
+    v, line = verdict(records, divs, errors, missing, runs, interrupted=interrupted,
+                      accepted=accepted)
     return DifferentialResult(
-        run_id=run_id, created_unix_s=time.time() if created_unix_s is None else created_unix_s,
+        run_id=run_id, created_unix_s=created,
         verdict=v, verdict_line=line, exit_code=v.exit_code, images=_images(plans, runs),
         profiles=views,
         workloads=workloads, suites=suites, runs=tuple(runs), records=tuple(records),
         divergences=tuple(divs), deltas=tuple(deltas.values()), errors=tuple(errors),
         extra=dict(extra or {}), wall_s=round(wall_s, 3), machine=dict(machine or {}),
-        verifier=verifier)
+        verifier=verifier, allowlist=allowlist_file, accepted=tuple(accepted),
+        stale=tuple(stale))
+
+
+def _accept(records: Sequence[OracleRecord], entries: Sequence[AllowEntry],
+            today: dt.date) -> tuple[list[Acceptance], list[StaleEntry]]:
+    """The failing (FAIL or ERROR) records an unexpired entry accepts, and the entries that
+    matched nothing or expired."""
+    if not entries:
+        return [], []
+    bad = [r for r in records if r.outcome.bad]
+    hits, stale = match_allowlist(bad, entries, today)
+    return [Acceptance(check=r.check, profile=r.profile, workload=r.workload, image=r.image,
+                       entry=e.where, reason=e.reason, link=e.link,
+                       expires=e.expires.isoformat())
+            for r, e in zip(bad, hits) if e is not None], stale
 
 
 def run_differential(options: RunOptions | None = None, *,
@@ -105,7 +129,7 @@ def run_differential(options: RunOptions | None = None, *,
     Args:
         options: what to run (:class:`~proofdiff.model.run_options.RunOptions`: the profile set
             and overrides, the selection, workloads, suites, images, artifacts, the report dir
-            and run id); default ``RunOptions()`` (the shipped ``refprover`` set, bench vs
+            and run id, the allowlist of accepted differences); default ``RunOptions()`` (the shipped ``refprover`` set, bench vs
             prod, the default suites, everything built or found).
         profiles: resolved profiles to run instead of loading ``options.profiles`` (the first
             is the baseline): what bisect probes and regression cases pass.
@@ -113,8 +137,8 @@ def run_differential(options: RunOptions | None = None, *,
             allure-results (default true).
 
     Returns:
-        The :class:`~proofdiff.model.result.DifferentialResult`. Bad input (a profile file that
-        does not load, an unknown key or suite, a build that fails, no Docker engine: every
+        The :class:`~proofdiff.model.result.DifferentialResult`. Bad input (a profile file or
+        an allowlist that does not load, an unknown key or suite, a build that fails, no Docker engine: every
         :class:`~proofdiff.model.errors.ProofdiffError`) comes back as verdict ERROR with the
         cause and the fix, never as an exception; an interrupt (Ctrl-C, SIGTERM) comes back as
         INTERRUPTED after the containers are removed. Any other exception is a bug of
@@ -129,7 +153,9 @@ def run_differential(options: RunOptions | None = None, *,
     plans: list[Plan] = []
     sessions: list[Session] = []
     interrupted = False
+    entries: list[AllowEntry] = []
     try:
+        entries = load_allowlist(opts.allowlist) if opts.allowlist else []
         resolved = (select_profiles(profiles, opts.select) if profiles is not None
                     else load_selected(opts))
         from proofdiff.core.plan import plan_runs
@@ -155,7 +181,8 @@ def run_differential(options: RunOptions | None = None, *,
                       records=[r for s in sessions for r in s.records()],
                       runs=[r for s in sessions for r in s.runs()], interrupted=interrupted,
                       wall_s=time.monotonic() - t0, machine=machine_facts(),
-                      verifier=_verifier(sessions))
+                      verifier=_verifier(sessions), allowlist=entries,
+                      allowlist_file=opts.allowlist)
     if write_report:
         from proofdiff.report.writer import write_report as write
 

@@ -14,12 +14,17 @@ An *unverifiable* profile (``validity/proofs`` SKIPPED because its client hands 
 bytes, e.g. real cuzk-bench) is covered when another profile's proofs on the same workload and
 image were verified (:func:`unverifiable`): it does not make the run INCOMPLETE, and the SAME
 line names it with its reason. Uncovered (no profile's proofs verified), it is INCOMPLETE.
+
+A record an allowlist entry accepts (:mod:`proofdiff.model.allowlist`), and the divergence
+made of it, set no verdict: the verdict is what it would be without them, and its line counts
+them as accepted differences.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from proofdiff.model.allowlist import Acceptance
 from proofdiff.model.config_delta import ConfigDelta
 from proofdiff.model.oracle_records import Divergence, OracleRecord
 from proofdiff.model.runs import RunRecord
@@ -106,9 +111,18 @@ def _proofs(runs: Sequence[RunRecord]) -> int:
 
 def verdict(records: Sequence[OracleRecord], divs: Sequence[Divergence], errors: Sequence[str],
             missing: Sequence[str], runs: Sequence[RunRecord], *,
-            interrupted: bool = False) -> tuple[Verdict, str]:
-    """The verdict and its one line (the line does not repeat the verdict's name)."""
-    bad = [r for r in records if r.outcome.bad]
+            interrupted: bool = False,
+            accepted: Sequence[Acceptance] = ()) -> tuple[Verdict, str]:
+    """The verdict and its one line (the line does not repeat the verdict's name); records and
+    divergences that ``accepted`` names set no verdict (module docstring)."""
+    keys = {a.key for a in accepted}
+
+    def open_(x: OracleRecord | Divergence) -> bool:
+        return (f"{x.suite}/{x.oracle}", x.profile, x.workload, x.image) not in keys
+
+    divs = [d for d in divs if open_(d)]
+    bad = [r for r in records if r.outcome.bad and open_(r)]
+    waived = [r for r in records if r.outcome.bad and not open_(r)]
     if interrupted:
         return Verdict.INTERRUPTED, (f"interrupted after {len(records)} check(s); the report "
                                      "holds what was done")
@@ -135,8 +149,12 @@ def verdict(records: Sequence[OracleRecord], divs: Sequence[Divergence], errors:
         return Verdict.INCOMPLETE, "; ".join(why) or "no check ran"
     warned = [r for r in records if r.evidence.get("warning")]
     profiles = sorted({r.profile for r in records})
-    line = (f"{len(records) - len(covered)} check(s) passed on {', '.join(profiles)}; {_proofs(runs)} proof(s) "
-            "verified independently")
+    line = (f"{len(records) - len(covered) - len(waived)} check(s) passed on "
+            f"{', '.join(profiles)}; {_proofs(runs)} proof(s) verified independently")
+    if waived:
+        line += (f"; {len(waived)} accepted difference(s) (allowlist): "
+                 + "; ".join(f"{r.check} {r.outcome.value} on {r.profile}/{r.workload}"
+                             for r in waived[:3]) + (" ..." if len(waived) > 3 else ""))
     if covered:
         line += "; UNVERIFIABLE: " + "; ".join(
             f"validity/proofs on {r.profile}/{r.workload}: {r.evidence['unverifiable']}"

@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from proofdiff.model.allowlist import StaleEntry
 from proofdiff.model.image import ImageInfo
 from proofdiff.model.timing_verdict import TimingVerdict
 
@@ -87,18 +88,6 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
     accepted_by: str = ""
     reason: str = ""
     link: str = ""
-
-
-class StaleEntry(msgspec.Struct, frozen=True, kw_only=True):
-    """An allowlist entry that matched nothing (``stale``) or is past its expiry
-    (``expired``, which fails the gate): where it is, what it says, why it is listed."""
-
-    entry: str
-    check: str
-    profile: str
-    expires: str
-    status: str
-    message: str
 
 
 class GateResult(msgspec.Struct, frozen=True, kw_only=True):

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 
 import msgspec
 from pytest_benchmark.utils import get_commit_info
@@ -282,7 +281,7 @@ def timing_findings(timing: Sequence[ProfileTiming]) -> list[Finding]:
 
 
 def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *,
-             budget_s: float = 900.0, allowlist: str | Path | None = None,
+             budget_s: float = 900.0,
              no_timing: bool = False, log: Callable[[str], None] = lambda _l: None,
              write_report: bool = True) -> GateResult:
     """Gate ``candidate`` against ``baseline`` (module docstring).
@@ -293,8 +292,8 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
             set); ``<report_dir>/<run id>/`` holds the gate's report and ``differential/``,
             the candidate's own.
         budget_s: the timing arm's budget over all profiles, seconds (rounds stop there and
-            undecided metrics are INCONCLUSIVE). allowlist: a TOML allowlist
-            (:mod:`proofdiff.gate.allowlist`). no_timing: the user's ``--no-timing``: no
+            undecided metrics are INCONCLUSIVE). ``options.allowlist``: a TOML allowlist
+            (:mod:`proofdiff.model.allowlist`). no_timing: the user's ``--no-timing``: no
             timing arm; a PASS then rests on the checks alone and its line says so (default:
             time every profile; a PASS needs every timing metric SAME).
 
@@ -325,7 +324,7 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
     interrupted = False
     wls: list[str] = list(opts.workloads)
     try:
-        entries: list[AllowEntry] = load_allowlist(allowlist) if allowlist else []
+        entries: list[AllowEntry] = load_allowlist(opts.allowlist) if opts.allowlist else []
         resolved = load_selected(opts)
         runner = Runner(rid)
         cand, base = _side(runner, "candidate", candidate), _side(runner, "baseline", baseline)
@@ -340,7 +339,7 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
             f"({base.digest[:19]}); verifier {opts.verifier_image}")
         diff = run_differential(msgspec.structs.replace(
             opts, images=(candidate,), report_dir=str(run_dir), run_id="differential",
-            suites=()), profiles=resolved, log=log)
+            suites=(), allowlist=""), profiles=resolved, log=log)
         diff_id = diff.run_id
         if diff.verdict is Verdict.INTERRUPTED:
             raise KeyboardInterrupt  # run_differential reports an interrupt; the gate stops
@@ -380,7 +379,8 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
         verifier_check=checks[0] if checks else None,
         profiles={n: profile_view(p) for n, p in resolved.items()},
         workloads=tuple(wls), findings=tuple(findings), timing=tuple(timing),
-        unverified=unverified, allowlist=str(allowlist or ""), stale=tuple(stale), differential=diff_id,
+        unverified=unverified, allowlist=opts.allowlist, stale=tuple(stale),
+        differential=diff_id,
         errors=tuple(errors),
         commit=dict(get_commit_info("proofdiff")),  # type: ignore[no-untyped-call]
         machine=machine_facts(), budget_s=budget_s, wall_s=round(time.monotonic() - t0, 3),

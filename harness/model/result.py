@@ -6,6 +6,7 @@ from typing import Any
 
 import msgspec
 
+from proofdiff.model.allowlist import Acceptance, StaleEntry
 from proofdiff.model.config_delta import ConfigDelta
 from proofdiff.model.image import ImageInfo
 from proofdiff.model.oracle_records import Divergence, OracleRecord
@@ -41,6 +42,10 @@ class DifferentialResult(msgspec.Struct, frozen=True, kw_only=True):
             id (the pinned verifier, harness/artifacts/pinned_verifier.py); ``None`` when none ran.
         machine: the host it ran on (:func:`proofdiff.runtime.host.machine_facts`: CPUs,
             memory, GPUs from NVML or nvidia-smi).
+        allowlist: the allowlist file applied ('' = none). accepted: the failing records an
+            entry accepts (each record and divergence stays in ``records`` and
+            ``divergences``, shown with its entry; none of them sets the verdict). stale: the
+            entries that matched nothing or expired.
     """
 
     run_id: str
@@ -62,6 +67,14 @@ class DifferentialResult(msgspec.Struct, frozen=True, kw_only=True):
     wall_s: float = 0.0
     machine: dict[str, Any] = msgspec.field(default_factory=dict)
     verifier: ImageInfo | None = None
+    allowlist: str = ""
+    accepted: tuple[Acceptance, ...] = ()
+    stale: tuple[StaleEntry, ...] = ()
+
+    def acceptance_of(self, x: OracleRecord | Divergence) -> Acceptance | None:
+        """The allowlist entry's acceptance of a record or divergence, or ``None``."""
+        key = (f"{x.suite}/{x.oracle}", x.profile, x.workload, x.image)
+        return next((a for a in self.accepted if a.key == key), None)
 
     @property
     def baseline(self) -> str:

@@ -47,6 +47,10 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
         history: where to append the run (``--history``: a SQLite file, a SQLAlchemy URL, or
             ``default`` = ``<report_dir>/history.sqlite``; '' = not stored;
             :mod:`proofdiff.history`).
+    Outcome:
+        allowlist: a TOML allowlist of accepted known differences (:mod:`proofdiff.model.
+        allowlist`; '' = none). notify: a webhook URL the run's JSON summary is POSTed to
+        when it ends (:mod:`proofdiff.report.notify`; '' = none).
     Artifacts (each '' or empty = built or found, cached by content):
         param_cache: host dir of ``.params``/``.vk``. workload_files: workload name -> file.
         verifier_image: the image whose ``verify`` judges every proof of a docker runtime.
@@ -71,6 +75,8 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     report_dir: str = "reports"
     run_id: str = ""
     history: str = ""
+    allowlist: str = ""
+    notify: str = ""
     param_cache: str = ""
     workload_files: dict[str, str] = msgspec.field(default_factory=dict)
     verifier_image: str = ""
@@ -169,9 +175,10 @@ class OptionSpec:
         flag: the long flag without dashes (``param-cache``: ``--param-cache`` on the command
             line, ``--proofdiff-param-cache`` in pytest). field: the RunOptions field it sets.
         group: ``select`` (profiles, set, workload), ``select-profile`` (``--profile``),
-            ``suites``, ``images``, ``artifacts``, ``report``, ``history``, ``deadlines``: a
-            command takes the groups that apply to it. metavar: what the value is
-            (``SECONDS``, ``DIR``). help: what it does and its default (``Default: ...``).
+            ``suites``, ``images``, ``artifacts``, ``report``, ``history``, ``outcome``
+            (allowlist, notify), ``deadlines``: a command takes the groups that apply to it.
+            metavar: what the value is (``SECONDS``, ``DIR``). help: what it does and its
+            default (``Default: ...``).
         parse: argparse ``type``. repeat: repeatable (``action=append``). bare: the value of
             the flag given alone (``nargs='?'``, ``const=bare``); ``None`` = a value is required.
     """

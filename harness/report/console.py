@@ -20,8 +20,10 @@ _COLOUR = {Verdict.SAME: "green", Verdict.DIVERGED: "red", Verdict.FAILED: "red"
 
 
 def print_result(console: Console, result: DifferentialResult, report: str = "") -> None:
-    """Print the table, divergences (headline, the failing record's first lines, 3 suspects),
-    errors and the one-line verdict; ``report`` is the path shown last."""
+    """Print the table, divergences (headline, the failing record's first lines, 3 suspects;
+    an accepted one marked so, with its allowlist entry), the other accepted differences, the
+    allowlist's stale or expired entries, errors and the one-line verdict; ``report`` is the
+    path shown last."""
     rows = side_by_side(result)
     if rows:
         table = Table(title=f"proofdiff {result.run_id}")
@@ -38,11 +40,26 @@ def print_result(console: Console, result: DifferentialResult, report: str = "")
                           else "-")
         console.print(table)
     for d in result.divergences:
-        console.print(Text(d.headline, style="bold red"), soft_wrap=True)
+        acc = result.acceptance_of(d)
+        console.print(Text(d.headline + (" (ACCEPTED)" if acc else ""),
+                           style="bold yellow" if acc else "bold red"), soft_wrap=True)
+        if acc:
+            console.print(Text(f"  accepted by {acc.entry} until {acc.expires}: {acc.reason} "
+                               f"({acc.link})"), soft_wrap=True)
         for line in d.message.splitlines()[:8]:
             console.print(Text("  " + line), soft_wrap=True)
         for i, s in enumerate(d.suspects[:3], 1):
             console.print(Text(f"  suspect {i}: {s.render()} ({s.why})"), soft_wrap=True)
+    shown = {(f"{d.suite}/{d.oracle}", d.profile, d.workload, d.image)
+             for d in result.divergences}
+    for a in result.accepted:
+        if a.key not in shown:
+            console.print(Text(f"accepted difference: {a.check} on {a.profile}/{a.workload} by "
+                               f"{a.entry} until {a.expires}: {a.reason} ({a.link})",
+                               style="yellow"), soft_wrap=True)
+    for st in result.stale:
+        console.print(Text(f"allowlist {st.status}: {st.message}", style="yellow"),
+                      soft_wrap=True)
     for e in result.errors:
         console.print(Text(e, style="red"), soft_wrap=True)
     console.print(Text(f"{result.verdict.value}: ", style=f"bold {_COLOUR[result.verdict]}")

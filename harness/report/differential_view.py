@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.status import Outcome
 from proofdiff.report.benchmark_json import benchmark_files
@@ -39,17 +40,30 @@ CATEGORIES: tuple[dict[str, Any], ...] = (
 )
 
 
+def _check(result: DifferentialResult, r: OracleRecord, start_ms: int) -> Check:
+    """One record as a check; a record the allowlist accepts is PASSED, its text led by the
+    entry and its reason (as the gate shows an accepted finding), the record's own outcome kept
+    in that text."""
+    acc = result.acceptance_of(r)
+    head = (r.message.splitlines() or [r.outcome.value])[0]
+    if acc is not None:
+        why = (f"accepted by {acc.entry} until {acc.expires}: {acc.reason} ({acc.link}); "
+               f"the check's outcome: {r.outcome.value}")
+        status, head, text = CheckStatus.PASSED, f"{why}: {head}", f"{why}\n\n{r.message}"
+    else:
+        status, text = STATUS[r.outcome], r.message
+    return Check(suite=r.suite, name=r.oracle, status=status, message=head, text=text,
+                 profile=r.profile, workload=r.workload + (f"-{r.image}" if r.image else ""),
+                 start_ms=int(r.started_unix_s * 1000) or start_ms,
+                 stop_ms=int(r.stopped_unix_s * 1000) or start_ms,
+                 history_id=hashlib.md5(f"{r.suite}.{r.oracle}[{r.profile}-{r.workload}]"
+                                        .encode()).hexdigest())
+
+
 def differential_view(result: DifferentialResult) -> ReportView:
     """The view of one differential result (module docstring)."""
     start = int(result.created_unix_s * 1000)
-    checks = [Check(suite=r.suite, name=r.oracle, status=STATUS[r.outcome],
-                    message=(r.message.splitlines() or [r.outcome.value])[0], text=r.message,
-                    profile=r.profile, workload=r.workload + (f"-{r.image}" if r.image else ""),
-                    start_ms=int(r.started_unix_s * 1000) or start,
-                    stop_ms=int(r.stopped_unix_s * 1000) or start,
-                    history_id=hashlib.md5(f"{r.suite}.{r.oracle}[{r.profile}-{r.workload}]"
-                                           .encode()).hexdigest())
-              for r in result.records]
+    checks = [_check(result, r, start) for r in result.records]
     if result.errors:
         checks.append(Check(suite="run", name="run", status=CheckStatus.BROKEN,
                             message=result.errors[0].splitlines()[0],
