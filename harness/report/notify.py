@@ -100,9 +100,11 @@ def post_json(url: str, body: dict[str, Any], *, timeout_s: float = NOTIFY_TIMEO
     where = _where(url)
     fix = ("check that the webhook URL is current and reachable from this host (a proxy is read "
            "from https_proxy / no_proxy), or drop --notify")
-    if worker.is_alive():
-        raise NotifyError(f"webhook {where} did not answer within {timeout_s:g} s", fix=fix)
     exc = box.get("error")
+    late = isinstance(exc, TimeoutError) or (isinstance(exc, urllib.error.URLError)
+                                             and isinstance(exc.reason, TimeoutError))
+    if worker.is_alive() or late:
+        raise NotifyError(f"webhook {where} did not answer within {timeout_s:g} s", fix=fix)
     if isinstance(exc, urllib.error.HTTPError):
         raise NotifyError(f"webhook {where} answered HTTP {exc.code} {exc.reason}", fix=fix)
     if isinstance(exc, urllib.error.URLError):
