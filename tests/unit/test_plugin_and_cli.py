@@ -120,9 +120,32 @@ def test_pytest_exits_with_the_verdicts_code_when_every_test_passed(
     FileStore(pytester.path / "reports" / "r-v" / "handover").get_or_compute(
         "suite//isolation/wpost-2k", SuiteResult,
         lambda: SuiteResult(suite="isolation", workload="wpost-2k", records=records), 10.0)
+    _one_run_handed_over(pytester.path / "reports" / "r-v" / "handover")
     pytester.makepyfile(test_x="def test_x(): pass")
     res = pytester.runpytest_subprocess("test_x.py", "--proofdiff-run-id=r-v",
                                         "-p", "no:cacheprovider")
     res.assert_outcomes(passed=1)
     res.stdout.fnmatch_lines([f"proofdiff: {verdict}: *"])
     assert res.ret == code, res.stdout.str()[-2000:]
+
+
+
+def _one_run_handed_over(handover: Path) -> None:
+    """bench's workload run, as a worker leaves it in the run dir (no check judged it)."""
+    from proofdiff.core.store import FileStore
+    from proofdiff.model.image import ImageInfo
+    from proofdiff.model.runs import RunRecord
+
+    FileStore(handover).get_or_compute("run//bench/wpost-2k", RunRecord, lambda: RunRecord(
+        profile="bench", workload="wpost-2k", image=ImageInfo(tag="proofdiff/refprover:x"),
+        partitions=2), 10.0)
+
+
+def test_a_session_that_asked_for_no_check_keeps_pytests_exit(pytester: pytest.Pytester) -> None:
+    """A user's test that only read the run record (``proofdiff_run``) judged it itself."""
+    _one_run_handed_over(pytester.path / "reports" / "r-run" / "handover")
+    pytester.makepyfile(test_x="def test_x(): pass")
+    res = pytester.runpytest_subprocess("test_x.py", "--proofdiff-run-id=r-run",
+                                        "-p", "no:cacheprovider")
+    res.assert_outcomes(passed=1)
+    assert res.ret == 0, res.stdout.str()[-2000:]
