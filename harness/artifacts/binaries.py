@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from proofdiff.artifacts import build_steps
 from proofdiff.artifacts.cache_dir import locked
 from proofdiff.artifacts.build_errors import BuildError, StepReport
+from proofdiff.artifacts.content_keys import file_digest
 
 #: The binaries the image ships, all built from targets/refprover.
 BINARIES: tuple[str, ...] = ("refprover", "paramgen", "seal", "verify", "bench")
@@ -20,6 +24,48 @@ CARGO_TIMEOUT_S = 3600.0
 
 def _mtimes(paths: dict[str, Path]) -> dict[str, float]:
     return {n: p.stat().st_mtime if p.is_file() else 0.0 for n, p in paths.items()}
+
+
+#: What cargo's own fingerprint reads from the environment besides the sources and the toolchain.
+_CARGO_ENV = ("RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_RUSTFLAGS", "RUSTC_WRAPPER",
+              "CC", "CFLAGS", "PROTOC")
+
+
+def build_key(crate_dir: Path, argv: Sequence[str], cargo: str) -> str:
+    """What a build's output depends on, as one SHA-256 hex: every file of the crate (bar
+    ``target/``) with its bytes, the cargo arguments, ``rustc -vV`` of cargo's toolchain and
+    the environment cargo reads (:data:`_CARGO_ENV`). Equal keys and untouched binaries mean
+    cargo would do nothing: its no-op takes 1-2 s per call, paid by every run (issue 18)."""
+    h = hashlib.sha256()
+    for path in sorted(crate_dir.rglob("*")):
+        rel = path.relative_to(crate_dir)
+        if path.is_file() and "target" not in rel.parts:
+            h.update(f"{rel.as_posix()}\0{file_digest(path)}\n".encode())
+    h.update("\0".join(argv[1:]).encode())
+    rustc = Path(cargo).with_name("rustc")
+    try:
+        version = subprocess.run([str(rustc) if rustc.is_file() else "rustc", "-vV"],
+                                 capture_output=True, timeout=60, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        version = b"unknown"
+    h.update(version)
+    h.update(json.dumps({k: os.environ.get(k) for k in _CARGO_ENV}).encode())
+    return h.hexdigest()
+
+
+def _stat(bins: Mapping[str, Path]) -> dict[str, list[int]]:
+    return {n: [p.stat().st_size, p.stat().st_mtime_ns] if p.is_file() else []
+            for n, p in bins.items()}
+
+
+def _stamp_matches(stamp: Path, key: str, bins: Mapping[str, Path]) -> bool:
+    """Whether the last build recorded in ``stamp`` had ``key`` and left ``bins`` as they are."""
+    try:
+        doc = json.loads(stamp.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return bool(doc.get("key") == key and doc.get("binaries") == _stat(bins)
+                and all(p.is_file() for p in bins.values()))
 
 
 def build_binaries(
@@ -36,7 +82,9 @@ def build_binaries(
 
     Runs ``cargo build --release --locked`` (without ``--locked`` when there is no Cargo.lock)
     with ``CARGO_TARGET_DIR=<root>/cargo-target`` (or ``target_dir``); cargo is incremental, so
-    an unchanged crate takes about a second. ``only``: build just these binaries (``--bin``);
+    an unchanged crate takes about a second. A build whose :func:`build_key` and binaries equal
+    the last one's (the stamp ``<target>/.proofdiff-<step>.json``) runs no cargo at all.
+    ``only``: build just these binaries (``--bin``);
     default every one of BINARIES. Installs protoc (Debian protobuf-compiler, needed by
     build.rs) as root when missing. The full output goes to ``<root>/logs/cargo-<step>.log``.
 
@@ -73,6 +121,13 @@ def build_binaries(
     )
     if build_steps.which("cc") is None:
         fix += "; no C compiler found: `sudo apt-get install -y build-essential`"
+    stamp = target / f".proofdiff-{step}.json"
+    key = build_key(crate_dir, argv, cargo)
+    if _stamp_matches(stamp, key, bins):
+        total = sum(p.stat().st_size for p in bins.values())
+        return bins, StepReport(step, "reused", time.monotonic() - start,
+                                f"{len(bins)} binaries, {total / 1e6:.1f} MB in "
+                                f"{target / 'release'} (sources and toolchain unchanged)")
     before = _mtimes(bins)
     with locked(root, "cargo", step, timeout_s):
         if (crate_dir / "build.rs").is_file():  # tonic-build runs protoc
@@ -97,6 +152,7 @@ def build_binaries(
             f"add the binaries {list(BINARIES)} to {crate_dir} (src/bin/<name>.rs or [[bin]])",
         )
     changed = _mtimes(bins) != before
+    stamp.write_text(json.dumps({"key": key, "binaries": _stat(bins)}), encoding="utf-8")
     total = sum(p.stat().st_size for p in bins.values())
     return bins, StepReport(
         step,
