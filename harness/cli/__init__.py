@@ -11,6 +11,8 @@
     proofdiff bisect [--profiles SET|FILE] --good bench --bad prod [--workload W]
                      [--oracle SUITE/ORACLE] [--budget-s S]   (exit codes: cli/bisect.py)
     proofdiff repro --from-report DIR | --config FILE [--env-file F] ... [--bisect]
+    proofdiff nightly [run options] [--history URL|FILE] [--allowlist FILE] [--notify URL]
+                      (exit codes: cli/cmd_nightly.py EXIT_HELP)
     proofdiff history [--history URL|FILE] [--metric NAME] [--profile P] [--workload W]
                       [--machine FP|HOST] [--last N] [--html FILE]   (cli/cmd_history.py)
 
@@ -31,7 +33,7 @@ import sys
 from collections.abc import Sequence
 
 from proofdiff.cli import (cmd_bisect, cmd_catch_matrix, cmd_gate, cmd_history, cmd_maintenance,
-                           cmd_repro, cmd_run)
+                           cmd_nightly, cmd_repro, cmd_run)
 
 __all__ = ["main"]
 
@@ -64,6 +66,10 @@ def _parser() -> argparse.ArgumentParser:
                                          "per machine, profile and workload, with change "
                                          "points", epilog=cmd_history.EXIT_HELP,
                                          formatter_class=argparse.RawDescriptionHelpFormatter))
+    cmd_nightly.add_arguments(sub.add_parser("nightly", help="tonight's differential with "
+                                         "timing, stored in the history and compared with the "
+                                         "nights before it", epilog=cmd_nightly.EXIT_HELP,
+                                         formatter_class=argparse.RawDescriptionHelpFormatter))
     return p
 
 
@@ -76,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = {"run": cmd_run.run, "build": cmd_maintenance.build, "reap": cmd_maintenance.reap,
                "catch-matrix": cmd_catch_matrix.run_matrix, "gate": cmd_gate.gate,
                "bisect": cmd_bisect.bisect, "repro": cmd_repro.repro,
-               "history": cmd_history.history}[args.cmd]
+               "history": cmd_history.history, "nightly": cmd_nightly.nightly}[args.cmd]
     return handler(args, console)
 
 

@@ -52,7 +52,7 @@ def _loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
 
 
 @pytest.mark.parametrize("command", ["", "run", "gate", "bisect", "repro", "build", "reap",
-                                     "catch-matrix", "history"])
+                                     "catch-matrix", "history", "nightly"])
 def test_help_loads_no_heavy_module(command: str) -> None:
     code, modules, out = _modules_after(*([command] if command else []), "--help")
     assert code == 0 and "usage: proofdiff" in out, out

@@ -1,0 +1,67 @@
+"""``proofdiff nightly``: tonight's differential with timing, stored in the history and compared
+with the nights before it (:mod:`proofdiff.nightly`)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+from typing import TYPE_CHECKING
+
+from proofdiff.cli.cmd_run import console_log, notify_webhook, raise_interrupt
+from proofdiff.cli.option_flags import EVERY_GROUP, add_run_options, run_options
+from proofdiff.oracles.suite_table import SUITES
+
+if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
+    from rich.console import Console
+
+__all__ = ["EXIT_HELP", "add_arguments", "nightly"]
+
+EXIT_HELP = """exit codes:
+  0    nothing new since the earlier nights on this machine (still failing, flaky and fixed
+       checks are reported, not new)
+  1    a new failure (a check that passed the last night that ran it) or a new slowdown (a
+       change point in latency, throughput or start-to-ready time)
+  2    nothing new, but tonight a check was skipped, undecided or without an outcome
+  3    the night could not run (a profile file, the build, Docker) or not be compared (the
+       history locked, corrupt, of a newer schema or unreachable); the report is still written
+  130  interrupted (containers removed, the report kept)"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Options of ``proofdiff nightly``: every run option (``--history`` defaults to
+    REPORT_DIR/history.sqlite, ``--suite`` to the default suites and timing)."""
+    add_run_options(p, EVERY_GROUP, choices={"suite": [*SUITES, "all"]})
+
+
+def nightly(args: argparse.Namespace, console: Console) -> int:
+    """Run the night, print its standings and decision, return its exit code
+    (:data:`EXIT_HELP`)."""
+    from rich.text import Text
+
+    from proofdiff.nightly.nightly import run_nightly
+    from proofdiff.nightly.nightly_result import Standing
+    from proofdiff.nightly.nightly_view import nightly_view
+
+    signal.signal(signal.SIGTERM, raise_interrupt)
+    opts = run_options(args)
+    result = run_nightly(opts, log=console_log(console))
+    for c in result.checks:
+        style = {Standing.NEW: "bold red", Standing.FIXED: "green"}.get(c.standing, "yellow")
+        before = ", ".join(o or "-" for o in c.past) or "no earlier night"
+        console.print(Text(f"  {c.standing.value}: {c.check} on {c.profile}/{c.workload} "
+                           f"(tonight {c.outcome}; before: {before})", style=style),
+                      soft_wrap=True)
+    for s in result.slowdowns:
+        console.print(Text(f"  slower: {s.metric} on {s.profile}/{s.workload}: {s.headline}",
+                           style="bold red"), soft_wrap=True)
+    for a in result.accepted:
+        console.print(Text(f"  accepted: {a}", style="yellow"), soft_wrap=True)
+    for e in result.errors:
+        console.print(Text(e, style="red"), soft_wrap=True)
+    style = {0: "green", 2: "yellow"}.get(result.exit_code, "red")
+    console.print(Text(result.decision_line, style=f"bold {style}"), soft_wrap=True)
+    page = opts.report_root / result.run_id / "index.html"
+    console.print(Text(f"report: {page}"), soft_wrap=True)
+    if opts.notify:
+        notify_webhook(console, opts.notify, nightly_view(result), page)
+    return result.exit_code

@@ -1,0 +1,120 @@
+"""The nightly's records: what ``proofdiff nightly`` decided about tonight's run against the
+nights before it on the same machine (``<run dir>/summary.json``).
+
+Tonight's run itself is the differential's :class:`~proofdiff.model.result.DifferentialResult`
+(``differential/`` beside it, and the history's row); these records only add what the
+comparison established: each failing check's standing across nights and each new timing step.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+import msgspec
+
+__all__ = ["NIGHTLY_SCHEMA_VERSION", "CheckStanding", "NightDecision", "NightlyResult",
+           "Slowdown", "Standing"]
+
+#: Version of the nightly's summary.json schema.
+NIGHTLY_SCHEMA_VERSION = 1
+
+
+class NightDecision(StrEnum):
+    """What the night says, with its exit code (README "CI recipes", ``proofdiff nightly
+    --help``)."""
+
+    CLEAN = "clean"              #: nothing new: exit 0
+    NEW = "new"                  #: a new failure or a new slowdown: exit 1
+    UNDECIDED = "undecided"      #: nothing new, but a check was skipped or undecided: exit 2
+    ERROR = "error"              #: the night could not run or not be compared: exit 3
+    INTERRUPTED = "interrupted"  #: Ctrl-C / SIGTERM: exit 130
+
+    @property
+    def exit_code(self) -> int:
+        """0 clean, 1 new, 2 undecided, 3 error, 130 interrupted."""
+        return {"clean": 0, "new": 1, "undecided": 2, "error": 3,
+                "interrupted": 130}[self.value]
+
+
+class Standing(StrEnum):
+    """A check's standing across nights (:func:`proofdiff.nightly.compare.standings`)."""
+
+    NEW = "new"                      #: fails tonight, passed (or was not run) the night before
+    STILL_FAILING = "still-failing"  #: fails tonight and failed the night before too
+    FLAKY = "flaky"                  #: fails tonight and flipped pass <-> fail across the window
+    FIXED = "fixed"                  #: passes tonight, failed the night before
+
+
+class CheckStanding(msgspec.Struct, frozen=True, kw_only=True):
+    """One check (``suite/oracle`` on a profile and workload) whose standing is worth telling.
+
+    Attributes:
+        check, profile, workload: the check's key (tonight's record has the message and
+            evidence). standing: :class:`Standing`. outcome: tonight's outcome.
+        past: its outcomes over the nights compared, oldest first ('' where a night did not
+            run it). flips: pass <-> fail changes over ``past`` and tonight.
+    """
+
+    check: str
+    profile: str
+    workload: str
+    standing: Standing
+    outcome: str
+    past: tuple[str, ...] = ()
+    flips: int = 0
+
+
+class Slowdown(msgspec.Struct, frozen=True, kw_only=True):
+    """A timing step the history shows tonight and did not show last night (a change point
+    in the worse direction, Hunter's method: :mod:`proofdiff.history.changes`).
+
+    Attributes:
+        metric, unit, profile, workload: the series (on this machine). run_id: the first run
+            of the new level. headline: run, relative step and images before and after.
+            evidence: means, medians, spread, the t-test's p and the runs on each side.
+    """
+
+    metric: str
+    unit: str
+    profile: str
+    workload: str
+    run_id: str
+    headline: str
+    evidence: str
+
+
+class NightlyResult(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything a nightly established.
+
+    Attributes:
+        schema_version: :data:`NIGHTLY_SCHEMA_VERSION`. run_id, created_unix_s: the night's.
+        decision, decision_line, exit_code: the conclusion (``exit_code`` = decision's).
+        verdict, verdict_line: tonight's differential (its report: ``differential/``).
+        machine: the machine fingerprint's label; history: the database (URL, password
+            hidden). nights: the earlier nights compared (their run ids, oldest first).
+        checks: every failing check's standing, and the checks fixed since last night.
+        slowdowns: new timing steps. accepted: allowlist entries that accepted a failure
+            tonight (``check on profile/workload: entry``). errors: why the night could not
+            run or not be compared. wall_s: the night's wall time, s.
+    """
+
+    run_id: str
+    created_unix_s: float
+    decision: NightDecision
+    decision_line: str
+    exit_code: int
+    schema_version: int = NIGHTLY_SCHEMA_VERSION
+    verdict: str = ""
+    verdict_line: str = ""
+    machine: str = ""
+    history: str = ""
+    nights: tuple[str, ...] = ()
+    checks: tuple[CheckStanding, ...] = ()
+    slowdowns: tuple[Slowdown, ...] = ()
+    accepted: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+    wall_s: float = 0.0
+
+    def of(self, standing: Standing) -> list[CheckStanding]:
+        """The checks of one standing."""
+        return [c for c in self.checks if c.standing is standing]

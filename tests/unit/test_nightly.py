@@ -1,0 +1,159 @@
+"""The nightly's comparison without Docker: standings from outcomes over nights (new, still
+failing, flaky, fixed; accepted ones left out), the decision and its exit codes, and whole
+nights stored in a real SQLite history (tests/unit/test_history_store.py's records): a failure
+is new once, then still failing; a latency step is a slowdown on the night the history first
+shows it, and not again the night after."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from proofdiff.cli import main
+from proofdiff.history.database import history_url, open_history
+from proofdiff.history.query import run_count
+
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.result import DifferentialResult
+from proofdiff.model.status import Outcome, Verdict
+from proofdiff.nightly.compare import FLAKY_FLIPS, decide, standings
+from proofdiff.nightly.nightly import compare_night
+from proofdiff.nightly.nightly_result import CheckStanding, NightDecision, Standing
+from proofdiff.nightly.nightly_view import write_nightly_report
+from tests.unit.test_history_store import result, timed_run
+from tests.unit.test_notify import Hook, hook  # noqa: F401 - the served webhook fixture
+
+A = ("validity/proofs", "prod", "wpost-2k")
+B = ("isolation/colliding-ids", "prod", "wpost-2k")
+C = ("behaviour/priority", "prod", "wpost-2k")
+D = ("warmup/first-proof", "prod", "wpost-2k")
+E = ("isolation/reused-id", "prod", "wpost-2k")
+F = ("validity/jobs", "prod", "wpost-2k")
+
+
+def _by_key(found: list[CheckStanding]) -> dict[tuple[str, str, str], Standing]:
+    return {(c.check, c.profile, c.workload): c.standing for c in found}
+
+
+def test_each_failure_gets_its_standing_over_the_nights() -> None:
+    past = [{A: "pass", B: "fail", C: "fail", D: "fail", F: "pass"},
+            {A: "pass", B: "fail", C: "pass", D: "fail", F: "skipped"},
+            {A: "pass", B: "fail", C: "fail", D: "fail"}]
+    tonight = {A: "fail", B: "error", C: "pass", D: "pass", E: "fail", F: "fail"}
+    found = standings(tonight, past)
+    assert _by_key(found) == {
+        A: Standing.NEW,            # passed every night before
+        B: Standing.STILL_FAILING,  # an ERROR is a failure too
+        C: Standing.FIXED,          # passes tonight after failing last night (flips 2+)
+        D: Standing.FIXED,
+        E: Standing.NEW,            # no night ran it
+        F: Standing.NEW}            # a skipped night and a missing one say nothing
+    c_flips = next(c for c in found if (c.check, c.profile, c.workload) == C).flips
+    assert c_flips == 3
+
+
+def test_a_check_that_flips_between_nights_is_flaky_not_new() -> None:
+    past = [{A: "fail"}, {A: "pass"}]
+    (c,) = standings({A: "fail"}, past)
+    assert c.standing is Standing.FLAKY and c.flips == FLAKY_FLIPS == 2
+    assert c.past == ("fail", "pass")
+
+
+def test_an_accepted_failure_has_no_standing() -> None:
+    assert standings({A: "fail"}, [{A: "pass"}], accepted={A}) == []
+
+
+@pytest.mark.parametrize(("standing", "verdict", "errors", "code"), [
+    (Standing.NEW, Verdict.DIVERGED, (), 1),
+    (Standing.STILL_FAILING, Verdict.DIVERGED, (), 0),
+    (Standing.FLAKY, Verdict.FAILED, (), 0),
+    (Standing.FIXED, Verdict.INCOMPLETE, (), 2),
+    (Standing.NEW, Verdict.ERROR, ("history h.sqlite is locked",), 3),
+])
+def test_the_decision_and_its_exit_code(standing: Standing, verdict: Verdict,
+                                        errors: tuple[str, ...], code: int) -> None:
+    c = CheckStanding(check=A[0], profile=A[1], workload=A[2], standing=standing,
+                      outcome="fail")
+    decision, line = decide(verdict=verdict, verdict_line="v", checks=[c], slowdowns=[],
+                            nights=3, errors=errors)
+    assert decision.exit_code == code, line
+    if standing in (Standing.STILL_FAILING, Standing.FLAKY):
+        assert line.startswith("CLEAN: nothing new against 3 earlier night(s)")
+        assert f"1 {standing.value}" in line
+
+
+def _night(rid: str, day: int, *, prod: Outcome = Outcome.PASS, wall_ms: float = 1000.0
+           ) -> DifferentialResult:
+    recs = (OracleRecord(suite="validity", oracle="proofs", profile="bench",
+                         workload="wpost-2k", outcome=Outcome.PASS, message="4/4 valid"),
+            OracleRecord(suite="validity", oracle="proofs", profile="prod", workload="wpost-2k",
+                         outcome=prod, message="4/4 valid" if prod is Outcome.PASS
+                         else "3/4 valid: partition 1 INVALID"))
+    verdict = Verdict.SAME if prod is Outcome.PASS else Verdict.DIVERGED
+    base = result(rid, (timed_run(wall_ms),), verdict=verdict, t=1_764_000_000.0 + day * 86400)
+    return msgspec.structs.replace(base, records=recs)
+
+
+def test_nights_in_a_real_history(tmp_path: Path) -> None:
+    hist = str(tmp_path / "history.sqlite")
+
+    def night(rid: str, day: int, **kw: object) -> tuple[NightDecision, str]:
+        r = compare_night(_night(rid, day, **kw), history=hist,  # type: ignore[arg-type]
+                          report_root=tmp_path, run_id=rid)
+        assert not r.errors, r.errors
+        return r.decision, r.decision_line
+
+    assert night("n01", 1) == (NightDecision.CLEAN,
+                               "CLEAN: nothing new against 0 earlier night(s); tonight's run: "
+                               "SAME")
+    decision, line = night("n02", 2, prod=Outcome.FAIL)
+    assert decision is NightDecision.NEW
+    assert line == "NEW: validity/proofs on prod/wpost-2k fails (fail)"
+    decision, line = night("n03", 3, prod=Outcome.FAIL)
+    assert decision is NightDecision.CLEAN and "1 still-failing" in line
+    decision, line = night("n04", 4)
+    assert decision is NightDecision.CLEAN and "1 fixed" in line
+
+
+def test_a_latency_step_is_a_slowdown_once(tmp_path: Path) -> None:
+    hist = str(tmp_path / "history.sqlite")
+    walls = [1000.0 + (7 * i) % 11 for i in range(10)] + [1100.0 + (5 * i) % 9 for i in range(3)]
+    results = [compare_night(_night(f"n{i:02d}", i, wall_ms=w), history=hist,
+                             report_root=tmp_path, run_id=f"n{i:02d}")
+               for i, w in enumerate(walls)]
+    flagged = [(r.run_id, s.metric, s.run_id) for r in results for s in r.slowdowns]
+    # the step starts at night n10; a step needs two nights on each side (history.changes)
+    assert flagged == [("n11", "latency", "n10"), ("n11", "throughput", "n10")]
+    r = results[11]
+    assert r.decision is NightDecision.NEW and r.exit_code == 1
+    assert "latency on bench/wpost-2k: run n10" in r.decision_line
+    assert [x.decision for x in results[:10]] == [NightDecision.CLEAN] * 10
+    assert results[12].decision is NightDecision.CLEAN
+    out = write_nightly_report(r, tmp_path / "n11")
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "New since the last night" in page and "Slower: latency on bench/wpost-2k" in page
+
+
+def test_a_night_that_cannot_run_exits_3_is_stored_and_notifies(
+        tmp_path: Path, hook: Hook, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[profiles.bench\n", encoding="utf-8")
+    rc = main(["nightly", "--profiles", str(bad), "--report-dir", str(tmp_path / "rep"),
+               "--run-id", "night-1", "--notify", hook.url])
+    assert rc == 3
+    assert "ERROR: the night could not run or be compared" in capsys.readouterr().out
+    run_dir = tmp_path / "rep" / "night-1"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["decision"] == "error" and "malformed TOML" in summary["errors"][0]
+    assert (run_dir / "differential" / "summary.json").is_file()
+    db = open_history(history_url("default", tmp_path / "rep"))
+    try:
+        assert run_count(db) == 1  # a night that could not run is stored as such
+    finally:
+        db.close()
+    body = hook.got[0]["body"]
+    assert (body["kind"], body["decision"], body["exit_code"]) == ("nightly", "error", 3)
+    assert body["report"] == str(run_dir / "index.html")
