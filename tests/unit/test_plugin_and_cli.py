@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from proofdiff.cli import main
+from tests.unit.test_notify import Hook, hook  # noqa: F401 - the served webhook fixture
 
 pytest_plugins = ["pytester"]
 
@@ -40,7 +41,8 @@ def test_unknown_suite_is_a_usage_error_listing_the_suites(pytester: pytest.Pyte
                               "timing, all*"])
 
 
-def test_unknown_profile_key_fails_collection_and_writes_a_report(pytester: pytest.Pytester) -> None:
+def test_unknown_profile_key_fails_collection_and_writes_a_report(pytester: pytest.Pytester,
+                                                                   hook: Hook) -> None:
     bad = pytester.path / "bad.toml"
     bad.write_text(BROKEN, encoding="utf-8")
     pytester.makepyfile(test_mine="""
@@ -48,13 +50,17 @@ def test_unknown_profile_key_fails_collection_and_writes_a_report(pytester: pyte
             proofdiff_check("validity", "proofs")
     """)
     res = pytester.runpytest_subprocess("test_mine.py", f"--proofdiff-profiles={bad}",
-                                        "--proofdiff-run-id=r-bad", "-p", "no:cacheprovider")
+                                        "--proofdiff-run-id=r-bad", "-p", "no:cacheprovider",
+                                        f"--proofdiff-notify={hook.url}")
     assert res.ret != pytest.ExitCode.OK
-    res.stdout.fnmatch_lines(["*unknown key 'worker_count'*"])
+    res.stdout.fnmatch_lines(["*unknown key 'worker_count'*",
+                              "proofdiff: notify: summary sent to http://127.0.0.1:*"])
     summary = json.loads((pytester.path / "reports" / "r-bad" / "summary.json").read_text())
     assert summary["verdict"] == "ERROR" and summary["exit_code"] == 3
     assert "unknown key 'worker_count'" in summary["errors"][0]
     assert (pytester.path / "reports" / "r-bad" / "index.html").exists()
+    body = hook.got[0]["body"]  # the plugin takes the same --notify as the commands
+    assert (body["kind"], body["run_id"], body["decision"]) == ("run", "r-bad", "ERROR")
 
 
 def test_cli_profile_error_exits_3_with_a_report(tmp_path: Path,
