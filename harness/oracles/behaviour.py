@@ -15,8 +15,8 @@ work items pending and in progress, ``cuzk_running_jobs``), its ``GET /status`` 
   workers and pipeline mode but is seen proving one partition at a time fails).
 * ``in-flight``: the work items in progress never exceed the limit the config sets
   (``pipeline.max_parallel_synthesis``) or the daemon reports (``/status`` synthesis
-  max_concurrent), over every flow so far, colliding-id bursts included; skipped, with the
-  reason, where neither gives a limit (nothing to judge against).
+  max_concurrent, else its start log ``max_concurrent=``), over every flow so far, colliding-id
+  bursts included; skipped, with the reason, where none gives a limit (nothing to judge against).
 * ``lone-request``: one request alone on the idle daemon is answered within a bound derived
   from the same profile's proofs (:mod:`proofdiff.oracles.lone_request`: a delay that hits only
   a lone request, such as a batch waiting to fill, is what a WinningPoSt meets).
@@ -37,6 +37,7 @@ from proofdiff.model.jobs import FlowRecord, JobRecord, JobSpec, StatusSample
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.profile import Profile
 from proofdiff.model.status import Outcome
+from proofdiff.runtime.daemon_status import max_concurrent_from_log
 
 from proofdiff.oracles.evidence import Evidence, Recorder
 from proofdiff.oracles import lone_request
@@ -54,6 +55,8 @@ ORACLES = SUITES["behaviour"].oracles
 PRIORITY_BOUND = 6.0
 #: Clock slack when comparing start times (daemon-reported queue waits are whole ms), seconds.
 SLACK_S = 0.05
+#: Lines of the daemon's log read for its start line (a run logs a few lines per job).
+LOG_LINES = 100_000
 MODE_KEYS = ("config.pipeline.enabled", "config.synthesis.partition_workers",
              "config.pipeline.max_parallel_synthesis", "concurrency", "env")
 
@@ -215,6 +218,8 @@ def _in_flight(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
     limit, source = _limit(ev.profiles[name]), "pipeline.max_parallel_synthesis"
     if not limit and reported:
         limit, source = int(reported), "the daemon's /status synthesis.max_concurrent"
+    if not limit and (logged := max_concurrent_from_log(ev.daemon_log(name, LOG_LINES))):
+        limit, source = logged, "the daemon's start log (max_concurrent=)"
     ev_ = {"limit": limit, "limit_source": source, "observed_max_in_progress": seen,
            "where": where, "samples": n, "max_running_jobs": running, "flows": len(flows)}
     head = f"in-flight work on profile {name!r} ({workload}, {len(flows)} flow(s), {n} samples)"
@@ -227,10 +232,10 @@ def _in_flight(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
             "daemon does not report what it proves at once", evidence=ev_)
     elif not limit:
         rec("in-flight", name, Outcome.SKIPPED, f"{head}: no limit to judge against: the profile "
-            "sets no pipeline.max_parallel_synthesis and the daemon's /status reports no "
-            f"synthesis.max_concurrent (seen: at most {seen} work item(s) in progress, "
-            f"cuzk_running_jobs at most {running}); set the limit in the profile's config to "
-            "check it", evidence=ev_)
+            "sets no pipeline.max_parallel_synthesis and the daemon reports none (/status "
+            "synthesis.max_concurrent, start log max_concurrent=); seen: at most "
+            f"{seen} work item(s) in progress, cuzk_running_jobs at most {running}; set the "
+            "limit in the profile's config to check it", evidence=ev_)
     elif seen > limit:
         rec("in-flight", name, Outcome.FAIL, f"{head}: {seen} work items in progress ({where}) "
             f"but {source} = {limit}; cuzk_running_jobs reached {running}. The daemon admits "

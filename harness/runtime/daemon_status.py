@@ -18,6 +18,7 @@ __all__ = ["deprecated_keys_from_log", "fetch_status", "ignored_keys_from_log",
            "param_cache_from_log"]
 
 _PARAM_RE = re.compile(r"param_cache=(\S+)")
+_MAX_CONCURRENT_RE = re.compile(r"\bmax_concurrent=(\d+)")
 _DEPRECATED_RE = re.compile(r"\b([a-z_]+\.[a-z_.]+) is deprecated")
 _IGNORED_RE = re.compile(r"ignored config key.*?\bkey=(\S+)|\bkey=(\S+).*?ignored config key")
 
@@ -46,6 +47,14 @@ def param_cache_from_log(log: str) -> str | None:
     """The ``param_cache=`` the daemon logged at start (the last one), or ``None``."""
     found = _PARAM_RE.findall(log)
     return found[-1].strip('"') if found else None
+
+
+def max_concurrent_from_log(log: str) -> int | None:
+    """The limit on work items in progress the daemon logged at start (``max_concurrent=N``,
+    refprover's ``scheduler`` line: the least of its workers, in-flight limit and memory
+    budget; the last one logged), or ``None``."""
+    found = _MAX_CONCURRENT_RE.findall(log)
+    return int(found[-1]) if found else None
 
 
 def ignored_keys_from_log(log: str) -> list[str]:

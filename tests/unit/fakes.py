@@ -82,6 +82,10 @@ class FakeEvidence:
     def blocked(self, profile: str, workload: str) -> str | None:
         return None
 
+    def daemon_log(self, profile: str, tail: int = 500) -> str:
+        d = self.runs[profile].daemon if profile in self.runs else None
+        return "\n".join((d.log_tail if d else "").splitlines()[-tail:])
+
     def host_digests(self, files: Sequence[str]) -> tuple[dict[str, str], int, int]:
         return {n: self.host_digest[n] for n in files}, 0, len(files)
 

@@ -82,6 +82,18 @@ def test_in_flight_with_no_limit_configured_or_reported_is_skipped(workload_file
         in free.message
 
 
+def test_in_flight_takes_the_limit_the_daemon_logged_at_start(workload_file: Path) -> None:
+    """refprover's scheduler line: bench (no status port) reports its limit in its log."""
+    ev = _ev(workload_file, bench_in_progress=(1, 2, 1))
+    r = ev.runs["bench"]
+    ev.runs["bench"] = replace(r, daemon=replace(r.daemon, log_tail=(
+        "2026-12-02T06:00:00Z INFO refprover::engine: scheduler workers=1 max_concurrent=1 "
+        "inflight_limit=None budget_slots=None by_priority=true\n")))
+    (bad,) = _one(ev, behaviour._in_flight, "bench")
+    assert bad.outcome is Outcome.FAIL
+    assert "but the daemon's start log (max_concurrent=) = 1" in bad.message
+
+
 def _priority_flows(high_start_s: float, low_starts_s: list[float]) -> dict[str, FlowRecord]:
     t0 = 1_700_000_000.0
     lows = [JobRecord(index=i, job="wpost-0", request_id=f"low-{i}", status=JobStatus.COMPLETED,
