@@ -5,10 +5,10 @@ Tier split (2 cores: one WindowPoSt proof ~3.5 s alone; a run of every suite 2-4
 
 * `make test`: the clean image through every suite but timing (every check passes: nothing
   fails, is skipped or is left undecided; timing's verdicts need a quiet host, and an undecided
-  arm makes a run INCOMPLETE by design, so its clean run is no test of the image here), and four faults
-  each with the suite meant for it, asserting that exact oracle FAILs on prod (not an ERROR: an
-  oracle that could not judge caught nothing), its evidence, the top suspect, and that bench
-  stays clean.
+  arm makes a run INCOMPLETE by design, so its clean run is no test of the image here), and
+  four faults each with the suite meant for it, asserting that exact oracle FAILs on prod (not
+  an ERROR: an oracle that could not judge caught nothing), its evidence, the top suspect, and
+  that bench stays clean.
 * `-m slow` (`make test-slow`): `proofdiff catch-matrix`, every fault through every suite, its
   rows asserted one by one.
 """
