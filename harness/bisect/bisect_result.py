@@ -37,7 +37,11 @@ class BisectResult(msgspec.Struct, frozen=True, kw_only=True):
             probed, with its id.
         change: the minimal failure-inducing change from good (every item, good and bad
             value). difference: the unit labels dd isolated between the final passing and
-            failing configurations (a subset of ``change``).
+            failing configurations (a subset of ``change``). broken_probes: the indices of the
+            probes that broke and left the result unresolved (the difference's one-unit
+            neighbours, or a confirmation probe). confirmed_probes: the confirmation's probes
+            (the change, and the change without each unit, afresh; found only when the first
+            fails and the others pass: 1-minimal).
         units: every unit label, most suspect first. probes: the probe table; n_probes its
             length. evidence: the bad profile's failing record (check and first line).
         steps: dd's decisions. reason: why it is not ``found``. profiles: good and bad as
@@ -56,6 +60,8 @@ class BisectResult(msgspec.Struct, frozen=True, kw_only=True):
     image: ImageInfo = msgspec.field(default_factory=lambda: ImageInfo(tag=""))
     change: tuple[ChangeItem, ...] = ()
     difference: tuple[str, ...] = ()
+    broken_probes: tuple[int, ...] = ()
+    confirmed_probes: int = 0
     units: tuple[str, ...] = ()
     probes: tuple[Probe, ...] = ()
     n_probes: int = 0

@@ -1,13 +1,17 @@
 """``bisect_profiles``: the minimal config change from a passing profile to a failing one.
 
-1. The good and the bad profile are probed as they are (the bad one's failing record is the
-   evidence the suspects are ranked by). A good profile that fails, or a bad one that passes,
-   stops the bisection at once: there is nothing to isolate, and the result says which.
+1. The good and the bad profile are probed as they are. The bad one's failing records are
+   the failure of interest: every later probe is FAIL only when it fails the same check with
+   the same signature (:func:`proofdiff.bisect.probe.judge`), and the first is the evidence
+   the suspects are ranked by. A good profile that fails, or a bad one that passes, stops the
+   bisection at once: there is nothing to isolate, and the result says which; a good profile
+   on which the bad one's failing checks did not run (skipped, broken) stops it UNRESOLVED.
 2. The effective delta between them is cut into units (:mod:`proofdiff.bisect.units`), ranked
    by :func:`proofdiff.core.suspects.rank` on the bad profile's failing record (items the
    evidence names first; items the failing flow did not use left out of the ranking's front).
 3. :func:`proofdiff.bisect.dd.isolate` finds the minimal failure-inducing change, every probe a
-   real run (:mod:`proofdiff.bisect.probe`), within ``budget_s``.
+   real run (:mod:`proofdiff.bisect.probe`), within the options' ``bisect_budget_s``, and
+   confirms it 1-minimal afresh; UNRESOLVED names the probes that broke.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import msgspec
 
 from proofdiff.bisect.bisect_result import EXIT, BisectResult, ChangeItem
 from proofdiff.bisect.bisect_view import write_bisect_report
-from proofdiff.bisect.dd import FAIL, PASS, isolate
+from proofdiff.bisect.dd import FAIL, PASS, UNRESOLVED, DDResult, isolate
 from proofdiff.bisect.probe import BudgetExceeded, Probe, Prober
 from proofdiff.bisect.units import Unit, units_of
 from proofdiff.core.plan import new_run_id, pin_artifacts
@@ -69,9 +73,15 @@ def _ordered(units: Sequence[Unit], suspects: Sequence[str]) -> list[int]:
     return sorted(range(len(units)), key=key)
 
 
+def _broken(res: DDResult, probes: Sequence[Probe]) -> list[Probe]:
+    """The probes behind ``res.broken`` (configurations whose probes broke), in order."""
+    wanted = {frozenset(c) for c in res.broken}
+    return [p for p in probes if p.outcome == UNRESOLVED and frozenset(p.config) in wanted]
+
+
 def bisect_profiles(options: RunOptions | None = None, *, good: str = "bench",
-                    bad: str = "prod", oracle: str | None = None, budget_s: float = 1800.0,
-                    jobs: int = 1, resolved: dict[str, Profile] | None = None,
+                    bad: str = "prod", oracle: str | None = None,
+                    resolved: dict[str, Profile] | None = None,
                     log: Callable[[str], None] = lambda _l: None,
                     write_report: bool = True) -> BisectResult:
     """Bisect the delta from ``good`` to ``bad`` (module docstring).
@@ -80,9 +90,10 @@ def bisect_profiles(options: RunOptions | None = None, *, good: str = "bench",
         options: the profile set and ``--set`` overrides (or ``resolved``: the profiles
             themselves, a regression case's), the workload (its first; default the bad
             profile's), the artifacts, the report dir (``<report_dir>/<run id>/`` gets
-            summary.json, index.html and ``probes/``) and the run id.
+            summary.json, index.html and ``probes/``), the run id, and the bisection's budget
+            (``bisect_budget_s``: no probe starts after it) and probes side by side
+            (``probe_jobs``).
         good, bad: profile names. oracle: ``suite/oracle`` or ``suite``; default any failure.
-        budget_s: no probe starts after this many seconds. jobs: probes side by side.
 
     Returns:
         The :class:`BisectResult`; bad input comes back as status ``error`` with the cause,
@@ -99,6 +110,8 @@ def bisect_profiles(options: RunOptions | None = None, *, good: str = "bench",
     change: tuple[ChangeItem, ...] = ()
     difference: tuple[str, ...] = ()
     steps: tuple[str, ...] = ()
+    broken: list[Probe] = []
+    confirmed = 0
     evidence: dict[str, str] = {}
     wl = ""
     image = ImageInfo(tag="")
@@ -122,12 +135,14 @@ def bisect_profiles(options: RunOptions | None = None, *, good: str = "bench",
         delta = profile_delta(g, b)
         units = units_of(delta)
         prober = Prober(g, units, workload=wl, oracle=checked or None, image_digest=image.digest,
-                        run_dir=run_dir, deadline=t0 + budget_s, jobs=jobs, log=log,
-                        options=opts)
+                        run_dir=run_dir, deadline=t0 + opts.bisect_budget_s,
+                        jobs=opts.probe_jobs, log=log, options=opts)
         full = frozenset(range(len(units)))
         log(f"bisect {rid}: {len(delta.items)} delta items in {len(units)} units, {good} -> "
             f"{bad} on {wl}, oracle {checked or 'any failure'}")
         g_out, b_out = prober([frozenset(), full], False)
+        if g_out == PASS and b_out == FAIL:  # good must pass the checks bad fails
+            g_out = prober.expect_failures_of(full)
         record = prober.records.get(full)
         if record is not None:
             evidence = {"check": record.check, "message": record.message.splitlines()[0][:500]}
@@ -146,8 +161,13 @@ def bisect_profiles(options: RunOptions | None = None, *, good: str = "bench",
         else:
             suspects = [s.path for s in rank(delta, record)] if record else []
             order = _ordered(units, suspects)
-            res = isolate(len(units), prober, order=order, batch=jobs > 1)
-            status, reason, steps = res.status, res.reason, res.steps
+            res = isolate(len(units), prober, order=order, batch=opts.probe_jobs > 1)
+            status, reason, steps, confirmed = res.status, res.reason, res.steps, res.confirmed
+            broken = _broken(res, prober.probes)
+            if broken:
+                reason += "; probes that broke: " + "; ".join(
+                    f"probe {p.index} ({' + '.join(p.units) or good}): {p.reason}"
+                    for p in broken)
             change = tuple(ChangeItem(path=i.path, good=i.left, bad=i.right,
                                       unit=units[u].label)
                            for u in res.change for i in units[u].items)
@@ -162,13 +182,15 @@ def bisect_profiles(options: RunOptions | None = None, *, good: str = "bench",
     n = len(probes)
     if status == "found":
         line = (f"FOUND in {n} probes: {' + '.join(c.path for c in change)} "
-                f"({good} -> {bad}) makes {oracle or 'a check'} fail")
+                f"({good} -> {bad}) makes {oracle or 'a check'} fail; 1-minimal, confirmed "
+                f"with {confirmed} probes")
     else:
         line = f"{status.upper()} after {n} probes: {reason}"
     result = BisectResult(
         run_id=rid, created_unix_s=time.time(), status=status, exit_code=EXIT[status], line=line,
         good=good, bad=bad, workload=wl, oracle=oracle or "", image=image,
-        change=change, difference=difference, units=tuple(units[i].label for i in order)
+        change=change, difference=difference, broken_probes=tuple(p.index for p in broken),
+        confirmed_probes=confirmed, units=tuple(units[i].label for i in order)
         or tuple(u.label for u in units), probes=probes, n_probes=n, evidence=evidence,
         steps=steps, reason=reason, profiles=views, wall_s=round(time.monotonic() - t0, 1),
         machine=machine_facts())

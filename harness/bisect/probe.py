@@ -2,14 +2,22 @@
 
 A probe is :func:`proofdiff.core.differential.run_differential` on one profile (the good one
 with some units of the delta applied), its own run id and report under the bisection's
-``probes/``. Its outcome, as in dd:
+``probes/``. Its outcome, as in dd (:func:`judge`):
 
-* FAIL: the oracle (``suite/oracle``, a whole ``suite``, or by default any check of the
-  gate's suites: preflight, validity, warmup, isolation) failed;
-* PASS: it ran and passed (skipped records alone are not a pass), or the named oracle does
-  not apply to the profile (a bench command line on a gRPC profile cannot be rejected);
-* UNRESOLVED: the run broke rather than passed or failed (an ERROR record, a daemon that did not
-  start, the oracle skipped because preflight blocked it, a run-level error).
+* FAIL: it fails the way the bad profile fails: a record of the oracle (``suite/oracle``, a
+  whole ``suite``, or by default any check of the gate's suites: preflight, validity, warmup,
+  isolation) FAILs with the same check and the same signature
+  (:mod:`proofdiff.core.failure_signature`) as one of the bad profile's failing records;
+* PASS: it ran and every record of the oracle passed, the bad profile's failing checks among
+  them (skipped records alone are not a pass), or the named oracle does not apply to the
+  profile (a bench command line on a gRPC profile cannot be rejected);
+* UNRESOLVED (Zeller's "?"): anything else: the oracle failed another way (another check, or
+  the same check with another signature), the run broke (an ERROR or INCONCLUSIVE record, a
+  daemon that did not start, a run-level error), it was partial (a selected suite left no
+  record, a check of the bad profile's failure did not run) or it was interrupted.
+
+An interrupted probe also stops the bisection (``KeyboardInterrupt``): a Ctrl-C is never a
+probe outcome to step around.
 
 Probes are cached by (image digest, resolved profile, workload, oracle): dd asks for some
 configurations more than once. A ``fresh`` probe bypasses the cache (the confirmation).
@@ -20,6 +28,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from typing import Any
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -27,20 +36,22 @@ from pathlib import Path
 import msgspec
 
 from proofdiff.model.errors import ProofdiffError
+from proofdiff.core.failure_signature import matches, signature
 from proofdiff.core.profile_delta import profile_view
 from proofdiff.core.differential import run_differential
+from proofdiff.core.verdict import missing_cells
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.profile import Profile
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
-from proofdiff.model.status import Outcome
+from proofdiff.model.status import Outcome, Verdict
 from proofdiff.oracles.suite_table import applies
 
 from proofdiff.bisect.dd import FAIL, PASS, UNRESOLVED, Config
 from proofdiff.bisect.units import Unit, apply_units
 
-__all__ = ["ANY_FAILURE_SUITES", "BudgetExceeded", "Probe", "Prober", "judge", "oracle_applies",
-           "suites_for"]
+__all__ = ["ANY_FAILURE_SUITES", "BudgetExceeded", "Failure", "Probe", "Prober", "failures_of",
+           "judge", "oracle_applies", "suites_for"]
 
 #: The suites probed for "any failure" (no ``--oracle``): the checks a gate requires.
 ANY_FAILURE_SUITES = ("preflight", "validity", "warmup", "isolation")
@@ -99,29 +110,81 @@ def _targets(records: Sequence[OracleRecord], profile: str,
     return [r for r in mine if r.suite == oracle]
 
 
+class Failure(msgspec.Struct, frozen=True, kw_only=True):
+    """One way the bad profile fails: the ``check`` (``suite/oracle``) and the signature its
+    record carries (``match``, :func:`proofdiff.core.failure_signature.signature`)."""
+
+    check: str
+    match: dict[str, Any]
+
+    def seen_in(self, record: OracleRecord) -> bool:
+        """Whether ``record`` is this failure: a FAIL of the same check with the signature."""
+        return (record.outcome is Outcome.FAIL and record.check == self.check
+                and matches(record, self.match))
+
+
+def failures_of(records: Sequence[OracleRecord]) -> tuple[Failure, ...]:
+    """The failures of interest: one per FAIL record (the bad profile's, within the oracle)."""
+    return tuple(Failure(check=r.check, match=signature(r)) for r in records
+                 if r.outcome is Outcome.FAIL)
+
+
+def _head(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0][:300]
+
+
 def judge(result: DifferentialResult, profile: str, oracle: str | None,
-          applicable: bool = True) -> tuple[str, tuple[str, ...], str, OracleRecord | None]:
+          applicable: bool = True, expect: Sequence[Failure] | None = None,
+          ) -> tuple[str, tuple[str, ...], str, OracleRecord | None]:
     """``(outcome, checks, reason, first failing record)`` of one probe's run (module
-    docstring). ``applicable``: whether the named oracle applies to the profile at all
-    (:func:`proofdiff.oracles.suite_table.applies`); one that does not cannot fail: PASS."""
-    if not applicable and not result.errors:
+    docstring).
+
+    Args:
+        result: the probe's run. profile: the probe's profile name. oracle: ``suite/oracle``,
+            ``suite`` or ``None`` (any failure of :data:`ANY_FAILURE_SUITES`).
+        applicable: whether the named oracle applies to the profile at all
+            (:func:`proofdiff.oracles.suite_table.applies`); one that does not cannot fail:
+            PASS.
+        expect: the bad profile's failures (:func:`failures_of`): FAIL needs one of them, and
+            PASS needs each of their checks to have passed. ``None``: the bad and the good
+            profile themselves, where any failure of the oracle is FAIL.
+
+    Returns:
+        ``checks``: the checks that failed (FAIL), or broke or failed another way
+        (UNRESOLVED). ``record``: the first failing record (FAIL only).
+    """
+    if result.verdict is Verdict.INTERRUPTED:
+        return UNRESOLVED, (), "the probe was interrupted: its records are partial", None
+    if result.errors:
+        return UNRESOLVED, (), _head(result.errors[0]), None
+    if not applicable:
         return PASS, (), f"{oracle} does not apply to this profile", None
+    missing = missing_cells(result.records, [profile], result.workloads, result.suites)
+    if missing:
+        return UNRESOLVED, (), f"the probe is partial: no record for {', '.join(missing)}", None
     recs = _targets(result.records, profile, oracle)
     failed = [r for r in recs if r.outcome is Outcome.FAIL]
+    ours = [r for r in failed if expect is None or any(f.seen_in(r) for f in expect)]
+    if ours:
+        return FAIL, tuple(r.check for r in ours), _head(ours[0].message), ours[0]
     if failed:
-        return FAIL, tuple(r.check for r in failed), failed[0].message.splitlines()[0][:300], \
-            failed[0]
+        return UNRESOLVED, tuple(r.check for r in failed), (
+            f"fails another way than the bad profile: {failed[0].check}: "
+            f"{_head(failed[0].message)}"), None
     broken = [r for r in recs if r.outcome in (Outcome.ERROR, Outcome.INCONCLUSIVE)]
-    if result.errors or broken:
-        why = result.errors[0] if result.errors else broken[0].message.splitlines()[0]
-        return UNRESOLVED, tuple(r.check for r in broken), why[:300], None
-    ran = [r for r in recs if r.outcome is Outcome.PASS]
-    if not ran:
-        skipped = [r for r in recs if r.outcome is Outcome.SKIPPED]
-        why = (skipped[0].message.splitlines()[0] if skipped
-               else f"no record of {oracle or 'the checks'} on {profile}")
+    if broken:
+        return UNRESOLVED, tuple(r.check for r in broken), _head(broken[0].message), None
+    passed = {r.check for r in recs if r.outcome is Outcome.PASS}
+    unseen = sorted({f.check for f in expect or ()} - passed)
+    if not passed or unseen:
+        skipped = [r for r in recs if r.outcome is Outcome.SKIPPED
+                   and (not unseen or r.check in unseen)]
+        why = (_head(skipped[0].message) if skipped
+               else f"no record of {', '.join(unseen) or oracle or 'the checks'} on {profile}")
+        if unseen:
+            why = f"{', '.join(unseen)} did not pass or fail: {why}"
         return UNRESOLVED, tuple(r.check for r in skipped), why[:300], None
-    return PASS, (), f"{len(ran)} check(s) passed", None
+    return PASS, (), f"{len(passed)} check(s) passed", None
 
 
 class Prober:
@@ -133,6 +196,11 @@ class Prober:
             bisection's report dir (probes go under ``probes/``). options: the bisection's run
             options, artifacts pinned (nothing is built again). deadline: ``time.monotonic()``
             after which no probe starts. jobs: probes side by side (threads).
+
+    Attributes:
+        probes: the probe table, in order. records: each configuration's failing record.
+        expect: the bad profile's failures (:meth:`expect_failures_of`); ``None`` until then,
+            when any failure of the oracle is FAIL (the good and bad profiles themselves).
     """
 
     def __init__(self, good: Profile, units: Sequence[Unit], *, workload: str,
@@ -144,6 +212,8 @@ class Prober:
         self.deadline, self.jobs, self.log = deadline, max(1, jobs), log
         self.probes: list[Probe] = []
         self.records: dict[Config, OracleRecord | None] = {}
+        self.expect: tuple[Failure, ...] | None = None
+        self._results: dict[str, DifferentialResult] = {}
         self._cache: dict[str, Probe] = {}
         self._lock = threading.Lock()
 
@@ -158,8 +228,8 @@ class Prober:
 
     def _run(self, cfg: Config, fresh: bool) -> Probe:
         if time.monotonic() >= self.deadline:
-            raise BudgetExceeded("the bisection's time budget (--budget-s) ran out",
-                                 fix="rerun with a larger --budget-s")
+            raise BudgetExceeded("the bisection's time budget (--bisect-budget) ran out",
+                                 fix="rerun with a larger --bisect-budget")
         with self._lock:
             index = len(self.probes) + 1
             self.probes.append(Probe(index=index, units=(), config=(), outcome="running"))
@@ -171,17 +241,46 @@ class Prober:
             self.options, workloads=(self.workload,), suites=suites_for(self.oracle),
             report_dir=str(self.run_dir / "probes"), run_id=rid, select=(), images=()),
             profiles={"probe": probe})
+        if result.verdict is Verdict.INTERRUPTED:
+            with self._lock:
+                self.probes[index - 1] = Probe(
+                    index=index, units=labels, config=tuple(sorted(cfg)), outcome=UNRESOLVED,
+                    reason="interrupted", wall_s=round(time.monotonic() - t0, 1), run_id=rid,
+                    fresh=fresh)
+            raise KeyboardInterrupt
         outcome, checks, reason, record = judge(result, "probe", self.oracle,
-                                                oracle_applies(self.oracle, probe))
+                                                oracle_applies(self.oracle, probe), self.expect)
         row = Probe(index=index, units=labels, config=tuple(sorted(cfg)), outcome=outcome,
                     failing=checks, reason=reason, wall_s=round(time.monotonic() - t0, 1),
                     run_id=rid, fresh=fresh)
         with self._lock:
             self.probes[index - 1] = row
             self.records[cfg] = record
+            if not fresh:
+                self._results[self._key(cfg)] = result
         self.log(f"probe {index}: {' + '.join(labels) or 'good'} -> {outcome} "
                  f"({row.wall_s:.0f} s){': ' + reason if outcome != PASS else ''}")
         return row
+
+    def expect_failures_of(self, bad: Config, good: Config = frozenset()) -> str:
+        """Take the failures of interest from ``bad``'s probe (its failing records within the
+        oracle), and judge ``good``'s probe again against them: the good profile must pass the
+        checks the bad one fails, not merely fail nothing. Returns good's outcome now.
+
+        Raises:
+            KeyError: either configuration was not probed yet (a bug of the caller's).
+        """
+        bad_run = self._results[self._key(bad)]
+        self.expect = failures_of(_targets(bad_run.records, "probe", self.oracle))
+        key = self._key(good)
+        row = self._cache[key]
+        outcome, checks, reason, _rec = judge(self._results[key], "probe", self.oracle,
+                                              oracle_applies(self.oracle, self.profile(good)),
+                                              self.expect)
+        row = msgspec.structs.replace(row, outcome=outcome, failing=checks, reason=reason)
+        self._cache[key] = row
+        self.probes[row.index - 1] = row
+        return outcome
 
     def __call__(self, configs: Sequence[Config], fresh: bool) -> list[str]:
         """``tester`` of :func:`~proofdiff.bisect.dd.isolate`: one outcome per config.

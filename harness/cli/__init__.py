@@ -2,14 +2,14 @@
 
     proofdiff run [--profiles SET|FILE] [--profile NAME]... [--workload NAME]... [--suite NAME]...
                   [--image TAG]... [--set PROFILE.KEY=VALUE]... [--report-dir DIR] [--full]
-                  [--allowlist FILE] [--notify URL]
+                  [--allowlist FILE] [--notify URL] [--bisect [--bisect-budget S]]
     proofdiff build [--workload NAME]... [--crate DIR]
     proofdiff reap [--run-id ID]
     proofdiff catch-matrix [--fault NAME]... [--repeat-clean N] [--targeted] [--clean-only]
     proofdiff gate --candidate IMAGE --baseline IMAGE [--profile NAME]... [--budget-s S]
                    [--allowlist FILE] [--notify URL]   (exit codes: cmd_gate.py EXIT_HELP)
     proofdiff bisect [--profiles SET|FILE] --good bench --bad prod [--workload W]
-                     [--oracle SUITE/ORACLE] [--budget-s S]   (exit codes: cli/bisect.py)
+                     [--oracle SUITE/ORACLE] [--bisect-budget S]   (exit codes: cli/bisect.py)
     proofdiff repro --from-report DIR | --config FILE [--env-file F] ... [--bisect]
     proofdiff nightly [run options] [--history URL|FILE] [--allowlist FILE] [--notify URL]
                       (exit codes: cli/cmd_nightly.py EXIT_HELP)

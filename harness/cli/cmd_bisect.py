@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 from typing import TYPE_CHECKING
 
 from proofdiff.cli.cmd_run import console_log, raise_interrupt
 from proofdiff.cli.option_flags import add_run_options, run_options
-from proofdiff.model.run_options import positive_seconds
 
 if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
     from rich.console import Console
@@ -20,7 +18,8 @@ EXIT_HELP = """exit codes:
   0    found: the minimal failure-inducing change is printed, each item with both values
   1    nothing to bisect: the good profile already fails, or the bad one passes (which, and
        the evidence, are printed)
-  2    unresolved: a flaky oracle, probes that broke, or --budget-s ran out (probes so far kept)
+  2    unresolved: a flaky oracle, probes that broke (named), a change not confirmed
+       1-minimal, or --bisect-budget ran out (the probes so far are kept)
   3    the bisection could not run (the reason is named: a profile, an oracle, an image)
   130  interrupted (containers removed, the report kept)"""
 
@@ -35,11 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="what counts as failing, e.g. validity/proofs or a whole suite "
                         "(isolation). Default: any failure of preflight, validity, warmup, "
                         "isolation")
-    p.add_argument("--budget-s", metavar="SECONDS", type=positive_seconds, default=1800.0,
-                   help="no probe starts after this. Default: 1800")
-    p.add_argument("--jobs", metavar="N", type=int, default=max(1, (os.cpu_count() or 1) // 4),
-                   help="probes side by side (each is a daemon proving). Default: cores / 4")
-    add_run_options(p, ("select", "artifacts", "report", "deadlines"))
+    add_run_options(p, ("select", "artifacts", "report", "deadlines", "bisect"))
 
 
 def bisect(args: argparse.Namespace, console: Console) -> int:
@@ -52,7 +47,7 @@ def bisect(args: argparse.Namespace, console: Console) -> int:
     signal.signal(signal.SIGTERM, raise_interrupt)
     opts = run_options(args)
     result = bisect_profiles(opts, good=args.good, bad=args.bad, oracle=args.oracle,
-                             budget_s=args.budget_s, jobs=args.jobs, log=console_log(console))
+                             log=console_log(console))
     print_bisect(result, console)
     console.print(Text(f"report: {opts.report_root / result.run_id / 'index.html'}"))
     return result.exit_code

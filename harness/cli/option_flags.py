@@ -14,7 +14,7 @@ __all__ = ["EVERY_GROUP", "add_run_options", "run_options"]
 
 #: Every group of the table, for a command that takes them all (``proofdiff run``).
 EVERY_GROUP = ("select", "select-profile", "suites", "images", "artifacts", "report",
-               "history", "outcome", "deadlines")
+               "history", "outcome", "deadlines", "bisect")
 
 
 def add_run_options(p: argparse.ArgumentParser, groups: Sequence[str], *,
@@ -25,7 +25,7 @@ def add_run_options(p: argparse.ArgumentParser, groups: Sequence[str], *,
     Args:
         groups: the table's groups this command takes (``select``, ``select-profile``,
             ``suites``, ``images``, ``artifacts``, ``report``, ``history``, ``outcome``,
-            ``deadlines``).
+            ``deadlines``, ``bisect``).
         choices: valid values by flag (``{"suite": [...]}``), checked by argparse.
         only: of those, only these flags (``proofdiff build`` takes ``bin-dir``, ``crate``,
             ``cache-dir``); none = all.

@@ -25,7 +25,7 @@ from proofdiff.model.profile_file import (DEFAULT_PROFILE_SET, ProfileError, par
                                           shipped_profile_sets)
 
 __all__ = ["DEFAULT_VERIFY_TIMEOUT_S", "OPTIONS", "OptionSpec", "RunOptions", "options_from",
-           "positive_seconds", "workload_file"]
+           "positive_count", "positive_seconds", "workload_file"]
 
 #: Deadline of one verifier run, seconds.
 DEFAULT_VERIFY_TIMEOUT_S = 300.0
@@ -58,6 +58,10 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
         host binaries (process and attach runtimes).
     Deadlines:
         verify_timeout_s: one verifier run, seconds (default 300).
+    Bisection (``proofdiff bisect``, ``repro --bisect``, ``run --bisect``):
+        bisect_budget_s: no probe starts after this many seconds (default 1800).
+        bisect_jobs: probes side by side (0, the default: a quarter of the cores, at least 1;
+            :attr:`probe_jobs`).
     Environment (:meth:`from_env`):
         cache_root: where heavy builds are cached (``$PROOFDIFF_CACHE``, else
         ``~/.cache/proofdiff``). crate_dir: the refprover crate to build from
@@ -83,6 +87,8 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     params_manifest: str = ""
     bin_dir: str = ""
     verify_timeout_s: float = DEFAULT_VERIFY_TIMEOUT_S
+    bisect_budget_s: float = 1800.0
+    bisect_jobs: int = 0
     cache_root: str = ""
     crate_dir: str = ""
     regressions_dir: str = ""
@@ -105,6 +111,12 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
         cases = self.regressions_dir or env.get("PROOFDIFF_REGRESSIONS") or _cases()
         return msgspec.structs.replace(self, cache_root=str(Path(cache).expanduser()),
                                        crate_dir=crate, regressions_dir=cases)
+
+    @property
+    def probe_jobs(self) -> int:
+        """Bisection probes side by side: ``bisect_jobs``, else a quarter of the cores (at
+        least 1)."""
+        return self.bisect_jobs or max(1, (os.cpu_count() or 1) // 4)
 
     @property
     def report_root(self) -> Path:
@@ -138,6 +150,21 @@ def positive_seconds(text: str) -> float:
         val = -1.0
     if val <= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: expected a positive number of seconds")
+    return val
+
+
+def positive_count(text: str) -> int:
+    """A positive integer (a count).
+
+    Raises:
+        argparse.ArgumentTypeError: anything else (says what is expected).
+    """
+    try:
+        val = int(text)
+    except ValueError:
+        val = 0
+    if val < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive integer")
     return val
 
 
@@ -176,8 +203,8 @@ class OptionSpec:
             line, ``--proofdiff-param-cache`` in pytest). field: the RunOptions field it sets.
         group: ``select`` (profiles, set, workload), ``select-profile`` (``--profile``),
             ``suites``, ``images``, ``artifacts``, ``report``, ``history``, ``outcome``
-            (allowlist, notify), ``deadlines``: a command takes the groups that apply to it.
-            metavar: what the value is (``SECONDS``, ``DIR``). help: what it does and its
+            (allowlist, notify), ``deadlines``, ``bisect``: a command takes the groups that
+            apply to it. metavar: what the value is (``SECONDS``, ``DIR``). help: what it does and its
             default (``Default: ...``).
         parse: argparse ``type``. repeat: repeatable (``action=append``). bare: the value of
             the flag given alone (``nargs='?'``, ``const=bare``); ``None`` = a value is required.
@@ -200,6 +227,7 @@ class OptionSpec:
 
 #: How an option's value is checked, by the table's ``parse`` name.
 PARSERS: dict[str, Callable[[str], Any]] = {"seconds": positive_seconds,
+                                            "count": positive_count,
                                             "name=path": workload_file, "override": override}
 
 
@@ -237,8 +265,10 @@ def _value(spec: OptionSpec, raw: Any) -> Any:
         return {n: str(p) for n, p in raw or ()}
     if spec.repeat:
         return tuple(dict.fromkeys(raw or ()))
-    if spec.field == "verify_timeout_s":
+    if spec.parse is positive_seconds:
         return float(raw)
+    if spec.parse is positive_count:
+        return int(raw)
     return str(raw)
 
 

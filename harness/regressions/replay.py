@@ -23,6 +23,7 @@ import msgspec
 from proofdiff.bisect.probe import suites_for
 from proofdiff.artifacts.build_errors import BuildError
 from proofdiff.core.differential import run_differential
+from proofdiff.core.failure_signature import matches
 from proofdiff.core.plan import pin_artifacts
 from proofdiff.model.image import ImageInfo
 from proofdiff.model.oracle_records import OracleRecord
@@ -51,18 +52,6 @@ class CaseOutcome(msgspec.Struct, frozen=True, kw_only=True):
     image: ImageInfo | None = None
     report: str = ""
     wall_s: float = 0.0
-
-
-def matches(record: OracleRecord, match: dict[str, Any]) -> bool:
-    """Whether ``record`` carries the case's signature: ``message`` (a regex searched in its
-    message), ``evidence`` (each value equal to the record's), ``names`` (each among its
-    names). An empty match is any failure of the oracle."""
-    if "message" in match and not re.search(str(match["message"]), record.message):
-        return False
-    ev = match.get("evidence", {})
-    if any(record.evidence.get(k) != v for k, v in ev.items()):
-        return False
-    return all(n in record.names for n in match.get("names", ()))
 
 
 def params_workload(w: Workload) -> str:

@@ -37,6 +37,7 @@ from proofdiff.bisect.probe import judge, suites_for
 from proofdiff.artifacts.build_errors import BuildError
 from proofdiff.core.profile_delta import profile_view
 from proofdiff.core.differential import run_differential
+from proofdiff.core.failure_signature import signature
 from proofdiff.core.plan import pin_artifacts
 from proofdiff.model import serde
 from proofdiff.model.config_delta import ABSENT
@@ -134,26 +135,6 @@ def _read_config(path: str) -> dict[str, Any]:
         raise ReproError(f"{toml_error_where(path, exc)}: the deployed daemon config is not "
                          f"TOML: {exc}", fix="pass the daemon's TOML config file with "
                          "--config") from None
-
-
-def signature(record: OracleRecord) -> dict[str, Any]:
-    """The bug's signature in a failing record, for ``[expect] match``: the delta paths its
-    evidence names, and a regex of its first line (up to 16 words, and up to the first
-    parenthesis or list: details that vary) with every word that holds a number or an id wild.
-    The end of a short line says what failed (``...: INVALID``), so it is kept."""
-    line = record.message.splitlines()[0] if record.message else ""
-    words = re.split(r"\s[(\[]", line)[0].split()[:16]
-
-    def pat(w: str) -> str:
-        if re.search(r"\d", w) or re.fullmatch(r"[0-9a-f-]{8,}", w):
-            return r"\S+"
-        return re.escape(w)
-    out: dict[str, Any] = {}
-    if words:
-        out["message"] = r"\s+".join(pat(w) for w in words)
-    if record.names:
-        out["names"] = list(record.names)
-    return out
 
 
 def _failing(result: DifferentialResult, profile: str,
