@@ -26,7 +26,8 @@ BEHAVIOUR = ("--suite", "behaviour")
 
 #: fault -> (extra profile keys, oracle that must fail, evidence text, a suspect it must name)
 CASES = {
-    "ignore-priority": ({}, "priority", "schedules FIFO, not by priority", "env.REFPROVER_FAULTS"),
+    "ignore-priority": ({}, "priority", "schedules FIFO, not by priority",
+                        "config.pipeline.enabled"),
     "exceed-inflight": ({}, "in-flight", "but pipeline.max_parallel_synthesis = 3",
                         "config.pipeline.max_parallel_synthesis"),
     "env-bool": ({}, "mode", "the daemon reports pipeline_enabled=False",

@@ -54,8 +54,13 @@ def test_config_delta_ranks_the_incident_switches_first() -> None:
         assert expected in paths, paths
     failed = OracleRecord(suite="validity", oracle="proofs", profile="prod", workload="porep-2k",
                           outcome=Outcome.FAIL)
-    top = [s.path for s in rank(delta, failed)[:3]]
-    assert top == ["config.pipeline.enabled", "config.synthesis", "concurrency"]
+    ranked = [s.path for s in rank(delta, failed)]
+    # proof assembly first (pipeline, then the [synthesis] table prod alone has), then the
+    # jobs that meet in the daemon before the scheduler, the params and what validity does
+    # not exercise (docs/cuzk-interface.md, "What each key controls")
+    assert ranked[:2] == ["config.pipeline.enabled", "config.synthesis"], ranked
+    assert ranked.index("concurrency") < ranked.index("config.scheduler.max_batch_size") \
+        < ranked.index("env.FIL_PROOFS_PARAMETER_CACHE") < ranked.index("driver"), ranked
 
 
 def test_preflight_catches_params_mounted_where_cuzk_does_not_read() -> None:

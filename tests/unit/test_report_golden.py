@@ -69,7 +69,7 @@ def test_the_summary_reads_back_into_the_same_result(tmp_path: Path) -> None:
     res = diverged()
     back = load_summary(write_report(res, tmp_path))
     assert back == res and back.verdict is Verdict.DIVERGED and back.exit_code == 1
-    assert back.divergences[0].suspects[0].path == "env.REFPROVER_FAULTS"
+    assert back.divergences[0].suspects[0].path == "config.pipeline.enabled"
 
 
 def test_every_report_file_is_written_and_html_keeps_the_order(tmp_path: Path) -> None:
