@@ -20,6 +20,7 @@ from proofdiff.oracles.suite_table import DEFAULT_SUITES, SUITES
 if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
     from rich.console import Console
 
+    from proofdiff.model.result import DifferentialResult
     from proofdiff.report.view import ReportView
 
 __all__ = ["EXIT_HELP", "add_arguments", "console_log", "notify_webhook", "raise_interrupt",
@@ -43,6 +44,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "included (porep-2k, porep-2k-2p: ~1.7 GB of params, a minute or more per "
                    f"proof on 2 cores). Default suites: {', '.join(DEFAULT_SUITES)}; "
                    "--suite regressions replays every regression case instead")
+    p.add_argument("--bisect", action="store_true",
+                   help="bisect the first divergence (its baseline -> its profile, its check "
+                        "as the oracle) within --bisect-budget; when a 1-minimal change is "
+                        "found and confirmed, it replaces the divergence's ranked suspects in "
+                        "the report. The exit code stays the run's verdict's")
 
 
 def raise_interrupt(_signum: int, _frame: FrameType | None) -> None:
@@ -99,7 +105,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
         from proofdiff.artifacts.sealed_workloads import WORKLOADS
 
         opts = msgspec.structs.replace(opts, workloads=tuple(WORKLOADS))
-    result = run_differential(opts, log=console_log(console))
+    if not args.bisect:
+        result = run_differential(opts, log=console_log(console))
+    else:
+        result = _run_and_bisect(opts, console)
     page = opts.report_root / result.run_id / "index.html"
     print_result(console, result, str(page))
     stored = append_history(opts, result, console, command="run")
@@ -108,3 +117,23 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
         notify_webhook(console, opts.notify, differential_view(result), page)
     return exit_with_history(result.exit_code, stored)
+
+
+def _run_and_bisect(opts: RunOptions, console: Console) -> DifferentialResult:
+    """The differential, then the bisection of its first divergence; the run's report is
+    written once, with the bisection's result in it (even when the bisection is interrupted)."""
+    from proofdiff.bisect.bisect_view import print_bisect
+    from proofdiff.bisect.on_divergence import bisect_first_divergence
+    from proofdiff.core.differential import run_differential
+    from proofdiff.model.status import Verdict
+    from proofdiff.report.writer import write_report
+
+    result = run_differential(opts, log=console_log(console), write_report=False)
+    try:
+        if result.verdict is not Verdict.INTERRUPTED:  # a Ctrl-C ends the run, bisect too
+            result, bis = bisect_first_divergence(result, opts, log=console_log(console))
+            if bis is not None:
+                print_bisect(bis, console)
+    finally:
+        write_report(result, opts.report_root)
+    return result

@@ -1,7 +1,9 @@
 """``proofdiff bisect`` on the real image, every probe a real run: the catalog faults that need
-a config combination are isolated to exactly that combination, in a stated number of probes.
-The fault is switched on in both profiles (``*.env``), so the switch itself is no part of the
-delta: what is found is the config change that triggers it."""
+a config combination are isolated to exactly that combination, confirmed 1-minimal by fresh
+probes (the change fails again, and each of its units removed passes). The fault is switched on
+in both profiles (``*.env``), so the switch itself is no part of the delta: what is found is the
+config change that triggers it. ``proofdiff run --bisect`` bisects the run's first divergence
+and puts the proven change in place of its ranked suspects."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import pytest
 from proofdiff.bisect import BisectResult
 from proofdiff.model import serde
 
-from tests.e2e.conftest import REPO, unique
+from tests.e2e.conftest import REPO, CliRun, unique
 
 pytestmark = pytest.mark.e2e
 
@@ -23,13 +25,28 @@ pytestmark = pytest.mark.e2e
 def bisect(tmp_path: Path, *args: str) -> tuple[int, str, BisectResult]:
     rid = unique("bisect")
     cmd = [sys.executable, "-m", "proofdiff", "bisect", "--report-dir", str(tmp_path),
-           "--run-id", rid, "--jobs", "1", *args]
+           "--run-id", rid, "--bisect-jobs", "1", *args]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1500)
     out = proc.stdout + proc.stderr
     summary = tmp_path / rid / "summary.json"
     assert summary.is_file(), f"no report from {cmd}:\n{out}"
     assert (tmp_path / rid / "index.html").is_file()
     return proc.returncode, out, serde.read(summary, BisectResult)
+
+
+def assert_confirmed_1_minimal(r: BisectResult) -> None:
+    """The confirmation: the change afresh fails, and so does nothing less by one unit."""
+    units = list(dict.fromkeys(c.unit for c in r.change))
+    fresh = [p for p in r.probes if p.fresh]
+    assert r.confirmed_probes == len(fresh) == 1 + len(units), [(p.units, p.outcome) for p in fresh]
+    assert set(fresh[0].units) == set(units) and fresh[0].outcome == "FAIL", fresh[0]
+    removed = [set(units) - set(p.units) for p in fresh[1:]]
+    assert sorted(map(sorted, removed)) == sorted([u] for u in units), removed
+    assert all(p.outcome == "PASS" for p in fresh[1:]), [(p.units, p.outcome) for p in fresh]
+    assert f"1-minimal, confirmed with {1 + len(units)} probes" in r.line, r.line
+    # the cache: dd never runs one configuration twice (only the confirmation re-runs)
+    cached = [p.config for p in r.probes if not p.fresh]
+    assert len(cached) == len(set(cached)), cached
 
 
 def test_partition_race_needs_the_pipeline_and_more_than_one_partition_worker(
@@ -42,8 +59,7 @@ def test_partition_race_needs_the_pipeline_and_more_than_one_partition_worker(
     by = {c.path: c for c in r.change}
     assert by["config.pipeline.enabled"].good is False and by["config.pipeline.enabled"].bad
     assert by["config.synthesis.partition_workers"].bad > 1
-    # good, bad, top-1 (pipeline: pass), top-2 (+ workers: fail), workers alone, 2 confirmations
-    assert r.n_probes == 7, [(p.units, p.outcome) for p in r.probes]
+    assert_confirmed_1_minimal(r)
     assert "minimal failure-inducing change" in out and "config.pipeline.enabled" in out
 
 
@@ -56,22 +72,27 @@ def test_shared_assembler_needs_one_job_id_for_all_and_concurrency(
     # per-job assembler, where the partitions of jobs with one id meet, is the pipeline's
     assert {c.path for c in r.change} == {"job_ids", "concurrency",
                                           "config.pipeline.enabled"}, r.steps
-    # the validity record names job_ids and concurrency (ids shared in flight), so they are
-    # tried first: top-1, top-2 pass, top-3 (+ pipeline) fails; then the context and the
-    # confirmations
-    assert r.n_probes == 10, [(p.units, p.outcome) for p in r.probes]
+    assert_confirmed_1_minimal(r)
 
 
-def test_param_path_default_is_the_param_path_change(artifacts: Any, tmp_path: Path) -> None:
-    # --jobs 2: the confirmation's two probes run side by side (threads, two daemons)
-    rc, out, r = bisect(tmp_path, "--set", "*.env.REFPROVER_FAULTS=param-path-default",
-                        "--oracle", "preflight/params", "--jobs", "2")
-    assert rc == 0 and r.status == "found", out
-    paths = {c.path for c in r.change}
+def test_run_bisect_replaces_the_ranking_with_the_param_path_change(cli_run: Any) -> None:
+    # --bisect-jobs 2: the confirmation's two probes run side by side (threads, two daemons)
+    r: CliRun = cli_run("--suite", "preflight", "--set",
+                        "*.env.REFPROVER_FAULTS=param-path-default", "--bisect",
+                        "--bisect-jobs", "2", run_id="e2e-run-bisect")
+    assert r.rc == 1, r.output  # the run's verdict (DIVERGED) decides the exit code
+    note = r.result.extra["bisect"]
+    assert note["status"] == "found", note
+    div = r.result.divergences[0]
+    assert (div.suite, div.oracle) == ("preflight", "params"), div
+    paths = {s.path for s in div.suspects}
     assert paths == {"mounts.params", "config.srs.param_cache",
-                     "env.FIL_PROOFS_PARAMETER_CACHE"}, r.steps  # one unit: they move together
-    assert len(r.difference) == 1
-    assert r.n_probes == 5, [(p.units, p.outcome) for p in r.probes]
+                     "env.FIL_PROOFS_PARAMETER_CACHE"}, div.suspects  # one unit: they move together
+    assert all(s.why.startswith("bisected: the 1-minimal") for s in div.suspects), div.suspects
+    bis = serde.read(r.report_dir.parent / note["run_id"] / "summary.json", BisectResult)
+    assert len(bis.difference) == 1 and bis.oracle == "preflight/params"
+    assert_confirmed_1_minimal(bis)
+    assert "minimal failure-inducing change" in r.output
 
 
 def test_a_good_profile_that_already_fails_stops_at_once_and_says_so(
