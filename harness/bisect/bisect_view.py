@@ -60,7 +60,8 @@ def print_bisect(result: BisectResult, console: Console) -> None:
                        ", ".join(p.failing), f"{p.wall_s:.0f}")
     console.print(probes)
     if result.change:
-        change = Table(title="minimal failure-inducing change")
+        change = Table(title="minimal failure-inducing change" if result.status == "found"
+                       else "candidate change, NOT confirmed 1-minimal")
         for col in ("item", result.good, result.bad):
             change.add_column(col)
         for c in result.change:
