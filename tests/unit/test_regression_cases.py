@@ -153,14 +153,20 @@ def test_both_routes_exit_non_zero_when_every_case_was_skipped(
     doc = tomllib.loads((root / "c1" / "case.toml").read_text())
     doc["workload"] = {"file": "inputs/absent.json"}
     (root / "c1" / "case.toml").write_text(tomli_w.dumps(doc))
-    env = {**os.environ, "PROOFDIFF_REGRESSIONS": str(root)}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "suites/test_regressions.py", "-q",
-                           "-p", "no:cacheprovider", "-p", "no:randomly", "-rs",
-                           f"--basetemp={tmp_path / 'pt'}"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    def suite(cases: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pytest", "suites/test_regressions.py", "-q",
+                               "-p", "no:cacheprovider", "-p", "no:randomly", "-rs",
+                               f"--basetemp={tmp_path / 'pt'}"], cwd=REPO, env={
+                                   **os.environ, "PROOFDIFF_REGRESSIONS": str(cases)},
+                              capture_output=True, text=True, timeout=300)
+
+    proc = suite(root)
     assert "2 skipped" in proc.stdout and "inputs/absent.json are missing" in proc.stdout, \
         proc.stdout[-3000:]
     assert proc.returncode == ALL_SKIPPED_EXIT, proc.stdout[-3000:]
+    (tmp_path / "none").mkdir()  # no case folder at all: no replay was skipped
+    proc = suite(tmp_path / "none")
+    assert "1 skipped" in proc.stdout and proc.returncode == 0, proc.stdout[-3000:]
     monkeypatch.setenv("PROOFDIFF_REGRESSIONS", str(root))
     assert main(["run", "--suite", "regressions", "--report-dir",
                  str(tmp_path / "r")]) == ALL_SKIPPED_EXIT
