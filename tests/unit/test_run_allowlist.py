@@ -110,3 +110,14 @@ def test_a_bad_allowlist_stops_the_run_with_exit_3_and_a_report(
     assert "expires = 'soon' is not a TOML date" in capsys.readouterr().out
     summary = json.loads((tmp_path / "rep" / "bad-allow" / "summary.json").read_text())
     assert summary["verdict"] == "ERROR" and summary["allowlist"] == str(allow)
+
+
+def test_the_gate_reads_the_same_allowlist_option(tmp_path: Path) -> None:
+    allow = tmp_path / "allow.toml"
+    allow.write_text(ENTRY.format(expires='"soon"'), encoding="utf-8")
+    rc = main(["gate", "--candidate", "c:1", "--baseline", "b:1", "--allowlist", str(allow),
+               "--report-dir", str(tmp_path / "rep"), "--run-id", "g-allow"])
+    assert rc == 3
+    summary = json.loads((tmp_path / "rep" / "g-allow" / "summary.json").read_text())
+    assert summary["allowlist"] == str(allow)
+    assert "expires = 'soon' is not a TOML date" in summary["errors"][0]
