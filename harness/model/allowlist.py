@@ -39,7 +39,8 @@ _KEYS = {"check": "suite/oracle (e.g. 'validity/proofs', 'timing/latency')",
          "match": "a regular expression searched in the finding's message",
          "reason": "why the difference is accepted",
          "link": "where it is tracked (an issue URL)",
-         "expires": "a TOML date (2027-01-31) after which the entry fails the gate"}
+         "expires": "a TOML date (2027-01-31) after which the entry accepts nothing (and fails a "
+                    "gate)"}
 
 
 class AllowlistError(ProofdiffError):
@@ -131,7 +132,7 @@ def load_allowlist(path: str | Path) -> list[AllowEntry]:
         raise AllowlistError(f"allowlist {p}: found {sorted(unknown) or 'accept as a table'}",
                              fix="only [[accept]] entries belong here: write each entry as an "
                                  "[[accept]] table (the module docstring of "
-                                 "harness/gate/allowlist.py has one)")
+                                 "harness/model/allowlist.py has one)")
     out = []
     for i, raw in enumerate(doc.get("accept", []), 1):
         where = f"{p}#{i}"
