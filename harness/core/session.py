@@ -22,6 +22,8 @@ from proofdiff.drivers.bench_cli import BenchCliDriver
 from proofdiff.drivers.cuzk_client import loaded_srs, status_probe
 from proofdiff.drivers.deadlines import Deadlines, deadlines_for
 from proofdiff.drivers.flow import prove_many
+from proofdiff.drivers.hang_guard import CpuProbe
+from proofdiff.drivers.stall_rule import AnswerClock
 from proofdiff.drivers.for_profile import driver_for
 from proofdiff.drivers.job_ids import JobIdError
 from proofdiff.drivers.protocol import Driver, Mode, plan_workload
@@ -110,6 +112,7 @@ class Session:
         self._param_files: dict[str, probes.ParamFiles | ProofdiffError] = {}
         self._bench_checks: dict[str, str | None] = {}
         self._flows: dict[tuple[str, str], list[FlowRecord]] = {}
+        self._clocks: dict[str, AnswerClock] = {}
         self._run_keys: list[tuple[str, str]] = []
         self.suites_done: dict[tuple[str, str], SuiteResult] = {}
 
@@ -131,6 +134,13 @@ class Session:
     def deadlines(self, profile: str) -> Deadlines:
         """The profile's deadlines (its ``timeout_s``; the plan's verifier timeout)."""
         return deadlines_for(self.profiles[profile], verify_s=self.plan.verify_timeout_s)
+
+    def watch(self, profile: str) -> tuple[AnswerClock, CpuProbe | None]:
+        """What the hang guard observes of ``profile``'s daemon: its answers over every flow,
+        and its CPU when it proves on the CPU (no GPU requested; a started daemon)."""
+        d = self.daemon(profile)
+        cpu = d.sampler.latest if d.sampler is not None and d.profile.gpus is None else None
+        return self._clocks.setdefault(profile, AnswerClock()), cpu
 
     def workload(self, name: str) -> Workload:
         """The loaded workload ``name`` (cached, errors too).
@@ -315,9 +325,10 @@ class Session:
             if problem:
                 return msgspec.structs.replace(base, errors=(problem,), daemon=self._facts(daemon))
         self.log(f"{profile}/{workload}: {len(specs)} jobs at concurrency {p.concurrency}")
+        clock, cpu = self.watch(profile)
         flow = prove_many(driver, daemon.address, wl, specs, name="workload",
                           concurrency=p.concurrency, deadlines=self.deadlines(profile),
-                          log=lambda line: self.log(f"[{profile}] {line}"))
+                          log=lambda line: self.log(f"[{profile}] {line}"), clock=clock, cpu=cpu)
         flow = attach_verdicts(flow, wl, self.verifier(profile))
         self.log(f"{profile}/{workload}: {len(flow.completed())}/{len(flow.jobs)} completed in "
                  f"{flow.wall_ms / 1000:.1f} s")
@@ -332,10 +343,11 @@ class Session:
         against every input sent); see :class:`proofdiff.oracles.evidence.Evidence`."""
         self.run(profile, workload)
         wl = self.workload(workload)
+        clock, cpu = self.watch(profile)
         flow = prove_many(self.driver(profile), self.daemon(profile).address, wl, specs,
                           name=name, label=label, concurrency=concurrency, mode=mode,
                           deadlines=self.deadlines(profile),
-                          log=lambda line: self.log(f"[{profile}] {line}"))
+                          log=lambda line: self.log(f"[{profile}] {line}"), clock=clock, cpu=cpu)
         flow = attach_verdicts(flow, wl, self.verifier(profile), cross=cross)
         self._flows.setdefault((profile, workload), []).append(flow)
         return flow

@@ -203,10 +203,14 @@ class BenchCliDriver:
             try:
                 runs = self.single_runs(workload.job(job), flags)
                 if runs is not None:
-                    return [self._singles(workload, s, runs, flags, kinds[job], addr, guard,
-                                          deadlines, log) for s in groups[job]]
-                return self._batch(workload, groups[job], workers[job], flags, kinds[job], addr,
-                                   guard, deadlines, log)
+                    got = [self._singles(workload, s, runs, flags, kinds[job], addr, guard,
+                                         deadlines, log) for s in groups[job]]
+                else:
+                    got = self._batch(workload, groups[job], workers[job], flags, kinds[job],
+                                      addr, guard, deadlines, log)
+                for r in got:  # the tool's answers come together, when it exits
+                    guard.answered(r)
+                return got
             finally:
                 guard.done(len(groups[job]))
 

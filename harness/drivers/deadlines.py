@@ -28,8 +28,8 @@ class Deadlines(msgspec.Struct, frozen=True, kw_only=True):
 
     Attributes:
         job_s: one job, from send to answer (the profile's ``timeout_s``, default 600).
-        stall_s: a daemon that reports nothing pending or in progress (or does not answer
-            ``GetStatus``) while jobs wait, for this long, is stuck (default 15).
+        stall_s: the shortest stall: no daemon is given up on as stalled (no answer, no CPU,
+            no ``GetStatus``: :mod:`proofdiff.drivers.stall_rule`) sooner (default 15).
         tool_s: a short-lived tool container: bench ``--help``, a dry parse, ``paramgen
             --print-cache-id`` (default 60).
         verify_s: one verifier container (default 300).

@@ -15,20 +15,24 @@ from proofdiff.model.workload import Workload
 
 from proofdiff.drivers.protocol import Driver, Log, Mode
 from proofdiff.drivers.deadlines import POLL_S, Deadlines
-from proofdiff.drivers.hang_guard import guarded
+from proofdiff.drivers.hang_guard import CpuProbe, guarded
+from proofdiff.drivers.stall_rule import AnswerClock
 
 __all__ = ["prove_many"]
 
 
 def prove_many(driver: Driver, address: str, workload: Workload, specs: Sequence[JobSpec], *,
                name: str, label: str = "", concurrency: int, mode: Mode = Mode.PROVE,
-               deadlines: Deadlines, log: Log) -> FlowRecord:
+               deadlines: Deadlines, log: Log, clock: AnswerClock | None = None,
+               cpu: CpuProbe | None = None) -> FlowRecord:
     """Send ``specs`` through ``driver`` to the daemon at ``address`` and collect the flow.
 
     Deadline: :meth:`~proofdiff.drivers.deadlines.Deadlines.flow_s` for the specs at
-    ``concurrency``; the hang guard polls the daemon every ``POLL_S`` and gives up after
-    ``stall_s`` of an idle daemon with jobs outstanding. Jobs given up come back ``STUCK``
-    (a stall) or ``LOST`` (the deadline) with the reason; the record's ``stall`` says why.
+    ``concurrency``; the hang guard polls the daemon every ``POLL_S`` and gives up on a stalled
+    daemon (:mod:`proofdiff.drivers.stall_rule`, from ``clock``: the daemon's answers over its
+    flows, and ``cpu``: its CPU samples, when it proves on the CPU). Jobs given up come back
+    ``STUCK`` (a stall) or ``LOST`` (the deadline) with the reason; the record's ``stall`` says
+    why.
 
     Raises:
         ValueError: ``mode`` is one the driver does not support (a programming error: callers
@@ -39,7 +43,7 @@ def prove_many(driver: Driver, address: str, workload: Workload, specs: Sequence
     real = [s for s in specs if not s.await_only]
     t0 = time.monotonic()
     with guarded(address, deadline_s=deadlines.flow_s(len(real), concurrency),
-                 stall_s=deadlines.stall_s, poll_s=POLL_S) as guard:
+                 stall_s=deadlines.stall_s, poll_s=POLL_S, clock=clock, cpu=cpu) as guard:
         guard.add(len(real))
         got = driver.send(specs, workload=workload, concurrency=concurrency, mode=mode,
                           guard=guard, deadlines=deadlines, log=log)

@@ -172,7 +172,9 @@ class GrpcDriver:
             while True:
                 try:
                     resp = fut.result(timeout=0.5).result  # ProveResponse.result
-                    return record_of(spec, rid, resp, t0, started)
+                    rec = record_of(spec, rid, resp, t0, started)
+                    guard.answered(rec)
+                    return rec
                 except grpc.FutureTimeoutError:
                     if guard.expired():
                         fut.cancel()
@@ -234,6 +236,7 @@ class GrpcDriver:
         lock = threading.Lock()
 
         def finished(spec: JobSpec, k: int, rec: JobRecord) -> None:
+            guard.answered(rec)
             with lock:
                 got[spec.index][k] = rec
                 left[spec.index] -= 1

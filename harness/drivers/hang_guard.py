@@ -1,18 +1,21 @@
 """The hang guard: one deadline and one stall watchdog around every flow on a daemon.
 
-    with guarded(address, deadline_s=600, stall_s=15) as guard:
+    with guarded(address, deadline_s=600, stall_s=15, clock=clock) as guard:
         guard.add(4)              # four jobs now wait for an answer
         ...                       # each wait polls guard.expired() between short slices
-        guard.done()              # one answered
+        guard.answered(record)    # the daemon answered one request (progress; its wall time)
+        guard.done()              # one job no longer waits
 
 The watchdog thread polls ``GetStatus`` (and ``GetMetrics``) every ``poll_s`` seconds and keeps
-each answer as a :class:`~proofdiff.model.jobs.StatusSample` (what the daemon was really doing:
-work items pending and in progress, ``cuzk_running_jobs``). While jobs wait, a daemon that
-reports nothing pending and nothing in progress (its queues are empty: the jobs are parked or
-forgotten), or does not answer at all, for ``stall_s`` seconds in a row trips the guard; so
-does the deadline. Waiters see ``guard.expired()`` turn true and give up: their jobs come back
-``STUCK`` (a stall) or ``LOST`` (the deadline), with :attr:`Guard.reason`. A real cuzk daemon
-reports its queues the same way (``GetStatusResponse.queues``, docs/cuzk-interface.md).
+each answer as a :class:`~proofdiff.model.jobs.StatusSample`: what the daemon *says* it is doing
+(work items pending and in progress, ``cuzk_running_jobs``), for the behaviour oracles to
+cross-check. Whether it is stalled is decided from what proofdiff observes itself
+(:mod:`proofdiff.drivers.stall_rule`): no answer for far longer than its proofs take (the
+:class:`~proofdiff.drivers.stall_rule.AnswerClock` of the daemon, kept across its flows), no
+CPU used while requests wait (``cpu``, the runtime's resource sampling), or no answer to
+``GetStatus`` at all. The deadline stops the flow too. Waiters see ``guard.expired()`` turn
+true and give up: their jobs come back ``STUCK`` (a stall) or ``LOST`` (the deadline), with
+:attr:`Guard.reason`, which quotes the daemon's last claims beside the observation.
 """
 
 from __future__ import annotations
@@ -20,26 +23,32 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from proofdiff.model.jobs import StatusSample
+from proofdiff.model.jobs import JobRecord, StatusSample
 from proofdiff.model.status import JobStatus
 from proofdiff.drivers.cuzk_client import ClientError, ProverClient
+from proofdiff.drivers.stall_rule import IDLE_CORES, AnswerClock, Observed, stall_reason
 
 _RUNNING = re.compile(r"^cuzk_running_jobs(?:\{[^}]*\})?\s+([0-9.eE+-]+)\s*$", re.M)
 
-__all__ = ["INTERRUPTED", "Guard", "guarded"]
+__all__ = ["INTERRUPTED", "CpuProbe", "Guard", "guarded"]
 
 #: The reason of a guard tripped by an interrupt (Ctrl-C, SIGTERM) of the flow's caller: a
 #: driver trips it before it waits for its worker threads, so that they give up at once.
 INTERRUPTED = "the flow was interrupted (Ctrl-C or SIGTERM)"
 
+#: ``cpu()`` -> the daemon's latest CPU sample ``(time.monotonic() s, cores)``, or ``None``
+#: before the first (:attr:`proofdiff.runtime.resources.ResourceSampler.latest`).
+CpuProbe = Callable[[], "tuple[float, float] | None"]
+
 
 class Guard:
-    """Stop flag, deadline (``deadline_s`` seconds from now) and count of waiting jobs."""
+    """Stop flag, deadline (``deadline_s`` seconds from now), count of waiting jobs, and when
+    the daemon last answered (``clock``: its answers over every flow; a fresh one if ``None``)."""
 
-    def __init__(self, deadline_s: float) -> None:
+    def __init__(self, deadline_s: float, clock: AnswerClock | None = None) -> None:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self.deadline = time.monotonic() + deadline_s
@@ -48,12 +57,28 @@ class Guard:
         self.stalled = False
         self.outstanding = 0
         self.started = time.monotonic()
+        self.last_progress = self.started
+        self.clock = clock if clock is not None else AnswerClock()
         self.samples: list[StatusSample] = []
 
     def add(self, n: int = 1) -> None:
-        """``n`` more jobs wait for an answer."""
+        """``n`` more jobs wait for an answer (the quiet clock starts when the first does)."""
         with self._lock:
+            if self.outstanding == 0:
+                self.last_progress = time.monotonic()
             self.outstanding += n
+
+    def answered(self, record: JobRecord) -> None:
+        """The daemon answered one request (``record``): progress, and its wall time on the
+        clock. Records that are not the daemon's answer (a transport error, a give-up) are not."""
+        if self.clock.answered(record):
+            with self._lock:
+                self.last_progress = time.monotonic()
+
+    def quiet_since(self) -> float:
+        """The last answer, or when the requests went out (``time.monotonic()`` seconds)."""
+        with self._lock:
+            return self.last_progress
 
     def done(self, n: int = 1) -> None:
         """``n`` waiting jobs were answered (or given up)."""
@@ -98,56 +123,78 @@ def running_jobs(metrics_text: str) -> int | None:
     return int(float(m.group(1))) if m else None
 
 
-def _sample(client: ProverClient, guard: Guard, metrics: list[bool]) -> tuple[int, str]:
-    """One poll: (work items pending + in progress, why idle), a sample kept on the guard."""
+def _sample(client: ProverClient, guard: Guard, metrics: list[bool]) -> StatusSample:
+    """One poll of the daemon's claims, kept on the guard: work items pending (its queues) and
+    in progress (its queues, or the GPUs it says are busy, whichever says more: cuzk lists a
+    queue only for kinds with waiting jobs, so a lone running job shows only on its GPU), and
+    ``cuzk_running_jobs``."""
     st = client.get_status()
     pending = sum(q.pending for q in st.queues)
-    active = sum(q.in_progress for q in st.queues)
+    active = max(sum(q.in_progress for q in st.queues),
+                 sum(1 for g in st.gpus if g.current_job_id))
     running = None
     if metrics[0]:
         try:
             running = running_jobs(client.get_metrics())
         except ClientError:
             metrics[0] = False  # a daemon without GetMetrics: stop asking
-    guard.samples.append(StatusSample((time.monotonic() - guard.started) * 1000.0, pending,
-                                      active, running))
-    return pending + active, "reports nothing pending or in progress"
+    sample = StatusSample((time.monotonic() - guard.started) * 1000.0, pending, active, running)
+    guard.samples.append(sample)
+    return sample
+
+
+def _claims(sample: StatusSample | None) -> str:
+    if sample is None:
+        return "it reported nothing"
+    return (f"it claims {sample.pending} pending, {sample.in_progress} in progress"
+            + (f", cuzk_running_jobs {sample.running_jobs}" if sample.running_jobs is not None
+               else ""))
 
 
 def _watch(address: str, guard: Guard, stall_s: float, poll_s: float,
-           finished: threading.Event) -> None:
+           finished: threading.Event, cpu: CpuProbe | None) -> None:
+    unreachable: float | None = None
+    code = ""
     idle_since: float | None = None
+    seen_cpu = 0.0
+    last: StatusSample | None = None
     metrics = [True]
     with ProverClient(address, default_timeout_s=max(1.0, poll_s * 4)) as client:
         while not finished.wait(poll_s) and not guard.expired():
-            try:
-                busy, why = _sample(client, guard, metrics)
-            except ClientError as exc:
-                busy, why = 0, f"does not answer GetStatus ({exc.code})"
             now = time.monotonic()
-            waiting = guard.waiting()
-            if waiting > 0 and busy == 0:
-                idle_since = idle_since or now
-                if now - idle_since >= stall_s:
-                    guard.trip(f"the daemon {why} for {now - idle_since:.0f} s while {waiting} "
-                               "job(s) wait for an answer", stall=True)
-            else:
-                idle_since = None
+            try:
+                last = _sample(client, guard, metrics)
+                unreachable = None
+            except ClientError as exc:
+                unreachable, code = unreachable or now, exc.code
+            got = cpu() if cpu is not None else None
+            if got is not None and got[0] > seen_cpu:  # a new CPU sample
+                seen_cpu = got[0]
+                idle_since = (idle_since or got[0]) if got[1] < IDLE_CORES else None
+            why = stall_reason(Observed(
+                now=now, waiting=guard.waiting(), quiet_since=guard.quiet_since(),
+                longest_s=guard.clock.longest_s, stall_s=stall_s, unreachable_since=unreachable,
+                unreachable_code=code, cpu_idle_since=idle_since))
+            if why:
+                guard.trip(f"{why}; meanwhile {_claims(last)}", stall=True)
 
 
 @contextmanager
-def guarded(address: str, *, deadline_s: float, stall_s: float = 15.0,
-            poll_s: float = 0.5) -> Iterator[Guard]:
+def guarded(address: str, *, deadline_s: float, stall_s: float = 15.0, poll_s: float = 0.5,
+            clock: AnswerClock | None = None, cpu: CpuProbe | None = None) -> Iterator[Guard]:
     """A :class:`Guard` whose watchdog thread polls ``address`` until the block ends.
 
     Args:
         address: the daemon's ``127.0.0.1:PORT``. deadline_s: deadline of the block, seconds.
-        stall_s: an idle or unreachable daemon with jobs waiting for this long is stuck
-            (default 15). poll_s: the ``GetStatus`` period, seconds (default 0.5).
+        stall_s: the shortest stall, seconds (default 15; :mod:`proofdiff.drivers.stall_rule`).
+        poll_s: the ``GetStatus`` period, seconds (default 0.5).
+        clock: the daemon's answers over its earlier flows (default: none seen yet).
+        cpu: the daemon's CPU samples, for a daemon that proves on the CPU (default: not
+            watched).
     """
-    guard = Guard(deadline_s)
+    guard = Guard(deadline_s, clock)
     finished = threading.Event()
-    thread = threading.Thread(target=_watch, args=(address, guard, stall_s, poll_s, finished),
+    thread = threading.Thread(target=_watch, args=(address, guard, stall_s, poll_s, finished, cpu),
                               name="proofdiff-hang-guard", daemon=True)
     thread.start()
     try:

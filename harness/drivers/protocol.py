@@ -57,8 +57,9 @@ class Driver(Protocol):
 
     def send(self, specs: Sequence[JobSpec], *, workload: Workload, concurrency: int, mode: Mode,
              guard: Guard, deadlines: Deadlines, log: Log) -> list[JobRecord]:
-        """Send ``specs``; one record per spec, in spec order. Each answered (or given-up) job
-        calls ``guard.done()``; waits poll ``guard.expired()`` and give up when it turns true."""
+        """Send ``specs``; one record per spec, in spec order. Each answer of the daemon is
+        shown to ``guard.answered(record)`` as it comes; each answered (or given-up) job calls
+        ``guard.done()``; waits poll ``guard.expired()`` and give up when it turns true."""
         ...
 
 

@@ -24,8 +24,9 @@ class JobStatus(StrEnum):
       the job (the bench tool rejected its command line, ...).
     * ``LOST``: no answer within the job's deadline, or the daemon no longer knows the id
       (``NOT_FOUND``).
-    * ``STUCK``: the hang guard gave up: the daemon reported nothing pending or in progress (or
-      stopped answering ``GetStatus``) while the job waited.
+    * ``STUCK``: the hang guard gave up: proofdiff saw the daemon stalled while the job waited
+      (no answer for far longer than its proofs take, no CPU used, or ``GetStatus`` failing:
+      ``proofdiff.drivers.stall_rule``), whatever it reported.
     * ``UNKNOWN``: the daemon answered with a status this client does not know.
     """
 

@@ -76,7 +76,8 @@ class Daemon:
         start_to_ready_ms: from the start call to the first GetStatus answer, ms (attach: to
             the first answer).
         config_text: the daemon TOML as written ('' when attached: it is not ours).
-        sampler: memory / CPU sampling under the profile's limits (``None`` without).
+        sampler: memory / CPU sampling of a daemon proofdiff started (``None`` for an
+            attached one); reported as ``resources`` only under the profile's limits.
         gpu: NVML sampling of the GPUs while it runs, or the record of why there is none.
     """
 
@@ -135,7 +136,9 @@ class Daemon:
                            state=keep, inspect_view=self.handle.view(),
                            log_tail=self.logs(LOG_TAIL_LINES),
                            status=fetch_status(self.status_port) if alive else None,
-                           resources=self.sampler.usage() if self.sampler else None,
+                           resources=self.sampler.usage() if self.sampler and (
+                               self.profile.mem_limit is not None or self.profile.cpus is not None)
+                           else None,
                            srs_loaded=srs_loaded if alive else (),
                            gpu=self.gpu.telemetry() if isinstance(self.gpu, GpuSampler)
                            else self.gpu)
@@ -235,8 +238,7 @@ def start_daemon(runner: Runner, profile: Profile, param_cache: Path, *, probe: 
     except BaseException:  # KeyboardInterrupt too: never leave it running
         handle.remove()
         raise
-    if profile.mem_limit is not None or profile.cpus is not None:
-        daemon.sampler = sampler_for(handle)
+    daemon.sampler = sampler_for(handle)  # the hang guard watches its CPU (drivers.stall_rule)
     daemon.gpu = start_gpu_sampler(profile.gpus if isinstance(profile.gpus, tuple) else ())
     return daemon
 

@@ -50,12 +50,13 @@ def cpu_cores(stats: dict[str, Any]) -> float:
 
 
 class _Peaks:
-    """What a sampler keeps: the highest memory (bytes) and CPU (cores) seen, and how many
-    samples; a daemon thread named ``thread_name`` runs the subclass's ``_follow`` until it
-    returns or :meth:`stop` is called."""
+    """What a sampler keeps: the highest memory (bytes) and CPU (cores) seen, how many
+    samples, and the latest CPU sample (:attr:`latest`); a daemon thread named ``thread_name``
+    runs the subclass's ``_follow`` until it returns or :meth:`stop` is called."""
 
     def __init__(self, thread_name: str) -> None:
         self.peak_mem, self.peak_cpu, self.samples = 0, 0.0, 0
+        self._latest: tuple[float, float] | None = None
         self._stop = threading.Event()
         threading.Thread(target=self._follow, name=thread_name, daemon=True).start()
 
@@ -66,7 +67,13 @@ class _Peaks:
         self.peak_mem = max(self.peak_mem, mem_bytes)
         if cpu_cores is not None:
             self.peak_cpu = max(self.peak_cpu, cpu_cores)
+            self._latest = (time.monotonic(), cpu_cores)
         self.samples += 1
+
+    def latest(self) -> tuple[float, float] | None:
+        """The latest CPU sample: ``(time.monotonic() when taken, cores in use over the second
+        before)``; ``None`` before the first (the hang guard's CPU observation)."""
+        return self._latest
 
     def stop(self) -> None:
         """Stop sampling (the peaks so far stand)."""
@@ -87,7 +94,8 @@ class ResourceSampler(_Peaks):
                 if self._stop.is_set():
                     return
                 if not stats.get("read", "").startswith("0001"):  # a real sample
-                    self._seen(memory_bytes(stats), cpu_cores(stats))
+                    pre = (stats.get("precpu_stats") or {}).get("system_cpu_usage")
+                    self._seen(memory_bytes(stats), cpu_cores(stats) if pre else None)
         except (docker.errors.DockerException, requests.exceptions.RequestException, ValueError):
             return  # the container went away: the peaks so far stand
 

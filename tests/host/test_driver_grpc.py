@@ -15,6 +15,7 @@ import pytest
 from msgspec.structs import replace
 
 from proofdiff.drivers.protocol import plan_workload
+from proofdiff.drivers.stall_rule import AnswerClock
 from proofdiff.drivers.deadlines import Deadlines
 from proofdiff.drivers.flow import prove_many
 from proofdiff.drivers.grpc_driver import GrpcDriver
@@ -24,15 +25,17 @@ from proofdiff.model.status import JobStatus
 from proofdiff.model.workload import Workload, load_workload
 from proofdiff.drivers.cuzk_client import ClientError, ProverClient
 
-from tests.host.conftest import BENCH_CONFIG
+from proofdiff.runtime.daemon import Daemon as RunningDaemon
+from tests.host.conftest import BENCH_CONFIG, process_profile
 
 Daemon = Callable[..., AbstractContextManager[str]]
 
 
 def _flow(addr: str, wl: Workload, specs: list[JobSpec], conc: int,
-          deadlines: Deadlines | None = None) -> FlowRecord:
+          deadlines: Deadlines | None = None, **watch: Any) -> FlowRecord:
     return prove_many(GrpcDriver(addr), addr, wl, specs, name="workload", concurrency=conc,
-                      deadlines=deadlines or Deadlines(job_s=120.0), log=lambda _l: None)
+                      deadlines=deadlines or Deadlines(job_s=120.0), log=lambda _l: None,
+                      **watch)
 
 
 def _overlap(flow: FlowRecord) -> bool:
@@ -93,16 +96,34 @@ def test_bad_input_comes_back_failed_with_the_daemons_reason(daemon: Daemon, art
     assert "vanilla proof 0 is not a bincode FallbackPoStSectorProof" in j.error
 
 
-def test_a_daemon_that_parks_jobs_is_caught_by_the_hang_guard(daemon: Daemon,
-                                                              workload: Workload) -> None:
-    # queue-deadlock: jobs submitted while 2 are unfinished are accepted and never answered
+def test_a_wedged_daemon_that_claims_work_in_progress_is_stalled_long_before_its_deadline(
+        started: Callable[..., AbstractContextManager[RunningDaemon]], workload: Workload) -> None:
+    """queue-deadlock: jobs submitted while 2 are unfinished are accepted and never answered,
+    and the daemon goes on counting them in cuzk_running_jobs (a claim of work in progress).
+    The guard gives up from its own observations, long before the flow's 630 s deadline: the
+    jobs come back STUCK (the stall rule), not LOST (the deadline)."""
     specs = [JobSpec(index=i, job=j.name) for i, j in enumerate(workload.jobs)]
-    with daemon(faults="queue-deadlock") as addr:
-        flow = _flow(addr, workload, specs, 4, Deadlines(job_s=600.0, stall_s=3.0))
+    deadlines = Deadlines(job_s=600.0, stall_s=3.0)
+    with started(process_profile(faults="queue-deadlock")) as d:
+        clock = AnswerClock()
+        flow = _flow(d.address, workload, specs, 4, deadlines, clock=clock)
+        # the same wedged daemon, a request that is parked at once, and nothing yet that says
+        # how long its proofs take (a fresh clock): its idle CPU gives it away
+        idle = _flow(d.address, workload, specs[:1], 1, deadlines, clock=AnswerClock(),
+                     cpu=d.sampler.latest if d.sampler else None)
     stuck = flow.stuck()
     assert len(stuck) == 2 and sum(j.completed for j in flow.jobs) == 2, flow
-    assert "reports nothing pending or in progress" in flow.stall
-    assert all("reports nothing pending or in progress" in j.error for j in stuck)
+    assert clock.longest_s is not None
+    limit = 2 * 2 * clock.longest_s  # STALL_FACTOR x 2 waiting x the longest proof it took
+    assert flow.stall.startswith("no answer for ") and \
+        f"longer than 2 x 2 x the longest proof this daemon took ({clock.longest_s:.1f} s) = " \
+        f"{max(3.0, limit):.0f} s" in flow.stall, flow.stall
+    assert "cuzk_running_jobs 2" in flow.stall  # what it claimed meanwhile, quoted, not believed
+    assert all(j.error.endswith(flow.stall) for j in stuck)
+    (parked,) = idle.jobs
+    assert parked.status is JobStatus.STUCK, parked
+    assert "its process used under 0.05 CPU cores for the last 3 s: it proves nothing" \
+        in idle.stall, idle.stall
 
 
 def test_a_job_past_its_deadline_is_lost_with_the_deadline_named(daemon: Daemon,
