@@ -16,7 +16,10 @@ work items pending and in progress, ``cuzk_running_jobs``), its ``GET /status`` 
 * ``in-flight``: the work items in progress never exceed the limit the config sets
   (``pipeline.max_parallel_synthesis``) or the daemon reports (``/status`` synthesis
   max_concurrent, else its start log ``max_concurrent=``), over every flow so far, colliding-id
-  bursts included; skipped, with the reason, where none gives a limit (nothing to judge against).
+  bursts included: judged on the daemon's own count (a claim; a count past the limit is its own
+  admission) and on the floor that the answers' proving intervals give, whatever it counts
+  (:mod:`proofdiff.oracles.observed_overlap`); skipped, with the reason, where none gives a
+  limit (nothing to judge against).
 * ``lone-request``: one request alone on the idle daemon is answered within a bound derived
   from the same profile's proofs (:mod:`proofdiff.oracles.lone_request`: a delay that hits only
   a lone request, such as a batch waiting to fill, is what a WinningPoSt meets).
@@ -42,6 +45,7 @@ from proofdiff.runtime.daemon_status import max_concurrent_from_log
 from proofdiff.oracles.evidence import Evidence, Recorder
 from proofdiff.oracles import lone_request
 from proofdiff.oracles.suite_table import SUITES
+from proofdiff.oracles.observed_overlap import observed_floor
 
 __all__ = ["ORACLES", "PRIORITY_BOUND", "evaluate", "requested"]
 
@@ -57,6 +61,7 @@ PRIORITY_BOUND = 6.0
 SLACK_S = 0.05
 #: Lines of the daemon's log read for its start line (a run logs a few lines per job).
 LOG_LINES = 100_000
+INFLIGHT_KEYS = ("config.pipeline.max_parallel_synthesis", "job_ids", "concurrency")
 MODE_KEYS = ("config.pipeline.enabled", "config.synthesis.partition_workers",
              "config.pipeline.max_parallel_synthesis", "concurrency", "env")
 
@@ -212,6 +217,8 @@ def _mode(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
 def _in_flight(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
     flows = ev.flows(name, workload)
     seen, where, n, running = _peak(flows)
+    obs = observed_floor(flows)
+    cpu_prover = ev.profiles[name].gpus is None  # the floor bounds a limit on whole proofs
     facts = ev.facts(name)
     status = facts.status if facts and facts.status else {}
     reported = (status.get("synthesis") or {}).get("max_concurrent")
@@ -221,12 +228,18 @@ def _in_flight(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
     if not limit and (logged := max_concurrent_from_log(ev.daemon_log(name, LOG_LINES))):
         limit, source = logged, "the daemon's start log (max_concurrent=)"
     ev_ = {"limit": limit, "limit_source": source, "observed_max_in_progress": seen,
-           "where": where, "samples": n, "max_running_jobs": running, "flows": len(flows)}
+           "where": where, "samples": n, "max_running_jobs": running, "flows": len(flows),
+           "observed_floor": obs.jobs, "observed_where": obs.where, "observed_ids": list(obs.ids),
+           "observed_intervals": obs.intervals, "floor_judged": cpu_prover}
     head = f"in-flight work on profile {name!r} ({workload}, {len(flows)} flow(s), {n} samples)"
-    if n == 0:
+    floor = (f"the answers' own proving intervals show at most {obs.jobs} job(s) proving at once"
+             + (f" ({obs.where})" if obs.jobs else "") + f" over {obs.intervals} answer(s)"
+             + ("" if cpu_prover else " (not a bound on a GPU daemon's synthesis limit)"))
+    judged = cpu_prover and obs.intervals > 0
+    if n == 0 and not judged:
         rec("in-flight", name, Outcome.ERROR, f"{head}: nothing to judge: no GetStatus sample",
             evidence=ev_)
-    elif seen == 0 and running == 0:
+    elif seen == 0 and running == 0 and not judged:
         rec("in-flight", name, Outcome.ERROR, f"{head}: nothing to judge: no sample showed any "
             "work in progress (GetStatus queues, cuzk_running_jobs) while jobs were out, so the "
             "daemon does not report what it proves at once", evidence=ev_)
@@ -234,17 +247,21 @@ def _in_flight(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
         rec("in-flight", name, Outcome.SKIPPED, f"{head}: no limit to judge against: the profile "
             "sets no pipeline.max_parallel_synthesis and the daemon reports none (/status "
             "synthesis.max_concurrent, start log max_concurrent=); seen: at most "
-            f"{seen} work item(s) in progress, cuzk_running_jobs at most {running}; set the "
-            "limit in the profile's config to check it", evidence=ev_)
+            f"{seen} work item(s) in progress, cuzk_running_jobs at most {running}; {floor}; set "
+            "the limit in the profile's config to check it", evidence=ev_)
     elif seen > limit:
         rec("in-flight", name, Outcome.FAIL, f"{head}: {seen} work items in progress ({where}) "
-            f"but {source} = {limit}; cuzk_running_jobs reached {running}. The daemon admits "
-            "more than its configured limit (curio a3bb5641: MaxPending 15, 44 claimed)",
-            evidence=ev_, names=("config.pipeline.max_parallel_synthesis", "job_ids",
-                                 "concurrency"))
+            f"but {source} = {limit}; cuzk_running_jobs reached {running}; {floor}. The daemon "
+            "admits more than its configured limit (curio a3bb5641: MaxPending 15, 44 claimed)",
+            evidence=ev_, names=INFLIGHT_KEYS)
+    elif judged and obs.jobs > limit:
+        rec("in-flight", name, Outcome.FAIL, f"{head}: {floor}: "
+            f"{', '.join(obs.ids[:6])} at once, each holding at least one work item, but {source} "
+            f"= {limit}; the daemon's own count never went past {seen}: it admits more than its "
+            "limit and its accounting does not see it", evidence=ev_, names=INFLIGHT_KEYS)
     else:
-        rec("in-flight", name, Outcome.PASS, f"{head}: at most {seen} work item(s) in progress, "
-            f"within {source} = {limit}", evidence=ev_)
+        rec("in-flight", name, Outcome.PASS, f"{head}: at most {seen} work item(s) in progress "
+            f"by the daemon's count; {floor}; within {source} = {limit}", evidence=ev_)
 
 
 def _mib(n: int | float | None) -> str:

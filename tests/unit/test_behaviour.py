@@ -11,6 +11,7 @@ from proofdiff.model.jobs import FlowRecord, JobRecord, NO_TIMINGS, StatusSample
 from proofdiff.model.runs import ResourceUsage
 from proofdiff.model.status import JobStatus, Outcome
 from proofdiff.oracles import behaviour
+from proofdiff.oracles.observed_overlap import max_overlap
 from proofdiff.oracles.evidence import Recorder
 from tests.conftest import job, run
 from tests.unit.fakes import FakeDriver, FakeEvidence, refprover_profiles
@@ -60,8 +61,17 @@ def test_mode_fails_when_the_daemon_reports_another_path(workload_file: Path) ->
                              "config.synthesis.partition_workers"), bad.names
 
 
+def _untimed(ev: FakeEvidence, profile: str = "prod") -> FakeEvidence:
+    """The profile's answers without timings (total_ms 0): no proving interval to observe."""
+    r = ev.runs[profile]
+    f = r.flows[0]
+    ev.runs[profile] = replace(r, flows=(replace(f, jobs=tuple(
+        replace(j, timings=NO_TIMINGS) for j in f.jobs)),))
+    return ev
+
+
 def test_mode_and_in_flight_without_samples_are_errors(workload_file: Path) -> None:
-    ev = _ev(workload_file, prod_in_progress=())
+    ev = _untimed(_ev(workload_file, prod_in_progress=()))
     assert _one(ev, behaviour._mode, "prod")[0].outcome is Outcome.ERROR
     assert _one(ev, behaviour._in_flight, "prod")[0].outcome is Outcome.ERROR
 
@@ -190,6 +200,76 @@ def test_a_daemon_that_never_reports_work_in_progress_is_not_a_pass(workload_fil
     quiet = tuple(StatusSample(250.0 * i, 0, 0, 0) for i in range(5))
     ev.runs["prod"] = replace(r, flows=(replace(r.flows[0], samples=quiet),))
     (mode,) = _one(ev, behaviour._mode, "prod")
-    (inflight,) = _one(ev, behaviour._in_flight, "prod")
+    (inflight,) = _one(_untimed(ev), behaviour._in_flight, "prod")
     assert mode.outcome is Outcome.ERROR and "reported no work in progress" in mode.message
     assert inflight.outcome is Outcome.ERROR and "no sample showed any work" in inflight.message
+
+
+def _overlapping(ev: FakeEvidence, priorities: tuple[str, ...] = ("", "", "", "")) -> FakeEvidence:
+    """prod's four workload jobs sent together and answered after ~2 s, each proving from 5 ms
+    after its send (its answer's queue_wait) to its answer: all four proving at once."""
+    r = ev.runs["prod"]
+    f = r.flows[0]
+    jobs = tuple(replace(j, started_unix_s=1_700_000_000.0 + 0.001 * j.index, wall_ms=2010.0,
+                         priority=priorities[j.index],
+                         timings=replace(j.timings, queue_wait_ms=5, srs_load_ms=0,
+                                         total_ms=2000)) for j in f.jobs)
+    ev.runs["prod"] = replace(r, flows=(replace(f, jobs=jobs, concurrency=4),))
+    return ev
+
+
+def test_in_flight_fails_on_the_observed_overlap_though_the_daemons_count_is_within(
+        workload_file: Path) -> None:
+    # the daemon counts at most 3 items in progress (its limit), but its own answers put four
+    # one-priority jobs in proving at once: each held at least one work item (FIFO, never
+    # pre-empted), so at least 4 items were in progress
+    ev = _overlapping(_ev(workload_file, prod_in_progress=(1, 3, 3, 2)))
+    (bad,) = _one(ev, behaviour._in_flight, "prod")
+    assert bad.outcome is Outcome.FAIL, bad.message
+    assert "show at most 4 job(s) proving at once (workload) over 4 answer(s): id-0, id-1, " \
+        "id-2, id-3 at once" in bad.message
+    assert "own count never went past 3" in bad.message
+    assert bad.evidence["observed_floor"] == 4 and bad.names[0] == \
+        "config.pipeline.max_parallel_synthesis"
+
+
+def test_the_observed_floor_leaves_out_mixed_priorities_and_gpu_daemons(
+        workload_file: Path) -> None:
+    # a NORMAL job may wait, holding nothing, behind a later HIGH one: no floor from that flow
+    mixed = _overlapping(_ev(workload_file), ("NORMAL", "NORMAL", "NORMAL", "HIGH"))
+    (ok,) = _one(mixed, behaviour._in_flight, "prod")
+    assert ok.outcome is Outcome.PASS and ok.evidence["observed_intervals"] == 0, ok.message
+    # cuzk's limit counts syntheses, a proving interval holds the GPU phase too: not judged
+    gpu = _overlapping(_ev(workload_file))
+    gpu.profiles = refprover_profiles("prod.config.pipeline.max_parallel_synthesis=3",
+                                      'prod.gpus="all"')
+    (ok_gpu,) = _one(gpu, behaviour._in_flight, "prod")
+    assert ok_gpu.outcome is Outcome.PASS and ok_gpu.evidence["floor_judged"] is False
+    assert "not a bound on a GPU daemon's synthesis limit" in ok_gpu.message
+
+
+def test_a_daemon_that_reports_nothing_is_judged_from_its_answers(workload_file: Path) -> None:
+    # cuzk shows no queue for a job running alone: its count says nothing, its answers do
+    ev = _overlapping(_ev(workload_file, prod_in_progress=(0, 0, 0)))
+    r = ev.runs["prod"]
+    quiet = tuple(StatusSample(250.0 * i, 0, 0, None) for i in range(3))
+    ev.runs["prod"] = replace(r, flows=(replace(r.flows[0], samples=quiet),))
+    (bad,) = _one(ev, behaviour._in_flight, "prod")
+    assert bad.outcome is Outcome.FAIL and "own count never went past 0" in bad.message
+
+
+def test_proving_intervals_end_at_the_observed_answer_and_touching_ones_do_not_overlap() -> None:
+    t0 = 1_700_000_000.0
+
+    def answered(i: int, sent: float, queue_ms: int, total_ms: int, wall_ms: float) -> JobRecord:
+        return JobRecord(index=i, job=f"wpost-{i}", request_id=f"id-{i}", proof=b"p",
+                         status=JobStatus.COMPLETED, started_unix_s=t0 + sent, wall_ms=wall_ms,
+                         timings=replace(NO_TIMINGS, queue_wait_ms=queue_ms, total_ms=total_ms))
+
+    one_after_other = [answered(0, 0.0, 0, 1000, 1001.0), answered(1, 0.0, 1000, 2000, 2001.0)]
+    assert max_overlap(one_after_other)[0] == 1  # a FIFO daemon, one at a time
+    # a claimed total of 60 s never reaches past the answer the client saw after 1 s
+    boast = [answered(0, 0.0, 0, 60_000, 1000.0), answered(1, 1.0, 0, 1000, 1000.0)]
+    assert max_overlap(boast)[0] == 1
+    assert max_overlap([*boast, answered(2, 0.5, 0, 1000, 1000.0)])[:3] == (
+        2, t0 + 0.55, ("id-0", "id-2"))
