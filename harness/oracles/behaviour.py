@@ -1,8 +1,10 @@
 """Behaviour, per profile: what the daemon really does, against what the profile asked for.
 
-Read from the daemon's own figures, sampled by the hang guard during every flow (``GetStatus``
-work items pending and in progress, ``cuzk_running_jobs``), its ``GET /status`` and
-``docker stats``, so a silently changed proving path shows up in the default run:
+Read from what proofdiff observes (when each request was sent and answered, the proving
+intervals its answers give, ``docker stats``) and from the daemon's own figures, which are
+claims to cross-check (``GetStatus`` work items pending and in progress and
+``cuzk_running_jobs``, sampled by the hang guard during every flow; its ``GET /status``), so a
+silently changed proving path shows up in the default run:
 
 * ``priority``: cuzk schedules by priority, then FIFO (WinningPoSt CRITICAL, WindowPoSt HIGH,
   PoRep and Snap NORMAL; a WinningPoSt that waits behind queued work loses the block:
