@@ -5,10 +5,12 @@ its GetStatus ``in_progress`` is what it says it does: a daemon whose accounting
 reports what it believes, so its count passes exactly when it should not. This module gives the
 lower bound that proofdiff can stand behind:
 
-* each job's *proving interval* is what its answer's own timings and the client's clock give:
-  from ``send + queue_wait_ms`` (the daemon started its first work item) to ``send +
-  min(total_ms, wall_ms)`` (its last one ended; a claim never reaches past the observed answer),
-  shrunk by :data:`SLACK_S` at both ends (the daemon counts from its receipt, in whole ms);
+* each job's *proving interval* is the part of its proving that is certain from the client's
+  clock and its answer's own timings (``queue_wait_ms`` q and ``total_ms`` T, counted by the
+  daemon from its receipt R): R lies between the send and ``answer - T`` (the daemon finished
+  before the client read the answer), so the job proved at least over ``[max(send, answer - T)
+  + q, min(send + T, answer)]``, less :data:`SLACK_S` for the whole milliseconds it reports.
+  A job whose claimed T exceeds what the client observed (``wall_ms``) gives none;
 * property (every correct cuzk-compatible daemon): within one priority, a daemon takes work in
   submission order (cuzk ``extern/cuzk/cuzk-core/src/scheduler.rs``: "Higher priority ->
   dequeued first. Within same priority, earlier submission first (FIFO)"; refprover README,
@@ -36,9 +38,9 @@ from proofdiff.model.jobs import FlowRecord, JobRecord
 
 __all__ = ["SLACK_S", "Overlap", "max_overlap", "observed_floor", "proving_interval"]
 
-#: Trimmed from both ends of a proving interval: the client sends before the daemon receives,
-#: and the daemon reports whole milliseconds, seconds.
-SLACK_S = 0.05
+#: Trimmed from the start of a proving interval: the daemon reports whole milliseconds
+#: (rounded down), seconds.
+SLACK_S = 0.001
 
 
 class Overlap(msgspec.Struct, frozen=True, kw_only=True):
@@ -63,14 +65,16 @@ class Overlap(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def proving_interval(job: JobRecord) -> tuple[float, float] | None:
-    """``(start, end)`` of one job's proving, wall-clock seconds (module docstring); ``None``
-    when it did not complete, is an await-only probe, reports no timings (``total_ms`` 0) or
-    leaves nothing once trimmed."""
-    if not job.completed or job.await_only or job.timings.total_ms <= 0:
-        return None
+    """``(start, end)``: when one job was certainly proving, wall-clock seconds (module
+    docstring); ``None`` when it did not complete, is an await-only probe, reports no timings
+    (``total_ms`` 0) or more than the client observed, or leaves nothing certain."""
     t = job.timings
-    start = job.started_unix_s + t.queue_wait_ms / 1000.0 + SLACK_S
-    end = job.started_unix_s + min(float(t.total_ms), job.wall_ms) / 1000.0 - SLACK_S
+    if not job.completed or job.await_only or t.total_ms <= 0 or t.total_ms > job.wall_ms + 1:
+        return None
+    send, answer, total_s = job.started_unix_s, job.started_unix_s + job.wall_ms / 1000.0, \
+        t.total_ms / 1000.0
+    start = max(send, answer - total_s) + t.queue_wait_ms / 1000.0 + SLACK_S
+    end = min(send + total_s, answer)
     return (start, end) if end > start else None
 
 

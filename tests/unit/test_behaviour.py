@@ -11,7 +11,7 @@ from proofdiff.model.jobs import FlowRecord, JobRecord, NO_TIMINGS, StatusSample
 from proofdiff.model.runs import ResourceUsage
 from proofdiff.model.status import JobStatus, Outcome
 from proofdiff.oracles import behaviour
-from proofdiff.oracles.observed_overlap import max_overlap
+from proofdiff.oracles.observed_overlap import max_overlap, proving_interval
 from proofdiff.oracles.evidence import Recorder
 from tests.conftest import job, run
 from tests.unit.fakes import FakeDriver, FakeEvidence, refprover_profiles
@@ -268,8 +268,11 @@ def test_proving_intervals_end_at_the_observed_answer_and_touching_ones_do_not_o
 
     one_after_other = [answered(0, 0.0, 0, 1000, 1001.0), answered(1, 0.0, 1000, 2000, 2001.0)]
     assert max_overlap(one_after_other)[0] == 1  # a FIFO daemon, one at a time
-    # a claimed total of 60 s never reaches past the answer the client saw after 1 s
-    boast = [answered(0, 0.0, 0, 60_000, 1000.0), answered(1, 1.0, 0, 1000, 1000.0)]
-    assert max_overlap(boast)[0] == 1
-    assert max_overlap([*boast, answered(2, 0.5, 0, 1000, 1000.0)])[:3] == (
-        2, t0 + 0.55, ("id-0", "id-2"))
+    # only what is certain counts: an answer read 1 s late (the client awaited another id
+    # first) leaves the 1 s the daemon may have been done; a claimed total the client could not
+    # have seen (60 s in a 1 s wall) gives no interval at all
+    late = answered(0, 0.0, 0, 1000, 2000.0)
+    assert proving_interval(late) is None  # receipt anywhere in [0, 1 s]: nothing certain
+    assert proving_interval(answered(0, 0.0, 0, 60_000, 1000.0)) is None
+    pair = [answered(0, 0.0, 0, 1000, 1000.0), answered(1, 0.5, 0, 1000, 1000.0)]
+    assert max_overlap(pair)[:3] == (2, t0 + 0.501, ("id-0", "id-1"))
