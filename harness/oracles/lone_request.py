@@ -42,6 +42,9 @@ __all__ = ["LONE_FACTOR", "LoneBound", "check", "judge_lone", "lone_bound", "lon
 #: the suspects of a failure.
 BATCH_KEYS = ("config.scheduler.max_batch_size", "config.scheduler.max_batch_wait_ms",
               "concurrency")
+#: Lone requests sent by the behaviour check, one after another (their median is judged: one
+#: sample on a shared machine can meet a neighbour's burst).
+LONE_REQUESTS = 3
 #: A lone request's latency over the median proving time of the same profile's proofs that a
 #: correct daemon stays within: 1 by the property (alone, nothing to wait for), doubled for the
 #: noise of a shared machine (one sample, beside other work; the A/A spread of single proofs on
@@ -85,9 +88,9 @@ def lone_bound(basis: Sequence[JobRecord]) -> LoneBound | None:
     return LoneBound(bound_ms=LONE_FACTOR * med, median_proving_ms=med, proofs=len(times))
 
 
-def lone_spec(job: str) -> JobSpec:
-    """The one request of a lone flow: workload job ``job`` with its own priority."""
-    return JobSpec(index=0, job=job)
+def lone_spec(job: str, index: int = 0) -> JobSpec:
+    """One request of a lone flow: workload job ``job`` with its own priority."""
+    return JobSpec(index=index, job=job)
 
 
 def judge_lone(lones: Sequence[JobRecord], basis: Sequence[JobRecord],
@@ -136,12 +139,14 @@ def judge_lone(lones: Sequence[JobRecord], basis: Sequence[JobRecord],
     return Outcome.PASS, f"{head}: {figs}", ev
 
 def check(ev: Evidence, rec: Recorder, name: str, workload: str, oracle: str) -> None:
-    """Send one request alone to ``name``'s idle daemon (after its workload run) and record
-    ``oracle`` on it, the workload run's proofs as the basis of the bound."""
+    """Send :data:`LONE_REQUESTS` requests to ``name``'s idle daemon (after its workload run),
+    one after another at concurrency 1, so each is alone, and record ``oracle`` on their median,
+    the workload run's proofs as the basis of the bound."""
     wl_flow = ev.run(name, workload).workload_flow
     basis = wl_flow.jobs if wl_flow else ()
-    flow = ev.send(name, workload, [lone_spec(ev.workload(workload).jobs[0].name)], name="lone",
-                   concurrency=1)
+    jobs = ev.workload(workload).jobs
+    flow = ev.send(name, workload, [lone_spec(jobs[i % len(jobs)].name, i)
+                                    for i in range(LONE_REQUESTS)], name="lone", concurrency=1)
     outcome, message, evidence = judge_lone(flow.jobs, basis, f"profile {name!r} ({workload})")
     rec(oracle, name, outcome, message, evidence=evidence,
         names=BATCH_KEYS if outcome is Outcome.FAIL else ())

@@ -72,7 +72,7 @@ def test_no_basis_or_no_answer_is_an_error_not_a_pass() -> None:
     assert outcome is Outcome.ERROR and "wpost-0 (id=id-0, STUCK) got no proof: no answer" in message
 
 
-def test_the_check_sends_one_request_alone_and_judges_it_on_the_workload_run(
+def test_the_check_sends_requests_one_at_a_time_and_judges_them_on_the_workload_run(
         workload_file: Path) -> None:
     r = run("prod", BATCH)
     lone = FlowRecord(name="lone", jobs=(_answered(11_900.0, total_ms=11_890, queue_ms=10_000),))
@@ -81,7 +81,7 @@ def test_the_check_sends_one_request_alone_and_judges_it_on_the_workload_run(
     rec = Recorder(ev, "behaviour", "wpost-2k")  # type: ignore[arg-type]
     lone_request.check(ev, rec, "prod", "wpost-2k", "lone-request")  # type: ignore[arg-type]
     (name, specs), = ev.calls
-    assert name == "lone" and len(specs) == 1 and specs[0].job == "wpost-0"
+    assert name == "lone" and [s.job for s in specs] == ["wpost-0", "wpost-1", "wpost-2"]
     (bad,) = rec.records
     assert bad.outcome is Outcome.FAIL and bad.oracle == "lone-request"
     assert bad.names[0] == "config.scheduler.max_batch_size"

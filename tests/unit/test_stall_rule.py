@@ -24,12 +24,12 @@ def _at(quiet_s: float, **kw: Any) -> Observed:
 
 
 def test_no_answer_for_far_longer_than_its_proofs_take_is_a_stall_whatever_it_claims() -> None:
-    # 2 requests wait; the longest proof this daemon took was 5 s: 2 x 2 x 5 s = 20 s of quiet
-    assert quiet_limit_s(_at(0)) == 20.0
-    assert stall_reason(_at(19.9)) is None
-    why = stall_reason(_at(20.0))
-    assert why == ("no answer for 20 s while 2 request(s) wait, longer than 2 x 2 x the longest "
-                   "proof this daemon took (5.0 s) = 20 s")
+    # 2 requests wait; the longest proof this daemon took was 5 s: 6 x 2 x 5 s = 60 s of quiet
+    assert quiet_limit_s(_at(0)) == 60.0
+    assert stall_reason(_at(59.9)) is None
+    why = stall_reason(_at(60.0))
+    assert why == ("no answer for 60 s while 2 request(s) wait, longer than 6 x 2 x the longest "
+                   "proof this daemon took (5.0 s) = 60 s")
 
 
 def test_a_lone_proof_that_runs_past_the_stall_floor_is_not_a_stall() -> None:
@@ -38,11 +38,11 @@ def test_a_lone_proof_that_runs_past_the_stall_floor_is_not_a_stall() -> None:
     # its earlier proofs took 60 s, and with no history (its first proof) only the deadline stops it
     assert stall_reason(_at(40.0, waiting=1, longest_s=60.0)) is None
     assert stall_reason(_at(40.0, waiting=1, longest_s=None)) is None
-    assert stall_reason(_at(121.0, waiting=1, longest_s=60.0)) is not None  # 2 x 1 x 60 s
+    assert stall_reason(_at(360.0, waiting=1, longest_s=60.0)) is not None  # 6 x 1 x 60 s
 
 
 def test_the_floor_is_the_profiles_stall_s() -> None:
-    fast = _at(14.0, waiting=1, longest_s=0.5)  # 2 x 1 x 0.5 s = 1 s, floored at 15 s
+    fast = _at(14.0, waiting=1, longest_s=0.5)  # 6 x 1 x 0.5 s = 3 s, floored at 15 s
     assert quiet_limit_s(fast) == 15.0 and stall_reason(fast) is None
     assert stall_reason(replace(fast, quiet_since=NOW - 15.0)) is not None
 
