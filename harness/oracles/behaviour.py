@@ -219,7 +219,8 @@ def _mode(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
 def _in_flight(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
     flows = ev.flows(name, workload)
     seen, where, n, running = _peak(flows)
-    obs = observed_floor(flows)
+    wl = ev.workload(workload)
+    obs = observed_floor(flows, lambda job: str(wl.job(job).shape.proof_kind))
     cpu_prover = ev.profiles[name].gpus is None  # the floor bounds a limit on whole proofs
     facts = ev.facts(name)
     status = facts.status if facts and facts.status else {}

@@ -30,7 +30,7 @@ bound on it (behaviour/in-flight judges it only on a profile that requests no GP
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import msgspec
 
@@ -97,14 +97,15 @@ def max_overlap(jobs: Sequence[JobRecord]) -> tuple[int, float, tuple[str, ...],
     return best, when, best_ids, len(iv)
 
 
-def observed_floor(flows: Sequence[FlowRecord]) -> Overlap:
+def observed_floor(flows: Sequence[FlowRecord], kind_of: Callable[[str], str]) -> Overlap:
     """The most jobs of one flow and one priority seen proving at once over ``flows``: a floor
-    on the work items the daemon had in progress (module docstring)."""
+    on the work items the daemon had in progress (module docstring). ``kind_of(job)``: the proof
+    kind of a workload job, for a job sent with no priority (the daemon gives it its kind's)."""
     best = Overlap()
     intervals = judged = mixed = 0
     for f in flows:
         real = [j for j in f.jobs if not j.await_only]
-        if len({j.priority for j in real}) > 1:
+        if len({j.priority or f"default for {kind_of(j.job)}" for j in real}) > 1:
             mixed += 1
             continue
         judged += 1

@@ -11,7 +11,7 @@ from proofdiff.model.jobs import FlowRecord, JobRecord, NO_TIMINGS, StatusSample
 from proofdiff.model.runs import ResourceUsage
 from proofdiff.model.status import JobStatus, Outcome
 from proofdiff.oracles import behaviour
-from proofdiff.oracles.observed_overlap import max_overlap, proving_interval
+from proofdiff.oracles.observed_overlap import max_overlap, observed_floor, proving_interval
 from proofdiff.oracles.evidence import Recorder
 from tests.conftest import job, run
 from tests.unit.fakes import FakeDriver, FakeEvidence, refprover_profiles
@@ -276,3 +276,18 @@ def test_proving_intervals_end_at_the_observed_answer_and_touching_ones_do_not_o
     assert proving_interval(answered(0, 0.0, 0, 60_000, 1000.0)) is None
     pair = [answered(0, 0.0, 0, 1000, 1000.0), answered(1, 0.5, 0, 1000, 1000.0)]
     assert max_overlap(pair)[:3] == (2, t0 + 0.501, ("id-0", "id-1"))
+
+
+def test_jobs_sent_without_a_priority_are_of_their_kinds_priority() -> None:
+    # a PoRep (NORMAL by default) and a WindowPoSt (HIGH) sent with no priority are two
+    # priorities to the daemon: the later HIGH one may leave the earlier PoRep holding nothing
+    t0 = 1_700_000_000.0
+    jobs = tuple(JobRecord(index=i, job=name, request_id=f"id-{i}", proof=b"p",
+                           status=JobStatus.COMPLETED, started_unix_s=t0, wall_ms=1000.0,
+                           timings=replace(NO_TIMINGS, total_ms=1000))
+                 for i, name in enumerate(("porep-0", "wpost-0")))
+    flow = FlowRecord(name="workload", jobs=jobs)
+    mixed = observed_floor([flow], lambda job: job.split("-")[0])
+    assert (mixed.jobs, mixed.flows, mixed.mixed) == (0, 0, 1)
+    one_kind = observed_floor([flow], lambda _job: "WINDOW_POST_PARTITION")
+    assert (one_kind.jobs, one_kind.flows, one_kind.mixed) == (2, 1, 0)
