@@ -13,7 +13,9 @@ from proofdiff.drivers.grpc_driver import GrpcDriver
 from proofdiff.model.jobs import JobSpec
 from proofdiff.model.status import JobStatus
 from proofdiff.model.workload import Workload
+from proofdiff.runtime.daemon import Daemon as RunningDaemon
 from proofdiff.stats.concurrency import in_progress_of
+from tests.host.conftest import process_profile
 
 Daemon = Callable[..., AbstractContextManager[str]]
 DUP = "iso-test-dup"
@@ -40,16 +42,19 @@ def test_submit_await_on_a_clean_pipelined_daemon(daemon: Daemon, workload: Work
     assert not flow.stall
 
 
-def test_queue_deadlock_names_the_stuck_ids(daemon: Daemon, workload: Workload) -> None:
-    with daemon(faults="queue-deadlock") as addr:
-        flow = prove_many(GrpcDriver(addr), addr, workload, _burst(workload), name="burst",
-                          concurrency=5, mode=Mode.SUBMIT_AWAIT,
-                          deadlines=Deadlines(job_s=300.0, stall_s=3.0), log=lambda _l: None)
+def test_queue_deadlock_names_the_stuck_ids(
+        started: Callable[..., AbstractContextManager[RunningDaemon]], workload: Workload) -> None:
+    with started(process_profile(faults="queue-deadlock")) as d:
+        flow = prove_many(GrpcDriver(d.address), d.address, workload, _burst(workload),
+                          name="burst", concurrency=5, mode=Mode.SUBMIT_AWAIT,
+                          deadlines=Deadlines(job_s=300.0, stall_s=3.0), log=lambda _l: None,
+                          cpu=d.sampler.latest if d.sampler else None)
     # four submitted together: two accepted and proved, two parked (which two depends on
-    # arrival order); the parked ones come back STUCK with the guard's reason
+    # arrival order); the parked ones come back STUCK with the guard's reason: once the two
+    # were answered, the process proved nothing (the runtime's CPU samples)
     stuck = flow.stuck()
     assert len(stuck) == 2 and sum(j.completed for j in flow.jobs if not j.await_only) == 2, flow
-    assert flow.stall.startswith("no answer for ") and "the longest proof" in flow.stall
+    assert flow.stall.startswith("no answer for ") and "it proves nothing" in flow.stall
     assert all(j.error.endswith(flow.stall) for j in stuck)
 
 
