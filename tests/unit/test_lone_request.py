@@ -32,7 +32,7 @@ BATCH = [_answered(2600.0, total_ms=2590, queue_ms=10, srs_ms=600),
 def test_a_lone_request_is_judged_by_the_median_proving_time_of_the_profiles_proofs() -> None:
     bound = lone_request.lone_bound(BATCH)
     # proving = min(total, wall) - queue wait - SRS load: 1980, 2000, 2100, 2200 -> median 2050
-    assert bound == lone_request.LoneBound(bound_ms=4100.0, median_proving_ms=2050.0, proofs=4)
+    assert bound == lone_request.LoneBound(bound_ms=6150.0, median_proving_ms=2050.0, proofs=4)
     outcome, message, ev = lone_request.judge_lone([_answered(1900.0, total_ms=1890)], BATCH, WHERE)
     assert outcome is Outcome.PASS, message
     assert ev["ratio"] == round(1900.0 / 2050.0, 3)
@@ -47,7 +47,7 @@ def test_a_request_held_back_while_alone_fails_though_batches_never_wait() -> No
     outcome, message, ev = lone_request.judge_lone([held], BATCH, WHERE)
     assert outcome is Outcome.FAIL, message
     assert "answered in 11900 ms (queue_wait 10000 ms by its answer)" in message
-    assert "bound 2x = 4100 ms" in message and ev["bound_ms"] == 4100.0
+    assert "bound 3x = 6150 ms" in message and ev["bound_ms"] == 6150.0
 
 
 def test_a_claimed_proving_time_never_widens_the_bound_past_the_observed_wall() -> None:
