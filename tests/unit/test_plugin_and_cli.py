@@ -5,6 +5,7 @@ each must still write a report."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -51,10 +52,14 @@ def test_unknown_profile_key_fails_collection_and_writes_a_report(pytester: pyte
     """)
     res = pytester.runpytest_subprocess("test_mine.py", f"--proofdiff-profiles={bad}",
                                         "--proofdiff-run-id=r-bad", "-p", "no:cacheprovider",
-                                        f"--proofdiff-notify={hook.url}")
+                                        f"--proofdiff-notify={hook.url}", "--proofdiff-history")
     assert res.ret != pytest.ExitCode.OK
     res.stdout.fnmatch_lines(["*unknown key 'worker_count'*",
-                              "proofdiff: notify: summary sent to http://127.0.0.1:*"])
+                              "proofdiff: notify: summary sent to http://127.0.0.1:*",
+                              "proofdiff: history: stored run r-bad (#1) in sqlite:///*"])
+    with sqlite3.connect(pytester.path / "reports" / "history.sqlite") as conn:
+        assert conn.execute("SELECT run_id, command, verdict FROM runs").fetchall() == [
+            ("r-bad", "pytest", "ERROR")]
     summary = json.loads((pytester.path / "reports" / "r-bad" / "summary.json").read_text())
     assert summary["verdict"] == "ERROR" and summary["exit_code"] == 3
     assert "unknown key 'worker_count'" in summary["errors"][0]

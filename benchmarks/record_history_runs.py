@@ -1,0 +1,101 @@
+"""Record the real runs that tests/unit/test_history_changes.py stores and analyses.
+
+    python benchmarks/record_history_runs.py [--clean 15] [--slow 5] [--factor 1.10]
+                                             [--out tests/data/history/runs.jsonl.gz]
+
+Each run is a real ``proofdiff run --suite timing --profile bench`` of the reference image on
+wpost-2k (the timing suite's interleaved A1/A2 rounds: 4 to 6 rounds, one proof per batch),
+taken under the e2e lock (/tmp/proofdiff-e2e.lock) one run at a time: ``--clean`` runs of the
+reference image, then ``--slow`` runs of a derived image whose proofs take ``--factor`` x as
+long (``FROM`` the reference, ``ENV REFPROVER_FAULTS=slow-prove=<factor>``: real work, not a
+sleep; removed at the end). Every run's summary.json is written, one JSON document per line,
+into ``--out`` (gzip), as the run wrote it; the provenance (date, commit, machine, image ids,
+command) goes beside it in ``PROVENANCE.md``. The caches must be warm (``make image``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import json
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import docker
+
+from proofdiff.artifacts import ensure_artifacts
+from proofdiff.model.run_options import RunOptions
+
+REPO = Path(__file__).resolve().parents[1]
+LOCK = "/tmp/proofdiff-e2e.lock"
+
+
+def _run(report_dir: Path, run_id: str, image: str) -> dict[str, object]:
+    cmd = ["flock", LOCK, "timeout", "900", sys.executable, "-m", "proofdiff", "run",
+           "--suite", "timing", "--profile", "bench", "--image", image,
+           "--report-dir", str(report_dir), "--run-id", run_id]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=3600)
+    doc = json.loads((report_dir / run_id / "summary.json").read_text())
+    print(f"{run_id}: exit {proc.returncode}, {doc['verdict']}, {time.monotonic() - t0:.0f} s "
+          "(lock wait included)", flush=True)
+    return doc  # type: ignore[no-any-return]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--clean", type=int, default=15)
+    ap.add_argument("--slow", type=int, default=5)
+    ap.add_argument("--factor", type=float, default=1.10)
+    ap.add_argument("--out", type=Path, default=REPO / "tests/data/history/runs.jsonl.gz")
+    ap.add_argument("--report-dir", type=Path, default=Path("/tmp/proofdiff-history-record"))
+    args = ap.parse_args()
+    opts = RunOptions.from_env()
+    art = ensure_artifacts(["wpost-2k"], lambda _l: None, cache_root=Path(opts.cache_root),
+                           crate_dir=REPO / "targets" / "refprover")
+    ref = art.image_tag
+    slow = f"proofdiff/refprover:history-slow-prove-{args.factor:.2f}"
+    client = docker.from_env()
+    client.images.build(fileobj=io.BytesIO(
+        f"FROM {ref}\nENV REFPROVER_FAULTS=slow-prove={args.factor}\n".encode()), tag=slow,
+        rm=True, pull=False, labels={"proofdiff.test": "history"})
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M")
+    docs = []
+    try:
+        for i in range(args.clean):
+            docs.append(_run(args.report_dir, f"hist-{stamp}-clean-{i:02d}", ref))
+        for i in range(args.slow):
+            docs.append(_run(args.report_dir, f"hist-{stamp}-slow-{i:02d}", slow))
+    finally:
+        client.images.remove(slow, force=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(args.out, "wt", encoding="utf-8") as f:
+        for d in docs:
+            f.write(json.dumps(d, separators=(",", ":")) + "\n")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
+                            capture_output=True, text=True).stdout.strip()
+    ids = {d["run_id"]: next((i["digest"] for i in d["images"]), "") for d in docs}
+    (args.out.parent / "PROVENANCE.md").write_text(
+        f"# {args.out.name}\n\nRecorded {datetime.now(UTC):%Y-%m-%d %H:%M} UTC at commit "
+        f"{commit} by `python benchmarks/record_history_runs.py --clean {args.clean} --slow "
+        f"{args.slow} --factor {args.factor}` on {docs[0]['machine'].get('hostname')} "
+        f"({docs[0]['machine'].get('cpus')} cores, "
+        f"{round(docs[0]['machine'].get('mem_total_bytes', 0) / 2**30)} GiB, Debian 12), "
+        "shared with other sessions' builds and tests (runs under the e2e lock, one at a time; "
+        "the CPU was not otherwise quiet).\n\n"
+        f"Each line is the summary.json of one real `proofdiff run --suite timing --profile "
+        f"bench --image IMAGE` on wpost-2k, in order: {args.clean} of the reference image "
+        f"`{ref}`, then {args.slow} of `{slow}` (FROM the reference, ENV "
+        f"REFPROVER_FAULTS=slow-prove={args.factor}).\n\n"
+        + "".join(f"- {rid}: {dg}\n" for rid, dg in ids.items()), encoding="utf-8")
+    print(f"wrote {args.out} ({args.out.stat().st_size} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
