@@ -1,0 +1,75 @@
+"""Change points over real stored runs: ``proofdiff history`` on a real SQLite history fed
+with recorded real runs (tests/data/history/runs.jsonl.gz: ``proofdiff run --suite timing
+--profile bench`` of the reference image, then of a ``slow-prove=1.10`` image; provenance in
+PROVENANCE.md beside it) flags the step at the first slow run, with the images before and after
+and its evidence, and nothing on a clean series of the same length."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from proofdiff.cli import main
+from proofdiff.history.changes import change_points
+from proofdiff.history.database import history_url, open_history
+from proofdiff.history.store import store_result
+from proofdiff.model import serde
+from proofdiff.model.result import DifferentialResult
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "history" / "runs.jsonl.gz"
+
+
+@pytest.fixture(scope="module")
+def recorded() -> dict[str, list[DifferentialResult]]:
+    with gzip.open(DATA, "rt", encoding="utf-8") as f:
+        runs = [serde.decode(line, DifferentialResult, where=str(DATA)) for line in f]
+    return {"clean": [r for r in runs if "-clean-" in r.run_id],
+            "slow": [r for r in runs if "-slow-" in r.run_id]}
+
+
+def _history(tmp_path: Path, runs: list[DifferentialResult]) -> str:
+    url = history_url(str(tmp_path / "h.sqlite"), tmp_path)
+    db = open_history(url)
+    for r in runs:
+        store_result(db, r, command="run", commit={"id": "recorded"})
+    db.close()
+    return url
+
+
+def test_the_step_is_flagged_at_the_first_slow_run(
+        recorded: dict[str, list[DifferentialResult]], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    clean, slow = recorded["clean"][:10], recorded["slow"][:5]
+    assert (len(clean), len(slow)) == (10, 5)
+    url = _history(tmp_path, clean + slow)
+    page = tmp_path / "history.html"
+    rc = main(["history", "--history", url, "--profile", "bench", "--workload", "wpost-2k",
+               "--html", str(page)])
+    out = capsys.readouterr().out
+    assert rc == 1, out  # a regression was flagged
+    changes = [ln for ln in out.splitlines() if "change point:" in ln]
+    assert len(changes) == 1, out
+    assert f"change point: run {slow[0].run_id} " in changes[0]
+    assert f"image {clean[-1].images[0].tag} -> {slow[0].images[0].tag}" in changes[0]
+    assert "(regression)" in changes[0] and "Student's t-test p=" in out
+    html = page.read_text(encoding="utf-8")
+    assert "<svg" in html and slow[0].run_id in html and "1 change point(s)" in html
+    assert "<script" not in html and "http://" not in html.replace("http://www.w3.org", "")
+
+
+def test_a_clean_series_of_the_same_length_has_no_change_point(
+        recorded: dict[str, list[DifferentialResult]], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    clean = recorded["clean"][:15]
+    assert len(clean) == 15
+    url = _history(tmp_path, clean)
+    rc = main(["history", "--history", url, "--html", str(tmp_path / "h.html")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "no change point in 15 valued runs" in out and "change point:" not in out
+
+
+def test_a_series_too_short_to_split_has_no_change_point() -> None:
+    assert change_points([100.0, 100.0, 200.0]) == []
