@@ -7,9 +7,10 @@ Each run is a real ``proofdiff run --suite timing --profile bench`` of the refer
 wpost-2k (the timing suite's interleaved A1/A2 rounds: 4 to 6 rounds, one proof per batch),
 one at a time under the e2e lock (/tmp/proofdiff-e2e.lock, taken for ``--per-lock`` runs in a
 row, then released for the other sessions' Docker tests): ``--clean`` runs of the
-reference image, then ``--slow`` runs of a derived image whose proofs take ``--factor`` x as
+reference image and ``--slow`` runs of a derived image whose proofs take ``--factor`` x as
 long (``FROM`` the reference, ``ENV REFPROVER_FAULTS=slow-prove=<factor>``: real work, not a
-sleep; removed at the end). Every run's summary.json is written, one JSON document per line,
+sleep; removed at the end), interleaved (the slow runs spread evenly among the clean ones), so
+that a drift of the shared machine's load over the recording does not line up with the step. Every run's summary.json is written, one JSON document per line,
 into ``--out`` (gzip), as the run wrote it; the provenance (date, commit, machine, image ids,
 command) goes beside it in ``PROVENANCE.md``. The caches must be warm (``make image``).
 """
@@ -68,8 +69,16 @@ def main() -> int:
         f"FROM {ref}\nENV REFPROVER_FAULTS=slow-prove={args.factor}\n".encode()), tag=slow,
         rm=True, pull=False, labels={"proofdiff.test": "history"})
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M")
-    plan = [(f"hist-{stamp}-clean-{i:02d}", ref) for i in range(args.clean)] + [
-        (f"hist-{stamp}-slow-{i:02d}", slow) for i in range(args.slow)]
+    total = args.clean + args.slow
+    slow_at = {round((k + 0.5) * total / args.slow) for k in range(args.slow)}
+    plan, c, s = [], 0, 0
+    for i in range(total):
+        if i in slow_at and s < args.slow or c >= args.clean:
+            plan.append((f"hist-{stamp}-slow-{s:02d}", slow))
+            s += 1
+        else:
+            plan.append((f"hist-{stamp}-clean-{c:02d}", ref))
+            c += 1
     docs = []
     try:
         for k in range(0, len(plan), args.per_lock):
@@ -97,9 +106,10 @@ def main() -> int:
         "shared with other sessions' builds and tests (runs under the e2e lock, one at a time; "
         "the CPU was not otherwise quiet).\n\n"
         f"Each line is the summary.json of one real `proofdiff run --suite timing --profile "
-        f"bench --image IMAGE` on wpost-2k, in order: {args.clean} of the reference image "
-        f"`{ref}`, then {args.slow} of `{slow}` (FROM the reference, ENV "
-        f"REFPROVER_FAULTS=slow-prove={args.factor}).\n\n"
+        f"bench --image IMAGE` on wpost-2k, in the order they were taken: {args.clean} of the "
+        f"reference image `{ref}` and {args.slow} of `{slow}` (FROM the reference, ENV "
+        f"REFPROVER_FAULTS=slow-prove={args.factor}), interleaved; a test orders them into "
+        "its own series (the runs' times are the recording's).\n\n"
         + "".join(f"- {rid}: {dg}\n" for rid, dg in ids.items()), encoding="utf-8")
     print(f"wrote {args.out} ({args.out.stat().st_size} bytes)")
     return 0

@@ -129,8 +129,10 @@ def _plot_svg(v: SeriesView) -> str:
                 ax.hlines(mean, lo - 0.3, hi - 0.7, colors="#888888", linestyles="dashed")
         for c in v.changes:
             ax.axvline(c.step.index - 0.5, color="#d62728" if c.regression else "#ff7f0e", lw=1.5)
-            ax.annotate(f"{c.step.rel_change:+.1%}", (c.step.index - 0.5, ax.get_ylim()[1]),
-                        color="#d62728", fontsize=8, ha="left", va="top")
+            ax.annotate(f" {c.step.rel_change:+.1%} at {c.run_id}",
+                        (c.step.index - 0.5, ax.get_ylim()[1]), xytext=(3, -3),
+                        textcoords="offset points", color="#d62728", fontsize=8, ha="left",
+                        va="top", bbox={"fc": "white", "ec": "none", "alpha": 0.8})
         step = max(1, len(pts) // 12)
         ax.set_xticks(xs[::step], [_when(p.created_at)[5:] for p in pts[::step]], rotation=30,
                       fontsize=7, ha="right")
