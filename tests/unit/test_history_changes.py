@@ -1,14 +1,18 @@
 """Change points over real stored runs: ``proofdiff history`` on a real SQLite history fed
 with recorded real runs (tests/data/history/runs.jsonl.gz: ``proofdiff run --suite timing
---profile bench`` of the reference image, then of a ``slow-prove=1.10`` image; provenance in
-PROVENANCE.md beside it) flags the step at the first slow run, with the images before and after
-and its evidence, and nothing on a clean series of the same length."""
+--profile bench`` of the reference image and of a ``slow-prove=1.10`` image, taken interleaved;
+provenance in PROVENANCE.md beside it) flags the step at the first slow run, with the images
+before and after and its evidence, and nothing on a clean series of the same length.
+
+The series are the test's nights: the runs, unchanged but for their time, are stored one a day
+in the order the scenario needs (10 clean, then 5 slow)."""
 
 from __future__ import annotations
 
 import gzip
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from proofdiff.cli import main
@@ -19,6 +23,8 @@ from proofdiff.model import serde
 from proofdiff.model.result import DifferentialResult
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "history" / "runs.jsonl.gz"
+#: The first night of a series (2026-11-01 03:00 UTC).
+NIGHT0 = 1_793_502_000.0
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +36,12 @@ def recorded() -> dict[str, list[DifferentialResult]]:
 
 
 def _history(tmp_path: Path, runs: list[DifferentialResult]) -> str:
+    """A history holding ``runs``, one a night in this order."""
     url = history_url(str(tmp_path / "h.sqlite"), tmp_path)
     db = open_history(url)
-    for r in runs:
-        store_result(db, r, command="run", commit={"id": "recorded"})
+    for night, r in enumerate(runs):
+        store_result(db, msgspec.structs.replace(r, created_unix_s=NIGHT0 + 86400.0 * night),
+                     command="run", commit={"id": "recorded"})
     db.close()
     return url
 
