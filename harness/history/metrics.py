@@ -99,4 +99,5 @@ METRICS: dict[str, MetricSpec] = {m.name: m for m in (
 
 #: Every sample metric the store writes (``samples.metric``).
 SAMPLE_METRICS = ("latency", "per_proof_cost", "queue_wait", "srs_load", "synthesis",
-                  "gpu_compute", "daemon_total", "gpu_util")
+                  "gpu_compute", "daemon_total", "gpu_util", "gpu_mem_used", "gpu_sm_clock",
+                  "gpu_temp", "gpu_power")

@@ -144,9 +144,10 @@ class Sample(Base):
 
     Columns: metric (:data:`proofdiff.history.metrics.SAMPLE_METRICS`: ``latency``,
     ``per_proof_cost``, ``daemon_total``, ``queue_wait``, ``srs_load``, ``synthesis``,
-    ``gpu_compute``, ``start_to_ready``, ``gpu_util``), unit (``ms``, ``%``), value, flow
-    (``workload``, ``timing``, ``isolation``...), label (a timing batch's ``bench:A1#2``), seq
-    (the job's index in its flow, or the sample's order), job (the workload job), status (a
+    ``gpu_compute``, ``gpu_util``...), unit (``ms``, ``%``...), value, flow (``workload``,
+    ``timing``, ``isolation``..., ``gpu`` for NVML readings), label (a timing batch's
+    ``bench:A1#2``), seq (the job's index in its flow, or the reading's order), job (the
+    workload job; a GPU's UUID for a reading), status (a
     job's :class:`~proofdiff.model.status.JobStatus`; '' for a sample that is not a job), valid
     (the verifier's verdict on the job's proof; ``None`` when not verified), warmup (the flow's
     first job, which loads the SRS, or a flow that contains it), t_unix_s (when it was taken).

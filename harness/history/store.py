@@ -28,8 +28,14 @@ from proofdiff.model.result import DifferentialResult
 from proofdiff.model.runs import RunRecord
 from proofdiff.model.status import JobStatus
 
-__all__ = ["DAEMON_FIGURES", "StoreOutcome", "commit_info", "record_run", "samples_of",
+__all__ = ["DAEMON_FIGURES", "GPU_FIGURES", "StoreOutcome", "commit_info", "record_run", "samples_of",
            "store_result"]
+
+#: NVML readings stored per sample, where the run sampled a GPU: metric -> (GpuSample field,
+#: unit) (harness/model/gpu_telemetry.py).
+GPU_FIGURES = {"gpu_util": ("util_pct", "%"), "gpu_mem_used": ("mem_used_bytes", "bytes"),
+               "gpu_sm_clock": ("sm_clock_mhz", "MHz"), "gpu_temp": ("temp_c", "C"),
+               "gpu_power": ("power_w", "W")}
 
 #: The daemon's own timing figures stored per completed job: metric -> DaemonTimings field (ms).
 DAEMON_FIGURES = {"queue_wait": "queue_wait_ms", "srs_load": "srs_load_ms",
@@ -55,7 +61,8 @@ def samples_of(run: RunRecord) -> Iterator[dict[str, Any]]:
     for, its five figures (:data:`DAEMON_FIGURES`, ms: a claim, kept beside the observation).
     Per flow whose every job completed: ``per_proof_cost`` (flow wall / jobs, ms; 60000 / it =
     proofs per minute). The workload flow's first job loads the SRS: it and that flow's cost
-    are ``warmup``.
+    are ``warmup``. Per NVML reading of the daemon's GPUs, where sampled: :data:`GPU_FIGURES`
+    (flow ``gpu``).
     """
     for flow in run.flows:
         jobs = [j for j in flow.jobs if not j.await_only]
@@ -75,6 +82,23 @@ def samples_of(run: RunRecord) -> Iterator[dict[str, Any]]:
             yield {"flow": flow.name, "label": flow.label, "seq": 0, "job": "", "status": "",
                    "valid": None, "warmup": warm_flow, "t_unix_s": None,
                    "metric": "per_proof_cost", "unit": "ms", "value": flow.wall_ms / len(jobs)}
+    yield from _gpu_samples(run)
+
+
+def _gpu_samples(run: RunRecord) -> Iterator[dict[str, Any]]:
+    """The daemon's NVML readings (``DaemonFacts.gpu``, where the run sampled a GPU), one row
+    per reading and figure; ``job`` is the GPU's UUID."""
+    gpu = getattr(run.daemon, "gpu", None)  # GPU telemetry, where this proofdiff records it
+    if gpu is None or not getattr(gpu, "samples", ()):
+        return
+    for seq, g in enumerate(gpu.samples):
+        for metric, (field, unit) in GPU_FIGURES.items():
+            value = getattr(g, field, None)
+            if value is not None:
+                yield {"flow": "gpu", "label": "", "seq": seq, "job": str(g.uuid), "status": "",
+                       "valid": None, "warmup": False,
+                       "t_unix_s": float(gpu.started_unix_s) + float(g.t_s),
+                       "metric": metric, "unit": unit, "value": float(value)}
 
 
 def _machine(db: DbSession, facts: Mapping[str, Any]) -> int:
