@@ -3,9 +3,9 @@
     python benchmarks/record_history_runs.py [--clean 15] [--slow 5] [--factor 1.10]
                                              [--out tests/data/history/runs.jsonl.gz]
 
-Each run is a real ``proofdiff run --suite timing --profile bench`` of the reference image on
-wpost-2k (the timing suite's interleaved A1/A2 rounds: 4 to 6 rounds, one proof per batch),
-one at a time under the e2e lock (/tmp/proofdiff-e2e.lock, taken for ``--per-lock`` runs in a
+Each run is a real ``proofdiff run --suite SUITE --profile bench`` of the reference image on
+wpost-2k (default ``--suite validity``: the workload's 4 proofs, the first the warmup, each
+verified; ``timing`` adds 8 to 12 timing proofs and takes about 3 x as long), one at a time under the e2e lock (/tmp/proofdiff-e2e.lock, taken for ``--per-lock`` runs in a
 row, then released for the other sessions' Docker tests): ``--clean`` runs of the
 reference image and ``--slow`` runs of a derived image whose proofs take ``--factor`` x as
 long (``FROM`` the reference, ``ENV REFPROVER_FAULTS=slow-prove=<factor>``: real work, not a
@@ -37,9 +37,9 @@ REPO = Path(__file__).resolve().parents[1]
 LOCK = "/tmp/proofdiff-e2e.lock"
 
 
-def _run(report_dir: Path, run_id: str, image: str) -> dict[str, object]:
+def _run(report_dir: Path, run_id: str, image: str, suite: str) -> dict[str, object]:
     cmd = ["timeout", "900", sys.executable, "-m", "proofdiff", "run",
-           "--suite", "timing", "--profile", "bench", "--image", image,
+           "--suite", suite, "--profile", "bench", "--image", image,
            "--report-dir", str(report_dir), "--run-id", run_id]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=3600)
@@ -56,6 +56,7 @@ def main() -> int:
     ap.add_argument("--slow", type=int, default=5)
     ap.add_argument("--factor", type=float, default=1.10)
     ap.add_argument("--per-lock", type=int, default=5, help="runs per taking of the e2e lock")
+    ap.add_argument("--suite", default="validity", choices=("validity", "timing"))
     ap.add_argument("--out", type=Path, default=REPO / "tests/data/history/runs.jsonl.gz")
     ap.add_argument("--report-dir", type=Path, default=Path("/tmp/proofdiff-history-record"))
     args = ap.parse_args()
@@ -86,7 +87,7 @@ def main() -> int:
                 t0 = time.monotonic()
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 print(f"e2e lock taken after {time.monotonic() - t0:.0f} s", flush=True)
-                docs.extend(_run(args.report_dir, rid, image)
+                docs.extend(_run(args.report_dir, rid, image, args.suite)
                             for rid, image in plan[k:k + args.per_lock])
     finally:
         client.images.remove(slow, force=True)
@@ -100,13 +101,13 @@ def main() -> int:
     (args.out.parent / "PROVENANCE.md").write_text(
         f"# {args.out.name}\n\nRecorded {datetime.now(UTC):%Y-%m-%d %H:%M} UTC at commit "
         f"{commit} by `python benchmarks/record_history_runs.py --clean {args.clean} --slow "
-        f"{args.slow} --factor {args.factor}` on {docs[0]['machine'].get('hostname')} "
+        f"{args.slow} --factor {args.factor} --suite {args.suite}` on {docs[0]['machine'].get('hostname')} "
         f"({docs[0]['machine'].get('cpus')} cores, "
         f"{round(docs[0]['machine'].get('mem_total_bytes', 0) / 2**30)} GiB, Debian 12), "
         "shared with other sessions' builds and tests (runs under the e2e lock, one at a time; "
         "the CPU was not otherwise quiet).\n\n"
-        f"Each line is the summary.json of one real `proofdiff run --suite timing --profile "
-        f"bench --image IMAGE` on wpost-2k, in the order they were taken: {args.clean} of the "
+        f"Each line is the summary.json of one real `proofdiff run --suite {args.suite} "
+        f"--profile bench --image IMAGE` on wpost-2k, in the order they were taken: {args.clean} of the "
         f"reference image `{ref}` and {args.slow} of `{slow}` (FROM the reference, ENV "
         f"REFPROVER_FAULTS=slow-prove={args.factor}), interleaved; a test orders them into "
         "its own series (the runs' times are the recording's).\n\n"

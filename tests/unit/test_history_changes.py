@@ -1,6 +1,6 @@
 """Change points over real stored runs: ``proofdiff history`` on a real SQLite history fed
 with recorded real runs (tests/data/history/runs.jsonl.gz: ``proofdiff run --suite timing
---profile bench`` of the reference image and of a ``slow-prove=1.10`` image, taken interleaved;
+--profile bench`` (validity: 4 proofs each) of the reference image and of a ``slow-prove=1.10`` image, taken interleaved;
 provenance in PROVENANCE.md beside it) flags the step at the first slow run, with the images
 before and after and its evidence, and nothing on a clean series of the same length.
 
