@@ -1,11 +1,11 @@
 """Change points over real stored runs: ``proofdiff history`` on a real SQLite history fed
-with recorded real runs (tests/data/history/runs.jsonl.gz: ``proofdiff run --suite timing
---profile bench`` (validity: 4 proofs each) of the reference image and of a ``slow-prove=1.10`` image, taken interleaved;
+with recorded real runs (tests/data/history/runs.jsonl.gz: ``proofdiff run --suite validity
+--profile bench`` of the reference image and of a ``slow-prove=1.10`` image, taken interleaved;
 provenance in PROVENANCE.md beside it) flags the step at the first slow run, with the images
 before and after and its evidence, and nothing on a clean series of the same length.
 
-The series are the test's nights: the runs, unchanged but for their time, are stored one a day
-in the order the scenario needs (10 clean, then 5 slow)."""
+The series are the test's nights: the runs, unchanged but for their time, are stored one a
+night in the order the scenario needs (10 clean, then 5 slow)."""
 
 from __future__ import annotations
 
