@@ -2,10 +2,10 @@
 ``proofdiff history`` over 1,000 stored runs.
 
     python benchmarks/history_bench.py [--runs 1000] [--history sqlite:///PATH | postgresql://...]
+                                       [--template reports/RUN/summary.json]
 
-The runs are copies of a real one (the first run of tests/data/history/runs.jsonl.gz: a
-``proofdiff run --suite timing --profile bench`` on wpost-2k, with its oracle records and every
-job's samples), each with its own run id and time and its job latencies scaled by a seeded
+The runs are copies of a real one (``--template``: a run's summary.json; default the first run
+of tests/data/history/runs.jsonl.gz), with its oracle records and every job's samples, each with its own run id and time and its job latencies scaled by a seeded
 random factor (a step of +10 % after two thirds of the runs, so the query also finds a change
 point). Printed: the write time per run (median, p95, max; :func:`proofdiff.history.store.
 store_result`, one transaction each, the database growing from empty), the database's size, and
@@ -50,9 +50,13 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=1000)
     ap.add_argument("--history", default="")
+    ap.add_argument("--template", type=Path, default=None)
     args = ap.parse_args()
-    with gzip.open(FIXTURE, "rt", encoding="utf-8") as f:
-        base = serde.decode(f.readline(), DifferentialResult, where=str(FIXTURE))
+    if args.template:
+        base = serde.read(args.template, DifferentialResult)
+    else:
+        with gzip.open(FIXTURE, "rt", encoding="utf-8") as f:
+            base = serde.decode(f.readline(), DifferentialResult, where=str(FIXTURE))
     tmp = Path(tempfile.mkdtemp(prefix="proofdiff-history-bench-"))
     url = args.history or f"sqlite:///{tmp / 'history.sqlite'}"
     rng = random.Random(1)
@@ -67,7 +71,7 @@ def main() -> int:
         writes.append(time.perf_counter() - t0)
     samples = sum(1 for r in base.runs for f in r.flows for _ in f.jobs)
     print(f"{args.runs} runs stored in {h.url} ({samples} jobs and {len(base.records)} oracle "
-          f"records per run)")
+          f"records per run, copies of {base.run_id})")
     w = sorted(writes)
     print(f"write per run: median {statistics.median(w) * 1000:.1f} ms, p95 "
           f"{w[int(0.95 * len(w))] * 1000:.1f} ms, max {w[-1] * 1000:.1f} ms")
