@@ -26,7 +26,7 @@ from pathlib import Path
 
 import msgspec
 
-from proofdiff.history.database import open_history
+from proofdiff.history.database import history_url, open_history
 from proofdiff.history.query import load_series
 from proofdiff.history.store import commit_info, store_result
 from proofdiff.history.view import analyse
@@ -58,7 +58,7 @@ def main() -> int:
         with gzip.open(FIXTURE, "rt", encoding="utf-8") as f:
             base = serde.decode(f.readline(), DifferentialResult, where=str(FIXTURE))
     tmp = Path(tempfile.mkdtemp(prefix="proofdiff-history-bench-"))
-    url = args.history or f"sqlite:///{tmp / 'history.sqlite'}"
+    url = history_url(args.history, tmp) if args.history else f"sqlite:///{tmp / 'history.sqlite'}"
     rng = random.Random(1)
     commit = commit_info()
     h = open_history(url)

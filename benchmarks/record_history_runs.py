@@ -57,6 +57,8 @@ def main() -> int:
     ap.add_argument("--factor", type=float, default=1.10)
     ap.add_argument("--per-lock", type=int, default=5, help="runs per taking of the e2e lock")
     ap.add_argument("--suite", default="validity", choices=("validity", "timing"))
+    ap.add_argument("--warm", type=int, default=2, help="runs first, kept as hist-...-warm-N: "
+                    "the machine's own warmup, not part of either series")
     ap.add_argument("--out", type=Path, default=REPO / "tests/data/history/runs.jsonl.gz")
     ap.add_argument("--report-dir", type=Path, default=Path("/tmp/proofdiff-history-record"))
     args = ap.parse_args()
@@ -72,7 +74,7 @@ def main() -> int:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M")
     total = args.clean + args.slow
     slow_at = {round((k + 0.5) * total / args.slow) for k in range(args.slow)}
-    plan, c, s = [], 0, 0
+    plan, c, s = [(f"hist-{stamp}-warm-{i}", ref) for i in range(args.warm)], 0, 0
     for i in range(total):
         if i in slow_at and s < args.slow or c >= args.clean:
             plan.append((f"hist-{stamp}-slow-{s:02d}", slow))
