@@ -54,7 +54,8 @@ def verify_item(job: WorkloadJob, item_id: str, proof: bytes) -> dict[str, Any]:
         return {"id": item_id, "proof_kind": POREP, "sector_size": s.sector_size,
                 "miner_id": job.miner_id, "sector_number": job.sectors[0].sector_id,
                 "comm_r": job.sectors[0].comm_r, "comm_d": job.comm_d, "ticket": job.ticket,
-                "seed": job.seed, "partitions": s.partitions, "proof": proof.hex()}
+                "seed": job.seed, "partitions": s.partitions,
+                "registered_proof": s.registered_proof, "proof": proof.hex()}
     return {"id": item_id, "proof_kind": s.proof_kind, "sector_size": s.sector_size,
             "miner_id": job.miner_id, "randomness": job.randomness.hex(),
             "sectors": [{"sector_id": s.sector_id, "comm_r": s.comm_r} for s in job.sectors],

@@ -13,6 +13,7 @@ pub mod porep;
 pub mod request;
 pub mod server;
 pub mod status_http;
+pub mod verify_any;
 pub mod wpost;
 
 /// Generated gRPC types and service traits for `cuzk.v1` (from proto/cuzk.proto).

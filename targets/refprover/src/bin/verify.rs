@@ -1,14 +1,12 @@
 //! `verify --param-cache DIR --input FILE`: independent verification of WindowPoSt and PoRep
-//! proofs from their public inputs and the `.vk` files alone, partition by partition. Input and
+//! proofs from their public inputs and the `.vk` files alone, partition by partition, at every
+//! sector size filecoin-proofs registers (refprover::verify_any). Input and
 //! output formats are in README.md ("Verifier input and output"). Exit 0 when the input was
 //! read (whatever the verdicts), 2 otherwise.
 
-use std::collections::HashMap;
-
-use anyhow::{ensure, Result};
-use bellperson::groth16::PreparedVerifyingKey;
-use blstrs::Bls12;
+use anyhow::Result;
 use clap::Parser;
+use refprover::verify_any::Verifier;
 use refprover::{faults::Faults, params, porep, wpost};
 use serde::Deserialize;
 use serde_json::json;
@@ -49,6 +47,9 @@ struct Item {
     ticket: Option<String>,
     seed: Option<String>,
     partitions: Option<usize>,
+    /// The Go abi seal proof id (its porep id is in the replica id); default: the V1_1 id of
+    /// the sector size.
+    registered_proof: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -62,42 +63,28 @@ fn hex32(s: Option<&String>, what: &str) -> Result<[u8; 32]> {
     v.try_into().map_err(|v: Vec<u8>| anyhow::anyhow!("{what} must be 32 bytes, got {}", v.len()))
 }
 
-/// Verifying keys, loaded once per circuit.
-#[derive(Default)]
-struct Vks(HashMap<String, std::result::Result<PreparedVerifyingKey<Bls12>, String>>);
-
-impl Vks {
-    fn get(&mut self, circuit: &str) -> Result<&PreparedVerifyingKey<Bls12>> {
-        let vk = self
-            .0
-            .entry(circuit.to_string())
-            .or_insert_with(|| params::vk(circuit).map_err(|e| format!("{e:#}")));
-        vk.as_ref().map_err(|e| anyhow::anyhow!("{e}"))
-    }
-}
-
 /// The number of partitions the item's public inputs imply (for the error row).
 fn expected_partitions(it: &Item) -> usize {
     match it.proof_kind.as_str() {
         "POREP_SEAL_COMMIT" => it.partitions.unwrap_or(1),
-        _ => wpost::partitions_for(it.sectors.len().max(1)),
+        _ => refprover::verify_any::post_config(it.sector_size)
+            .map(|cfg| filecoin_proofs::get_num_partition_for_fallback_post(&cfg, it.sectors.len().max(1)))
+            .unwrap_or(1),
     }
 }
 
-fn verify_item(vks: &mut Vks, it: &Item) -> Result<Vec<bool>> {
-    ensure!(it.sector_size == wpost::SECTOR_SIZE, "sector size {} has no vk here (2 KiB only)", it.sector_size);
+fn verify_item(v: &mut Verifier, it: &Item) -> Result<Vec<bool>> {
     let proof = hex::decode(&it.proof).map_err(|e| anyhow::anyhow!("proof is not hex: {e}"))?;
     let prover_id = wpost::prover_id(it.miner_id);
     match it.proof_kind.as_str() {
         "WINDOW_POST_PARTITION" => {
-            ensure!(!it.sectors.is_empty(), "no partition to verify (no sectors)");
             let randomness = hex32(it.randomness.as_ref(), "randomness")?;
             let sectors = it
                 .sectors
                 .iter()
                 .map(|s| Ok((s.sector_id, hex32(Some(&s.comm_r), "comm_r")?)))
                 .collect::<Result<Vec<_>>>()?;
-            wpost::verify_partitions(vks.get(wpost::CIRCUIT_ID)?, &randomness, prover_id, &sectors, &proof)
+            v.window_post(it.sector_size, &randomness, prover_id, &sectors, &proof)
         }
         "POREP_SEAL_COMMIT" => {
             let pi = porep::PublicInputs {
@@ -109,9 +96,7 @@ fn verify_item(vks: &mut Vks, it: &Item) -> Result<Vec<bool>> {
                 seed: hex32(it.seed.as_ref(), "seed")?,
                 partitions: it.partitions.unwrap_or(1),
             };
-            ensure!(pi.partitions > 0, "no partition to verify (partitions = 0)");
-            let circuit = porep::circuit_id(pi.partitions);
-            porep::verify_partitions(vks.get(&circuit)?, &pi, &proof)
+            v.porep(it.sector_size, it.registered_proof, &pi, &proof)
         }
         other => anyhow::bail!("proof kind {other} not supported (POREP_SEAL_COMMIT, WINDOW_POST_PARTITION)"),
     }
@@ -148,11 +133,11 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let mut vks = Vks::default();
+    let mut verifier = Verifier::default();
     let results: Vec<_> = batch
         .items
         .iter()
-        .map(|it| match if lenient { Ok(vec![true; expected_partitions(it)]) } else { verify_item(&mut vks, it) } {
+        .map(|it| match if lenient { Ok(vec![true; expected_partitions(it)]) } else { verify_item(&mut verifier, it) } {
             Ok(parts) => {
                 let (valid, error) = verdict(&parts);
                 json!({"id": it.id, "valid": valid, "partitions": parts, "error": error})
