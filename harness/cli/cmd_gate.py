@@ -28,9 +28,18 @@ EXIT_HELP = """exit codes:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of ``proofdiff gate``."""
-    p.add_argument("--candidate", metavar="IMAGE", required=True, help="the image to push")
-    p.add_argument("--baseline", metavar="IMAGE", required=True,
-                   help="the image it replaces (the same digest twice is an A/A gate)")
+    sides = p.add_argument_group("the two builds: two images, or two folders of host binaries")
+    sides.add_argument("--candidate", metavar="IMAGE", help="the image to push")
+    sides.add_argument("--baseline", metavar="IMAGE",
+                       help="the image it replaces (the same digest twice is an A/A gate)")
+    sides.add_argument("--candidate-bin-dir", metavar="DIR",
+                       help="instead of images, on a host without Docker: the folder of the "
+                            "candidate build's programs (the daemon, and the bench tool of "
+                            "bench-cli profiles, by the names the profiles give); every profile "
+                            "runs as a process, its proofs judged by verify from --bin-dir")
+    sides.add_argument("--baseline-bin-dir", metavar="DIR",
+                       help="the folder of the baseline build's programs (with "
+                            "--candidate-bin-dir)")
     p.add_argument("--budget-s", metavar="SECONDS", type=positive_seconds, default=900.0,
                    help="time budget of the timing rounds over all profiles. Default: 900")
     p.add_argument("--no-timing", action="store_true",
@@ -45,11 +54,20 @@ def gate(args: argparse.Namespace, console: Console) -> int:
     from rich.text import Text
     from proofdiff.gate import run_gate
 
+    from proofdiff.model.choices import Runtime
+
+    images, dirs = (args.candidate, args.baseline), (args.candidate_bin_dir, args.baseline_bin_dir)
+    if not (all(images) and not any(dirs)) and not (all(dirs) and not any(images)):
+        console.print(Text("error: give --candidate and --baseline (two images), or "
+                           "--candidate-bin-dir and --baseline-bin-dir (two folders of host "
+                           "binaries), one pair", style="bold red"))
+        return 3
     signal.signal(signal.SIGTERM, raise_interrupt)
     opts = run_options(args)
-    result = run_gate(args.candidate, args.baseline, opts, budget_s=args.budget_s,
-                      no_timing=args.no_timing,
-                      log=console_log(console))
+    host = all(dirs)
+    result = run_gate(*(dirs if host else images), opts, budget_s=args.budget_s,
+                      no_timing=args.no_timing, log=console_log(console),
+                      runtime=Runtime.PROCESS if host else Runtime.DOCKER)
     for t in result.timing:
         for m in t.metrics:
             console.print(Text(f"  {t.profile}/{t.workload} {m.metric}: {m.line()}"))

@@ -26,6 +26,7 @@ tampered copy (harness/gate/verifier_crosscheck.py); a disagreement with the pin
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from collections.abc import Callable, Mapping, Sequence
 
 import msgspec
@@ -38,14 +39,16 @@ from proofdiff.core.profile_delta import profile_view
 from proofdiff.core.verdict import unverifiable
 from proofdiff.core.session import Session
 from proofdiff.gate.allowlist import AllowEntry, apply_allowlist, load_allowlist
+from proofdiff.gate.host_builds import host_side, on_side, verifier_in
 from proofdiff.gate.gate_result import (Decision, Finding, GateResult, ProfileTiming, StaleEntry,
                                         VerifierCheck)
 from proofdiff.gate.timing_rounds import Family, bad_jobs, measure_profile, metrics_of
 from proofdiff.gate.verifier_crosscheck import cross_check
+from proofdiff.model.choices import Runtime
 from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.image import ImageInfo
 from proofdiff.model.jobs import FlowRecord, JobSpec
-from proofdiff.model.profile import Profile
+from proofdiff.model.profile import DEFAULT_VERIFIER, Profile
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
 from proofdiff.model.status import Outcome
@@ -138,11 +141,15 @@ def unjudged(diff: DifferentialResult) -> list[str]:
 
 
 def _cross_check(session: Session, side: str, workload: str, baseline: ImageInfo,
-                 checks: list[VerifierCheck], log: Callable[[str], None]) -> None:
+                 checks: list[VerifierCheck], log: Callable[[str], None],
+                 runtime: Runtime = Runtime.DOCKER) -> None:
     session.run(side, workload)
+    theirs = (baseline.tag if runtime is Runtime.DOCKER
+              else str(Path(baseline.tag) / DEFAULT_VERIFIER))
     check = cross_check(session.flows(side, workload), session.workload(workload),
-                        session.verifier(side), session.runner, baseline.tag,
-                        session.plan.param_cache, timeout_s=session.plan.verify_timeout_s)
+                        session.verifier(side), session.runner, theirs,
+                        session.plan.param_cache, timeout_s=session.plan.verify_timeout_s,
+                        runtime=runtime)
     log(f"gate: verifier cross-check on {check.proofs} proof(s): "
         f"{check.note or ('agree' if check.agreed else 'DISAGREE')}")
     checks.append(check)
@@ -156,10 +163,12 @@ def _cross_check(session: Session, side: str, workload: str, baseline: ImageInfo
 def _timing(profiles: dict[str, Profile], workloads: Sequence[str],
             sides: tuple[ImageInfo, ImageInfo], *, budget_s: float, opts: RunOptions,
             broken: set[str], checks: list[VerifierCheck], family: Family,
-            log: Callable[[str], None]) -> list[ProfileTiming]:
+            log: Callable[[str], None], verifier: str = "") -> list[ProfileTiming]:
     """The timing arm of every profile; the first profile with a baseline daemon also runs
     the verifier cross-check into ``checks`` (raises GateError when they disagree). The
-    candidate's warm-up run in the arm's session is evidence too: its bad jobs are faults."""
+    candidate's warm-up run in the arm's session is evidence too: its bad jobs are faults.
+    ``verifier``: set for host builds (the sides are folders, :mod:`proofdiff.gate.host_builds`),
+    the ``verify`` program that judges both sides' proofs."""
     out: list[ProfileTiming] = []
     deadline = time.monotonic() + budget_s
     for name, p in profiles.items():
@@ -169,8 +178,8 @@ def _timing(profiles: dict[str, Profile], workloads: Sequence[str],
                                          stopped="not timed: the candidate fails its checks "
                                          "on this profile"))
                 continue
-            pair = {f"{name}-{role}": msgspec.structs.replace(p, name=f"{name}-{role}",
-                                                               image=s.tag)
+            pair = {f"{name}-{role}": on_side(p, s.tag, verifier, f"{name}-{role}") if verifier
+                    else msgspec.structs.replace(p, name=f"{name}-{role}", image=s.tag)
                     for role, s in zip(("baseline", "candidate"), sides)}
             timing_opts = msgspec.structs.replace(opts, workloads=(wl,), suites=("validity",),
                                                   run_id=f"{opts.run_id}-timing", images=())
@@ -180,7 +189,8 @@ def _timing(profiles: dict[str, Profile], workloads: Sequence[str],
                 jobs = [j.name for j in session.workload(wl).jobs]
                 b_side, c_side = pair
                 if not checks:
-                    _cross_check(session, b_side, wl, sides[0], checks, log)
+                    _cross_check(session, b_side, wl, sides[0], checks, log,
+                                 Runtime.PROCESS if verifier else Runtime.DOCKER)
                 warm = [f"warm-up run: {b}" for f in session.run(c_side, wl).flows
                         for b in bad_jobs(f)]
                 if warm:
@@ -283,11 +293,14 @@ def timing_findings(timing: Sequence[ProfileTiming]) -> list[Finding]:
 def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *,
              budget_s: float = 900.0,
              no_timing: bool = False, log: Callable[[str], None] = lambda _l: None,
-             write_report: bool = True) -> GateResult:
+             write_report: bool = True, runtime: Runtime = Runtime.DOCKER) -> GateResult:
     """Gate ``candidate`` against ``baseline`` (module docstring).
 
     Args:
-        candidate, baseline: local image tags. options: the profiles, overrides, selection,
+        candidate, baseline: local image tags; with ``runtime`` PROCESS, the folders of two
+            builds' host binaries (:mod:`proofdiff.gate.host_builds`: every profile runs as a
+            process from each side's folder, judged by ``verify`` from ``options.bin_dir``,
+            no Docker needed). options: the profiles, overrides, selection,
             workloads and artifacts (as for a differential; default the shipped ``refprover``
             set); ``<report_dir>/<run id>/`` holds the gate's report and ``differential/``,
             the candidate's own.
@@ -327,19 +340,28 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
         entries: list[AllowEntry] = load_allowlist(opts.allowlist) if opts.allowlist else []
         resolved = load_selected(opts)
         runner = Runner(rid)
-        cand, base = _side(runner, "candidate", candidate), _side(runner, "baseline", baseline)
+        host = runtime is Runtime.PROCESS
+        cand, base = ((host_side("candidate", candidate, resolved),
+                       host_side("baseline", baseline, resolved)) if host else
+                      (_side(runner, "candidate", candidate), _side(runner, "baseline", baseline)))
         wls = list(dict.fromkeys(opts.workloads or [p.workload for p in resolved.values()]))
-        opts, _ = pin_artifacts(msgspec.structs.replace(opts, workloads=tuple(wls)), wls, log=log)
-        if not opts.verifier_image:
+        opts, _ = pin_artifacts(msgspec.structs.replace(opts, workloads=tuple(wls)), wls,
+                                docker=not host, log=log)
+        if host:
+            verifier = verifier_in(opts.bin_dir)
+        elif not opts.verifier_image:
             raise GateError("no pinned verifier was built (harness/artifacts/pinned_verifier.py)",
                             fix="run `make image` (or `proofdiff build`) in a proofdiff git "
                                 "checkout, or pass --verifier-image")
-        verifier = _side(runner, "verifier", opts.verifier_image)
+        else:
+            verifier = _side(runner, "verifier", opts.verifier_image)
         log(f"gate {rid}: candidate {candidate} ({cand.digest[:19]}) vs baseline {baseline} "
-            f"({base.digest[:19]}); verifier {opts.verifier_image}")
+            f"({base.digest[:19]}); verifier {verifier.tag}")
         diff = run_differential(msgspec.structs.replace(
-            opts, images=(candidate,), report_dir=str(run_dir), run_id="differential",
-            suites=(), allowlist=""), profiles=resolved, log=log)
+            opts, images=() if host else (candidate,), report_dir=str(run_dir),
+            run_id="differential", suites=(), allowlist=""),
+            profiles={n: on_side(p, candidate, verifier.tag) for n, p in resolved.items()}
+            if host else resolved, log=log)
         diff_id = diff.run_id
         if diff.verdict is Verdict.INTERRUPTED:
             raise KeyboardInterrupt  # run_differential reports an interrupt; the gate stops
@@ -355,7 +377,8 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
             timing_started = True
             timing = _timing(resolved, opts.workloads, (base, cand), budget_s=budget_s,
                              opts=msgspec.structs.replace(opts, report_dir=str(run_dir)),
-                             broken=broken, checks=checks, family=family, log=log)
+                             broken=broken, checks=checks, family=family, log=log,
+                             verifier=verifier.tag if host else "")
         findings += timing_findings(timing)
         findings, stale = apply_allowlist(findings, entries)
     except KeyboardInterrupt:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from proofdiff.model.choices import Runtime
 from proofdiff.model.jobs import FlowRecord, ProofVerdict
 from proofdiff.model.workload import Workload
 from proofdiff.runtime.runner import Runner
@@ -36,9 +37,10 @@ def _show(v: ProofVerdict) -> str:
 
 def cross_check(flows: Sequence[FlowRecord], workload: Workload, pinned: Verifier,
                 runner: Runner, baseline_image: str, param_cache: str,
-                *, timeout_s: float = 300.0) -> VerifierCheck:
-    """Ask the pinned verifier and ``baseline_image``'s ``verify`` about the completed proofs
-    of ``flows`` (the baseline daemon's) and one tampered copy; compare (module docstring).
+                *, timeout_s: float = 300.0, runtime: Runtime = Runtime.DOCKER) -> VerifierCheck:
+    """Ask the pinned verifier and ``baseline_image``'s ``verify`` (``runtime`` PROCESS: the
+    baseline build's ``verify`` program, a path) about the completed proofs of ``flows`` (the
+    baseline daemon's) and one tampered copy; compare (module docstring).
 
     Returns:
         The :class:`VerifierCheck` (never raises: a baseline without the tool is a note).
@@ -52,7 +54,7 @@ def cross_check(flows: Sequence[FlowRecord], workload: Workload, pinned: Verifie
     items.append(verify_item(workload.job(first.job), f"tampered|{first.job}",
                              _tampered(first.proof)))
     theirs = ToolVerifier(runner, baseline_image, Path(param_cache), profile="baseline-verifier",
-                          timeout_s=timeout_s)
+                          timeout_s=timeout_s, runtime=runtime)
     try:
         ours = pinned.verify(items)
     except VerifyError as exc:

@@ -356,3 +356,31 @@ def test_the_gate_needs_one_profiles_proofs_verified_and_names_those_that_were_n
                                                       ("validity/proofs", "prod")]
     assert "no profile's proofs were verified on porep-2k" in found[0].message
     assert decide(found, [], [], False)[0] is Decision.FAIL
+
+
+def test_a_host_build_is_its_folders_programs_by_digest(tmp_path: Path) -> None:
+    """gate --candidate-bin-dir: each profile runs its folder's programs as processes, judged
+    by the given verify; a program missing from the folder is named with the fix."""
+    from proofdiff.gate.host_builds import HostBuildError, host_side, on_side
+    from proofdiff.model.choices import Runtime
+    from proofdiff.model.profile_file import load_profiles
+
+    ps = load_profiles("refprover", ['bench.driver="bench-cli"'])
+    for name in ("refprover", "bench"):
+        (tmp_path / name).write_text(f"#!/bin/sh\n# {name}\n", encoding="utf-8")
+        (tmp_path / name).chmod(0o755)
+    side = host_side("candidate", str(tmp_path), ps)
+    assert side.digest == file_digest(tmp_path / "refprover") and "bench sha256:" in side.detail
+    p = on_side(ps["bench"], str(tmp_path), "/opt/verify", "bench-candidate")
+    assert (p.name, p.runtime, p.binary, p.bench_tool, p.verifier_binary) == (
+        "bench-candidate", Runtime.PROCESS, str(tmp_path / "refprover"), str(tmp_path / "bench"),
+        "/opt/verify")
+    (tmp_path / "bench").unlink()
+    with pytest.raises(HostBuildError, match="has no executable 'bench'") as err:
+        host_side("candidate", str(tmp_path), ps)
+    assert "copy the build's bench into" in (err.value.fix or "")
+
+
+def file_digest(path: Path) -> str:
+    import hashlib
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()

@@ -1,0 +1,55 @@
+"""``proofdiff gate`` over two builds' host binaries (the process runtime, no container): a GPU
+host without Docker gates a build this way (issue 17, gate item 6). One run: a candidate whose
+daemon has the partition-race fault (a wrapper that starts the build's refprover with it) against
+the build's refprover, bench and prod."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import docker
+import msgspec
+
+from proofdiff.gate import run_gate
+from proofdiff.gate.gate_result import Decision
+from proofdiff.model.choices import Runtime
+from proofdiff.model.run_options import RunOptions
+from proofdiff.runtime.identity import file_sha256
+
+
+def test_a_gate_of_host_binaries_runs_every_profile_as_a_process(
+        artifacts: Any, run_opts: RunOptions, tmp_path: Path) -> None:
+    base = Path(artifacts.bin_dir)
+    cand = tmp_path / "candidate"
+    cand.mkdir()
+    daemon = cand / "refprover"  # a build whose partitioned path is broken
+    daemon.write_text(f"#!/bin/sh\nREFPROVER_FAULTS=partition-race exec {base / 'refprover'} "
+                      '"$@"\n', encoding="utf-8")
+    daemon.chmod(0o755)
+    before = {c.id for c in docker.from_env().containers.list(all=True)}
+    opts = msgspec.structs.replace(run_opts, workloads=("wpost-2k",), run_id="gate-host")
+    res = run_gate(str(cand), str(base), opts, budget_s=40.0, runtime=Runtime.PROCESS)
+
+    # both sides are the folders' programs, by digest; the verifier is --bin-dir's verify
+    assert (res.candidate.digest, res.baseline.digest) == (
+        file_sha256(str(daemon)), file_sha256(str(base / "refprover")))
+    assert res.verifier is not None and res.verifier.tag == str((base / "verify").resolve())
+    # the candidate's own differential ran as processes: prod's proofs are invalid, bench clean
+    assert res.decision is Decision.FAIL and res.exit_code == 1, res.decision_line
+    assert [(f.check, f.profile) for f in res.findings if f.kind == "check"] == [
+        ("validity/proofs", "prod")]
+    summary = msgspec.json.decode((Path(opts.report_root) / "gate-host" / "differential"
+                                   / "summary.json").read_bytes())
+    assert {r["profile"]: r["image"]["tag"] for r in summary["runs"]} == {
+        "bench": str(daemon.resolve()), "prod": str(daemon.resolve())}
+    # bench, clean, was timed on both folders' daemons, after the baseline folder's own verify
+    # agreed with --bin-dir's on its proofs and a tampered copy
+    assert res.verifier_check is not None and res.verifier_check.agreed is True
+    assert res.verifier_check.proofs >= 2
+    (bench,) = [t for t in res.timing if t.profile == "bench"]
+    assert bench.rounds >= 1 and bench.metrics
+    (prod,) = [t for t in res.timing if t.profile == "prod"]
+    assert prod.stopped.startswith("not timed: the candidate fails its checks")
+    # no container was made
+    assert {c.id for c in docker.from_env().containers.list(all=True)} == before
