@@ -5,6 +5,10 @@
     [image]     tag, digest (sha256:..., checked before a replay); reference = true: the
                 reference image the build makes (its digest follows the build, so it is not
                 checked)
+    [binaries]  instead of [image], for a case on a daemon run as a host process: digests =
+                {program name: "sha256:..."} of the programs its profiles run (found in
+                --bin-dir, then on PATH, checked before a replay), and build: how a user builds
+                them (nothing of the daemon's source ships with the case)
     [workload]  name (a built workload, e.g. wpost-2k) or file (inputs shipped in the case
                 folder, in the workload format)
     [expect]    profile, oracle (suite/oracle), and match: the bug's signature in the failing
@@ -24,6 +28,7 @@ from __future__ import annotations
 import re
 import tomllib
 from datetime import date
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +56,8 @@ class RegressionCase(msgspec.Struct, frozen=True, kw_only=True):
     Attributes:
         dir: the case folder. id, title, incident, link, date, status: ``[case]``.
         image: ``[image]`` tag and digest; reference: the reference image the build makes
-            (its digest is not checked). workload: a workload name; workload_file: a file in
+            (its digest is not checked). binaries, binaries_build: ``[binaries] digests`` and
+            ``build`` (a case on host processes; {} when it runs an image). workload: a workload name; workload_file: a file in
             the folder (absolute path), '' when a name is used.
         profile, oracle, match: ``[expect]``. fix: ``[fix] overrides``; fix_note.
         bisect: ``[bisect]`` as read ({} when unknown). profiles: the pinned tables.
@@ -69,6 +75,8 @@ class RegressionCase(msgspec.Struct, frozen=True, kw_only=True):
     date: str = ""
     image: ImageInfo = msgspec.field(default_factory=lambda: ImageInfo(tag=""))
     reference: bool = False
+    binaries: dict[str, str] = msgspec.field(default_factory=dict)
+    binaries_build: str = ""
     workload: str = ""
     workload_file: str = ""
     match: dict[str, Any] = msgspec.field(default_factory=dict)
@@ -81,14 +89,16 @@ class RegressionCase(msgspec.Struct, frozen=True, kw_only=True):
         """The case.toml."""
         return Path(self.dir) / CASE_FILE
 
-    def resolved(self, *, fixed: bool = False) -> dict[str, Profile]:
-        """The pinned profiles (``fixed``: with ``[fix] overrides`` applied).
+    def resolved(self, *, fixed: bool = False, overrides: Sequence[str] = ()) -> dict[str, Profile]:
+        """The pinned profiles (``fixed``: with ``[fix] overrides`` applied), then the user's
+        ``overrides`` (``--set``, as for a run: e.g. a program's path on this host).
 
         Raises:
-            CaseError: a pinned table is not a valid profile.
+            CaseError: a pinned table is not a valid profile, or an override does not apply.
         """
         try:
-            return build_profiles(self.profiles, str(self.path), self.fix if fixed else ())
+            return build_profiles(self.profiles, str(self.path),
+                                  (*(self.fix if fixed else ()), *overrides))
         except ProfileError as exc:
             raise CaseError(exc.cause, fix=exc.fix) from None
 
@@ -160,6 +170,14 @@ def load_case(folder: str | Path) -> RegressionCase:
                         f"{expect_profile!r} is not one of the case's profiles {list(profiles)}",
                         fix="name one of them, or pin that profile as a [profiles.NAME] table")
     image = doc.get("image", {})
+    bins = doc.get("binaries", {})
+    digests = bins.get("digests", {}) if isinstance(bins, dict) else None
+    if not isinstance(digests, dict) or not all(
+            isinstance(v, str) and re.fullmatch(r"sha256:[0-9a-f]{64}", v) for v in digests.values()):
+        raise CaseError(f"{path}:{_line(text, 'binaries.digests') or _line(text, 'binaries') or '?'}"
+                        ": [binaries] digests must map program names to \"sha256:<64 hex>\"",
+                        fix="write each program's digest as sha256sum prints it, prefixed "
+                            "sha256:")
     fix = doc.get("fix", {})
     d = need("case", "date", (str, date))
     return RegressionCase(
@@ -168,6 +186,8 @@ def load_case(folder: str | Path) -> RegressionCase:
         link=str(doc["case"].get("link", "")), date=str(d),
         image=ImageInfo(tag=str(image.get("tag", "")), digest=str(image.get("digest", ""))),
         reference=bool(image.get("reference", False)),
+        binaries={str(k): str(v) for k, v in digests.items()},
+        binaries_build=str(bins.get("build", "")) if isinstance(bins, dict) else "",
         workload=str(wl.get("name", "")),
         workload_file=str((Path(folder) / wl["file"]).resolve()) if wl.get("file") else "",
         profile=expect_profile, oracle=need("expect", "oracle"),

@@ -7,12 +7,15 @@ The outcome says what held:
 * ``fails-otherwise``: it failed, but not as recorded: another bug, never taken for this one;
 * ``broken``: the run could not judge (an ERROR, a skipped oracle, a daemon that did not start,
   artifacts that failed to build, inputs that do not load);
-* ``missing``: the image or the inputs are not on this host (what is missing, how to get it).
+* ``missing``: the image, the pinned binaries (by digest, in ``--bin-dir`` or on ``PATH``) or
+  the inputs are not on this host (what is missing, how to get it).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +34,7 @@ from proofdiff.model.run_options import RunOptions
 from proofdiff.model.status import Outcome
 from proofdiff.model.workload import POREP, Workload, WorkloadError, load_workload
 from proofdiff.runtime.docker import ContainerError
+from proofdiff.runtime.identity import file_sha256
 from proofdiff.runtime.runner import Runner
 
 from proofdiff.regressions.case import RegressionCase
@@ -95,13 +99,31 @@ def _image(case: RegressionCase, reference: str) -> tuple[str, str] | str:
     return case.image.tag, str(img.id)
 
 
+def _binaries(case: RegressionCase, bin_dir: str) -> str | None:
+    """Why the case's pinned programs cannot be run here (``None`` when each is found in
+    ``bin_dir``, then on ``PATH``, with its recorded digest), with how to build them."""
+    path = os.pathsep.join([*([bin_dir] if bin_dir else []), os.environ.get("PATH", "")])
+    how = f"; {case.binaries_build}" if case.binaries_build else ""
+    for name, digest in case.binaries.items():
+        found = shutil.which(name, path=path)
+        if found is None:
+            return (f"{name} ({digest}) is not in --bin-dir {bin_dir or '(none given)'} or on "
+                    f"PATH{how}")
+        got = file_sha256(found)
+        if got != digest:
+            return (f"{name} at {found} is {got}, but the case pins {digest}: a different "
+                    f"build{how}")
+    return None
+
+
 def replay(case: RegressionCase, options: RunOptions | None = None, *, fixed: bool = False,
            log: Callable[[str], None] = lambda _l: None) -> CaseOutcome:
     """Replay ``case`` once (module docstring); ``fixed``: with its ``[fix] overrides``.
 
     ``options``: the report dir and the artifacts; what it gives wins over the build's (a case
     on a cuzk image proves with the official params: ``--param-cache``; its own verifier:
-    ``--verifier-image``; its binaries: ``--bin-dir``).
+    ``--verifier-image``; its binaries: ``--bin-dir``), and its ``--set`` overrides apply over
+    the pinned profiles (after the fix), as in a run.
 
     Returns:
         The :class:`CaseOutcome` (never raises on a missing image or input: ``missing``).
@@ -116,6 +138,8 @@ def replay(case: RegressionCase, options: RunOptions | None = None, *, fixed: bo
         return CaseOutcome(case=case.id, status=status, message=message, fixed=fixed,
                            wall_s=round(time.monotonic() - t0, 1), **kw)
 
+    if case.binaries and (why := _binaries(case, opts.bin_dir)) is not None:
+        return out("missing", why)
     files: dict[str, str] = {}
     wl_name = case.workload
     build_name = case.workload
@@ -138,12 +162,12 @@ def replay(case: RegressionCase, options: RunOptions | None = None, *, fixed: bo
             [build_name], reference=case.reference, log=log)
     except BuildError as exc:  # a build that fails is no absent input: the replay is broken
         return out("broken", f"the artifacts for {build_name} could not be built: {exc}")
-    got = _image(case, reference.tag if reference else "")
+    got = ("", "") if case.binaries else _image(case, reference.tag if reference else "")
     if isinstance(got, str):
         return out("missing", got)
     tag, digest = got
-    profiles = case.resolved(fixed=fixed)
-    p = msgspec.structs.replace(profiles[case.profile], image=tag, workload=wl_name)
+    profiles = case.resolved(fixed=fixed, overrides=opts.overrides)
+    p = msgspec.structs.replace(profiles[case.profile], image=tag or None, workload=wl_name)
     rid = f"case-{case.id}{'-fixed' if fixed else ''}-{int(time.time())}"
     result = run_differential(msgspec.structs.replace(
         opts, workloads=(wl_name,), suites=suites_for(case.oracle), run_id=rid, select=(),

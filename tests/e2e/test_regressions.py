@@ -31,6 +31,8 @@ def test_a_shipped_case_fails_with_its_bug_and_holds_once_fixed(
         folder: Path, run_opts: RunOptions) -> None:
     case = load_case(folder)
     got = replay(case, run_opts)
+    if case.binaries and got.status == "missing":  # a real daemon's build, not made here
+        pytest.skip(got.message)
     assert got.status == "reproduces", f"{got.status}: {got.message} ({got.report})"
     fixed = replay(case, run_opts, fixed=True)
     assert fixed.status == "holds", f"{fixed.status}: {fixed.message} ({fixed.report})"

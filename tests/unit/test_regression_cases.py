@@ -100,7 +100,8 @@ def test_the_shipped_cases_are_well_formed() -> None:
     for folder in folders:
         case = load_case(folder)
         assert case.resolved() and case.resolved(fixed=True)
-        assert case.fix, f"{case.id}: the seed cases know their fix"
+        # the seed cases know their fix (a fault switch); a real daemon's bug may have none
+        assert case.fix or case.binaries, f"{case.id}: the seed cases know their fix"
 
 
 def _out(status: str, message: str = "m") -> CaseOutcome:
@@ -171,3 +172,45 @@ def test_both_routes_exit_non_zero_when_every_case_was_skipped(
     assert main(["run", "--suite", "regressions", "--report-dir",
                  str(tmp_path / "r")]) == ALL_SKIPPED_EXIT
     assert "1 case(s); exit 2" in capsys.readouterr().out
+
+
+CUZK_CASE = REPO / "regressions" / "cuzk-colliding-ids-answered-with-the-first-proof"
+
+
+def test_the_real_cuzk_case_is_skipped_where_its_pinned_binaries_are_not(tmp_path: Path) -> None:
+    """The case pins cuzk-daemon and cuzk-bench by digest and says how to build them; without
+    them (or with another build) its replay is skipped with that reason, before any build."""
+    import hashlib
+
+    from proofdiff.model.run_options import RunOptions
+    from proofdiff.regressions.replay import replay
+
+    case = load_case(CUZK_CASE)
+    assert case.binaries["cuzk-daemon"] == (
+        "sha256:16ee59bc9275e2c4b37d2c0d6565b5039a9442ae1d1b634d5f1c78c6bda63711")
+    assert case.resolved()["prod"].daemon == "cuzk" and case.oracle == "isolation/colliding-ids"
+    opts = RunOptions.from_env(bin_dir=str(tmp_path), report_dir=str(tmp_path / "r"))
+    env = {"PATH": str(tmp_path / "nothing")}
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in env.items():
+            mp.setenv(k, v)
+        got = replay(case, opts)
+        assert got.status == "missing"
+        assert got.message.startswith(f"cuzk-daemon ({case.binaries['cuzk-daemon']}) is not in "
+                                      f"--bin-dir {tmp_path}")
+        assert "cd extern/cuzk && cargo build --release" in got.message
+        other = tmp_path / "cuzk-daemon"
+        other.write_bytes(b"#!/bin/sh\n")
+        other.chmod(0o755)
+        got = replay(case, opts)
+        digest = "sha256:" + hashlib.sha256(b"#!/bin/sh\n").hexdigest()
+        assert got.status == "missing" and f"is {digest}, but the case pins" in got.message
+    assert not (tmp_path / "r").exists()  # nothing ran, nothing was built
+
+
+def test_a_case_replay_takes_the_users_overrides_after_its_fix(tmp_path: Path) -> None:
+    write_case(tmp_path / "c1", _doc())
+    case = load_case(tmp_path / "c1")
+    got = case.resolved(fixed=True, overrides=['prod.env.REFPROVER_FAULTS="no-self-check"'])
+    assert got["prod"].env["REFPROVER_FAULTS"] == "no-self-check"
+    assert got["bench"].env["REFPROVER_FAULTS"] == ""
