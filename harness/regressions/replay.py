@@ -39,7 +39,7 @@ from proofdiff.runtime.runner import Runner
 
 from proofdiff.regressions.case import RegressionCase
 
-__all__ = ["CaseOutcome", "matches", "params_workload", "replay"]
+__all__ = ["CaseOutcome", "build_for", "matches", "params_workload", "replay"]
 
 
 class CaseOutcome(msgspec.Struct, frozen=True, kw_only=True):
@@ -80,6 +80,22 @@ def params_workload(w: Workload) -> str:
                             fix="a case's workload has one shape: split it into one case per "
                                 "shape")
     return names.pop()
+
+
+def build_for(w: Workload, param_cache: str) -> str:
+    """The built workload to make for replaying ``w``: :func:`params_workload`'s, or, when the
+    user gives ``param_cache`` (the official params of ``w``'s size, a 32 GiB PoRep's say), the
+    smallest one, for the tools alone (the proofs' params and vks come from that cache).
+
+    Raises:
+        WorkloadError: no built params cover ``w`` and no param cache was given.
+    """
+    try:
+        return params_workload(w)
+    except WorkloadError:
+        if not param_cache:
+            raise
+        return "wpost-2k"
 
 
 def _image(case: RegressionCase, reference: str) -> tuple[str, str] | str:
@@ -152,8 +168,8 @@ def replay(case: RegressionCase, options: RunOptions | None = None, *, fixed: bo
         except WorkloadError as exc:  # shipped, but broken: nothing to fetch
             return out("broken", f"the case's inputs do not load: {exc}")
         try:
-            build_name = params_workload(w)
-        except WorkloadError as exc:  # no vk for this shape on this host
+            build_name = build_for(w, opts.param_cache)
+        except WorkloadError as exc:  # no vk for this shape here, and no --param-cache
             return out("missing", str(exc))
         wl_name, files = w.name, {w.name: case.workload_file}
     try:

@@ -53,7 +53,7 @@ from proofdiff.runtime.docker import ContainerError
 from proofdiff.runtime.runner import Runner
 
 from proofdiff.regressions.case import CaseError, load_case, write_case
-from proofdiff.regressions.replay import params_workload
+from proofdiff.regressions.replay import build_for
 
 __all__ = ["ProductionArtifacts", "ReproError", "ReproResult", "read_env_file", "repro", "revert",
            "signature"]
@@ -209,7 +209,7 @@ def _from_artifacts(a: ProductionArtifacts, opts: RunOptions, like: str,
     if a.inputs:
         try:
             w = load_workload(a.inputs)
-            params_workload(w)
+            build_for(w, opts.param_cache)
         except WorkloadError as exc:
             raise ReproError(f"the inputs: {exc.cause}", fix=exc.fix) from None
         wl_name, files = w.name, {w.name: a.inputs}
@@ -304,7 +304,7 @@ def repro(options: RunOptions | None = None, *, case_id: str, title: str,
     try:
         opts, reference_image = pin_artifacts(
             msgspec.structs.replace(opts, workload_files={**opts.workload_files, **files}),
-            [params_workload(inputs) if inputs else p.workload], reference=not p.image,
+            [build_for(inputs, opts.param_cache) if inputs else p.workload], reference=not p.image,
             log=log)
     except (BuildError, WorkloadError) as exc:
         what = (f"build step {exc.step!r} failed: {exc.cause}" if isinstance(exc, BuildError)

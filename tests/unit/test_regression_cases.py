@@ -214,3 +214,18 @@ def test_a_case_replay_takes_the_users_overrides_after_its_fix(tmp_path: Path) -
     got = case.resolved(fixed=True, overrides=['prod.env.REFPROVER_FAULTS="no-self-check"'])
     assert got["prod"].env["REFPROVER_FAULTS"] == "no-self-check"
     assert got["bench"].env["REFPROVER_FAULTS"] == ""
+
+
+def test_a_fleet_workload_replays_with_the_param_cache_the_user_gives() -> None:
+    """A 32 GiB PoRep has no params the build makes: without --param-cache the replay says so;
+    with it, only the tools are built and the proofs use the given cache."""
+    from types import SimpleNamespace
+
+    from proofdiff.model.workload import POREP, Shape, WorkloadError
+    from proofdiff.regressions.replay import build_for
+
+    job = SimpleNamespace(shape=Shape(POREP, 32 << 30, 8, "1.1.0", 10))
+    w = SimpleNamespace(jobs=[job], source="fleet.json")
+    with pytest.raises(WorkloadError, match="no vk for POREP_SEAL_COMMIT with 34359738368-byte"):
+        build_for(w, "")  # type: ignore[arg-type]
+    assert build_for(w, "/var/tmp/filecoin-proof-parameters") == "wpost-2k"  # type: ignore[arg-type]
