@@ -160,3 +160,27 @@ def test_a_session_that_asked_for_no_check_keeps_pytests_exit(pytester: pytest.P
                                         "-p", "no:cacheprovider")
     res.assert_outcomes(passed=1)
     assert res.ret == 0, res.stdout.str()[-2000:]
+
+
+@pytest.mark.parametrize("argv", [
+    ["run"], ["gate", "--candidate", "a:1", "--baseline", "a:0"],
+    ["gate", "--candidate-bin-dir", "new", "--baseline-bin-dir", "old"],
+    ["repro", "--id", "x", "--title", "t"], ["bisect"]], ids=lambda a: a[0])
+def test_every_workflow_takes_the_artifact_options_and_set_as_run_does(argv: list[str]) -> None:
+    """One table of run options (add_run_options): gate, repro, bisect and the replay (run
+    --suite regressions) read --param-cache, --bin-dir, --set and --verifier-image alike."""
+    from proofdiff.cli import _parser
+    from proofdiff.cli.option_flags import run_options
+
+    args = _parser().parse_args([*argv, "--param-cache", "/p", "--bin-dir", "/b",
+                                 "--set", "prod.concurrency=2", "--verifier-image", "v:1"])
+    opts = run_options(args)
+    assert (opts.param_cache, opts.bin_dir, opts.overrides, opts.verifier_image) == (
+        "/p", "/b", ("prod.concurrency=2",), "v:1")
+
+
+def test_the_gate_takes_two_images_or_two_binary_folders_not_a_mix() -> None:
+    from proofdiff.cli import main
+
+    assert main(["gate", "--candidate", "a:1", "--baseline-bin-dir", "old"]) == 3
+    assert main(["gate", "--candidate", "a:1"]) == 3
