@@ -36,9 +36,9 @@ from proofdiff.model.status import Comparison, Verdict
 from proofdiff.core.differential import run_differential
 from proofdiff.core.plan import load_selected, new_run_id, pin_artifacts, plan_runs
 from proofdiff.core.profile_delta import profile_view
-from proofdiff.core.verdict import unverifiable
 from proofdiff.core.session import Session
 from proofdiff.gate.allowlist import AllowEntry, apply_allowlist, load_allowlist
+from proofdiff.gate.findings import CHECKED_SUITES, findings_of, unjudged, unverified_of
 from proofdiff.gate.host_builds import host_side, on_side, verifier_in
 from proofdiff.gate.gate_result import (Decision, Finding, GateResult, ProfileTiming, StaleEntry,
                                         VerifierCheck)
@@ -51,7 +51,6 @@ from proofdiff.model.jobs import FlowRecord, JobSpec
 from proofdiff.model.profile import DEFAULT_VERIFIER, Profile
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
-from proofdiff.model.status import Outcome
 from proofdiff.runtime.host import machine_facts
 from proofdiff.runtime.identity import image_info
 from proofdiff.runtime.runner import Runner
@@ -59,11 +58,6 @@ from proofdiff.runtime.spec import ContainerError
 
 __all__ = ["CHECKED_SUITES", "GATE_ALPHA", "GateError", "decide", "findings_of", "run_gate",
            "timing_findings", "timing_undecided", "unjudged", "unverified_of"]
-
-#: Suites that must be clean on the candidate (a FAIL or ERROR on every profile alike blocks as
-#: much as one on a single profile: the candidate is broken either way).
-CHECKED_SUITES = ("preflight", "validity", "warmup", "isolation", "behaviour")
-
 
 #: The family-wise false-DIFFERENT level of one gate's timing verdicts, over every metric x
 #: profile x workload (Holm: :class:`proofdiff.gate.timing_rounds.Family`).
@@ -79,65 +73,6 @@ def _side(runner: Runner, role: str, tag: str) -> ImageInfo:
         return image_info(runner, tag)
     except ContainerError as exc:
         raise GateError(f"the {role} image: {exc.headline}", fix=exc.fix) from None
-
-
-def unverified_of(diff: DifferentialResult) -> dict[str, str]:
-    """``{"profile/workload": why}`` for each profile whose proofs could not be verified
-    because its client hands out none (real cuzk-bench), while another profile's proofs on
-    that workload were (:func:`proofdiff.core.verdict.unverifiable`): the gate reports them and
-    does not block on them."""
-    return {f"{r.profile}/{r.workload}": str(r.evidence["unverifiable"])
-            for r in unverifiable(diff.records)[0]}
-
-
-def findings_of(diff: DifferentialResult) -> list[Finding]:
-    """Reasons to block from the candidate's differential: a checked suite's record that
-    fails or errs on any profile, a workload on which no profile's proofs could be verified
-    (the gate needs at least one profile's proofs verified), and any other divergence from
-    the baseline profile."""
-    out = [Finding(check=f"{r.suite}/{r.oracle}", profile=r.profile, workload=r.workload,
-                   message=r.message, kind="check", evidence=dict(r.evidence))
-           for r in diff.records
-           if r.suite in CHECKED_SUITES and r.outcome in (Outcome.FAIL, Outcome.ERROR)]
-    out += [Finding(check=f"{r.suite}/{r.oracle}", profile=r.profile, workload=r.workload,
-                    message=f"no profile's proofs were verified on {r.workload}, and the gate "
-                    f"needs at least one: {r.profile}'s client hands out none "
-                    f"({r.evidence['unverifiable']})", kind="check", evidence=dict(r.evidence))
-            for r in unverifiable(diff.records)[1]]
-    seen = {(f.check, f.profile, f.workload) for f in out}
-    for d in diff.divergences:
-        if (f"{d.suite}/{d.oracle}", d.profile, d.workload) in seen:
-            continue
-        top = f"; top suspect {d.suspects[0].path}" if d.suspects else ""
-        out.append(Finding(check=f"{d.suite}/{d.oracle}", profile=d.profile,
-                           workload=d.workload, message=f"{d.headline}: {d.message}{top}",
-                           kind="divergence",
-                           evidence={"suspects": [s.path for s in d.suspects[:5]]}))
-    return out
-
-
-def unjudged(diff: DifferentialResult) -> list[str]:
-    """Why the candidate's differential is not evidence for a PASS although nothing in it
-    failed: a SKIPPED check, a selected profile without any record, a run judged on nothing,
-    or any other verdict short of SAME that no finding explains (INCOMPLETE). One line each;
-    [] when every selected check of every profile was judged (STYLE.md 18). An unverifiable
-    profile's skipped validity/proofs is not counted here: :func:`unverified_of` names it
-    when another profile's proofs were verified, :func:`findings_of` blocks when none were."""
-    def head(text: str) -> str:
-        return (text.strip().splitlines() or [""])[0][:200]
-
-    covered, uncovered = unverifiable(diff.records)
-    told = {id(r) for r in (*covered, *uncovered)}
-    out = [f"{r.suite}/{r.oracle} skipped on {r.profile}/{r.workload}: {head(r.message)}"
-           for r in diff.records if r.outcome is Outcome.SKIPPED and id(r) not in told]
-    seen = {r.profile for r in diff.records}
-    out += [f"profile {p} has no record at all in the candidate's differential"
-            for p in diff.profiles if p not in seen]
-    if not diff.records:
-        out.append("the candidate's differential judged nothing")
-    if not out and diff.verdict is Verdict.INCOMPLETE:
-        out.append(f"the candidate's differential is INCOMPLETE: {head(diff.verdict_line)}")
-    return out
 
 
 def _cross_check(session: Session, side: str, workload: str, baseline: ImageInfo,
