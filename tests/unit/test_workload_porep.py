@@ -62,7 +62,8 @@ def test_verifier_item_carries_every_public_input(porep_file: Path) -> None:
         "id": "0:porep-s1", "proof_kind": "POREP_SEAL_COMMIT", "sector_size": 2048,
         "miner_id": 1000, "sector_number": 1, "comm_r": bytes([1] * 32).hex(),
         "comm_d": bytes([9] * 32).hex(), "ticket": bytes([17] * 32).hex(),
-        "seed": bytes([25] * 32).hex(), "partitions": 2, "proof": "07" * 384}
+        "seed": bytes([25] * 32).hex(), "partitions": 2, "registered_proof": 5,
+        "proof": "07" * 384}
 
 
 def test_curio_ids_are_porep_miner_sector(porep_file: Path) -> None:
