@@ -88,16 +88,15 @@ def samples_of(run: RunRecord) -> Iterator[dict[str, Any]]:
 def _gpu_samples(run: RunRecord) -> Iterator[dict[str, Any]]:
     """The daemon's NVML readings (``DaemonFacts.gpu``, where the run sampled a GPU), one row
     per reading and figure; ``job`` is the GPU's UUID."""
-    gpu = getattr(run.daemon, "gpu", None)  # GPU telemetry, where this proofdiff records it
-    if gpu is None or not getattr(gpu, "samples", ()):
+    gpu = run.daemon.gpu if run.daemon is not None else None
+    if gpu is None:
         return
     for seq, g in enumerate(gpu.samples):
         for metric, (field, unit) in GPU_FIGURES.items():
-            value = getattr(g, field, None)
+            value = getattr(g, field)
             if value is not None:
-                yield {"flow": "gpu", "label": "", "seq": seq, "job": str(g.uuid), "status": "",
-                       "valid": None, "warmup": False,
-                       "t_unix_s": float(gpu.started_unix_s) + float(g.t_s),
+                yield {"flow": "gpu", "label": "", "seq": seq, "job": g.uuid, "status": "",
+                       "valid": None, "warmup": False, "t_unix_s": gpu.started_unix_s + g.t_s,
                        "metric": metric, "unit": unit, "value": float(value)}
 
 

@@ -171,3 +171,20 @@ def test_history_values_become_urls(tmp_path: Path) -> None:
     assert history_url("default", tmp_path) == f"sqlite:///{tmp_path}/history.sqlite"
     assert history_url("postgresql://u@h:5/d", tmp_path) == "postgresql+psycopg://u@h:5/d"
     assert history_url("postgres://u@h/d", tmp_path) == "postgresql+psycopg://u@h/d"
+
+
+def test_nvml_readings_are_stored_and_read_as_gpu_utilization(db) -> None:  # type: ignore[no-untyped-def]
+    from proofdiff.model.gpu_telemetry import GpuSample, GpuTelemetry
+    readings = tuple(GpuSample(t_s=float(i), uuid="GPU-1", util_pct=u, mem_used_bytes=2 ** 30,
+                               power_w=300.0) for i, u in enumerate((10, 90, 95, 97)))
+    r = timed_run(1000.0)
+    r = msgspec.structs.replace(r, daemon=msgspec.structs.replace(r.daemon, gpu=GpuTelemetry(
+        source="nvml", started_unix_s=1_764_000_000.0, gpus={"GPU-1": "NVIDIA H200"},
+        samples=readings)))
+    store_result(db, result("g1", (r,)), command="run", commit=COMMIT)
+    [util] = load_series(db, "gpu-util")
+    assert util.points[0].value == 92.5 and util.points[0].n == 4
+    with sqlite3.connect(db.url[len("sqlite:///"):]) as conn:
+        got = conn.execute("SELECT metric, unit, count(*) FROM samples WHERE flow = 'gpu' "
+                           "GROUP BY metric ORDER BY metric").fetchall()
+    assert got == [("gpu_mem_used", "bytes", 4), ("gpu_power", "W", 4), ("gpu_util", "%", 4)]
