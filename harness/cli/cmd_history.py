@@ -32,6 +32,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"what to show: {', '.join(METRICS)}. Default: latency")
     p.add_argument("--machine", metavar="FINGERPRINT|HOST", default=None,
                    help="one machine: a fingerprint prefix or a hostname. Default: every one")
+    p.add_argument("--command", metavar="NAME", action="append", default=[],
+                   help="only runs made by this command (run, nightly, pytest; repeatable). "
+                        "Default: every command")
     p.add_argument("--last", metavar="N", type=int, default=None,
                    help="the last N runs of each series. Default: all")
     p.add_argument("--html", metavar="FILE", type=Path, default=None,
@@ -68,7 +71,8 @@ def history(args: argparse.Namespace, console: Console) -> int:
                                    "(store runs with `proofdiff run --history`)"), soft_wrap=True)
                 return 2
             series = load_series(db, spec.name, profile=opts.select, workload=opts.workloads,
-                                 machine=args.machine, last=args.last)
+                                 machine=args.machine, last=args.last,
+                                 command=args.command)
             if not any(s.valued for s in series):
                 have = recorded_metrics(db)
                 console.print(Text(f"history {db.url} ({runs} runs) has no value of "

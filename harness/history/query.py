@@ -73,13 +73,16 @@ def metric_spec(name: str) -> MetricSpec:
 _Q = TypeVar("_Q", bound=Select[Unpack[tuple[Any, ...]]])
 
 
-def _filtered(q: _Q, profile: Sequence[str], workload: Sequence[str], machine: str | None) -> _Q:
+def _filtered(q: _Q, profile: Sequence[str], workload: Sequence[str], machine: str | None,
+              command: Sequence[str] = ()) -> _Q:
     if profile:
         q = q.where(Cell.profile.in_(profile))
     if workload:
         q = q.where(Cell.workload.in_(workload))
     if machine:
         q = q.where((Machine.fingerprint.startswith(machine)) | (Machine.host == machine))
+    if command:
+        q = q.where(Run.command.in_(command))
     return q
 
 
@@ -108,10 +111,10 @@ def recorded_metrics(history: History) -> list[str]:
 
 def load_series(history: History, metric: str, *, profile: Sequence[str] = (),
                 workload: Sequence[str] = (), machine: str | None = None,
-                last: int | None = None) -> list[Series]:
-    """Every series of ``metric`` (only these profiles and workloads when given; one machine:
-    a fingerprint prefix or a hostname), each its ``last`` points at most, ordered by machine,
-    profile, workload.
+                last: int | None = None, command: Sequence[str] = ()) -> list[Series]:
+    """Every series of ``metric`` (only these profiles and workloads, and runs made by these
+    commands, ``run``, ``nightly``..., when given; one machine: a fingerprint prefix or a
+    hostname), each its ``last`` points at most, ordered by machine, profile, workload.
 
     Raises:
         HistoryError: an unknown metric; a database that fails while read.
@@ -123,7 +126,7 @@ def load_series(history: History, metric: str, *, profile: Sequence[str] = (),
                Run.verdict, Machine.fingerprint, Machine.host, Machine.gpu_model,
                Machine.gpu_driver, Machine.cpus, Machine.mem_gib)
         .join(Run, Cell.run_pk == Run.id).join(Machine, Run.machine_id == Machine.id),
-        profile, workload, machine).order_by(Run.created_at, Run.id, Cell.id)
+        profile, workload, machine, command).order_by(Run.created_at, Run.id, Cell.id)
     rows: dict[int, list[SampleRow]] = defaultdict(list)
     try:
         with history.engine.connect() as conn:
@@ -134,7 +137,7 @@ def load_series(history: History, metric: str, *, profile: Sequence[str] = (),
                            Sample.status, Sample.valid, Sample.warmup)
                     .join(Cell, Sample.cell_id == Cell.id).join(Run, Cell.run_pk == Run.id)
                     .join(Machine, Run.machine_id == Machine.id)
-                    .where(Sample.metric.in_(spec.reads)), profile, workload, machine)
+                    .where(Sample.metric.in_(spec.reads)), profile, workload, machine, command)
                 for s in conn.execute(samples_q):
                     rows[s.cell_id].append(SampleRow(s.metric, s.value, s.flow, s.status,
                                                      s.valid, s.warmup))

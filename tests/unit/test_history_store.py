@@ -188,3 +188,13 @@ def test_nvml_readings_are_stored_and_read_as_gpu_utilization(db) -> None:  # ty
         got = conn.execute("SELECT metric, unit, count(*) FROM samples WHERE flow = 'gpu' "
                            "GROUP BY metric ORDER BY metric").fetchall()
     assert got == [("gpu_mem_used", "bytes", 4), ("gpu_power", "W", 4), ("gpu_util", "%", 4)]
+
+
+def test_a_series_can_hold_one_command_s_runs(db) -> None:  # type: ignore[no-untyped-def]
+    store_result(db, result("dev", (timed_run(900.0),)), command="run", commit=COMMIT)
+    store_result(db, result("night", (timed_run(1000.0),), t=1_764_000_100.0),
+                 command="nightly", commit=COMMIT)
+    [every] = load_series(db, "latency")
+    [nights] = load_series(db, "latency", command=["nightly"])
+    assert [p.run_id for p in every.points] == ["dev", "night"]
+    assert [(p.run_id, p.command) for p in nights.points] == [("night", "nightly")]
