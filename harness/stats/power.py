@@ -19,9 +19,12 @@ Noise model of one job's wall time (ms), side ``s``, round ``k``, job ``i``:
 * ``drift``: a random walk of ``walk`` per batch plus a wave of +/-``wave`` over 20 rounds,
   nearly shared by the two batches of a round (what pairing cancels);
 * ``spike = 1 + U(0.1, 0.3)`` with probability ``spikes`` (a neighbour, a cache miss), else 1;
-* ``in-progress``: job ``i`` of a batch starts proving after a queue wait of ``i * stagger *
-  proof_ms * U(0.5, 1.5)`` (a pipeline admitting fewer jobs than it is sent) and proves for the
-  rest of its wall time; the batch's wall is its slowest job's plus ``overhead_ms``.
+* ``in-progress``: a daemon that proves ``slots`` jobs at once (prod: ``max_parallel_synthesis
+  = 3``) starts job ``i`` after a queue wait of ``(i // slots) * proof_ms * U(0.8, 1.2)``, and
+  the job proves for the rest of its wall time; the batch's wall is its slowest job's plus
+  ``overhead_ms``;
+* ``lone-latency``: a request sent alone to the idle daemon after a batch (``concurrency > 1``)
+  takes ``lone_ms * ratio_s * exp(drift_k + N(0, lone_cv)) * spike``.
 
 :data:`MEASURED` holds the parameters read from the measurements on the 2-core host (README,
 "Gate an image push": the 2026-12-01 power table of the timing arm on bench, the default A/A
@@ -50,10 +53,10 @@ __all__ = ["MEASURED", "Noise", "SimulatedSides", "main", "simulate_gate"]
 
 @dataclass(frozen=True)
 class Noise:
-    """One profile's timing noise (module docstring): ``proof_ms`` one proof alone, its
+    """One profile's timing noise (module docstring): ``proof_ms`` one job's wall in a batch, its
     ``concurrency``, ``job_cv``, ``batch_cv``, ``walk`` and ``wave`` (log scale), ``spikes``
-    (chance per job), ``stagger`` (queue wait per job ahead, in proofs), ``overhead_ms`` per
-    batch (client, verification)."""
+    (chance per job), ``slots`` (jobs proved at once), ``overhead_ms`` per batch (client,
+    verification), ``lone_ms`` and ``lone_cv`` of a request alone on the idle daemon."""
 
     proof_ms: float
     concurrency: int
@@ -62,17 +65,21 @@ class Noise:
     walk: float
     wave: float
     spikes: float
-    stagger: float
+    slots: int
     overhead_ms: float
+    lone_ms: float
+    lone_cv: float
 
 
 #: The noise on the 2-core host, per default profile (module docstring; README "Gate an image
 #: push" gives the measurements they are read from).
 MEASURED: dict[str, Noise] = {
     "bench": Noise(proof_ms=2100.0, concurrency=1, job_cv=0.010, batch_cv=0.0, walk=0.003,
-                   wave=0.05, spikes=0.03, stagger=0.0, overhead_ms=250.0),
-    "prod": Noise(proof_ms=2100.0, concurrency=4, job_cv=0.04, batch_cv=0.015, walk=0.003,
-                  wave=0.05, spikes=0.03, stagger=0.35, overhead_ms=400.0),
+                   wave=0.05, spikes=0.03, slots=1, overhead_ms=250.0, lone_ms=2100.0,
+                   lone_cv=0.010),
+    "prod": Noise(proof_ms=4500.0, concurrency=4, job_cv=0.03, batch_cv=0.015, walk=0.003,
+                  wave=0.05, spikes=0.03, slots=3, overhead_ms=500.0, lone_ms=2100.0,
+                  lone_cv=0.010),
 }
 
 
@@ -99,15 +106,17 @@ class SimulatedSides:
         self.batches += 1
         self.level += r.normal(0.0, n.walk)
         wave = n.wave * math.sin(2 * math.pi * (self.batches / 40.0 + self.phase))
-        scale = n.proof_ms * (self.ratio if side.endswith("candidate") else 1.0) * math.exp(
-            self.level + wave + r.normal(0.0, n.batch_cv) if n.batch_cv else self.level + wave)
+        lone = n.concurrency > 1 and len(specs) == 1
+        scale = (n.lone_ms if lone else n.proof_ms) * (
+            self.ratio if side.endswith("candidate") else 1.0) * math.exp(
+            self.level + wave + (0.0 if lone or not n.batch_cv else r.normal(0.0, n.batch_cv)))
         jobs = []
         for s in specs:
-            wall = scale * math.exp(r.normal(0.0, n.job_cv))
+            wall = scale * math.exp(r.normal(0.0, n.lone_cv if lone else n.job_cv))
             if r.uniform() < n.spikes:
                 wall *= 1.0 + r.uniform(0.1, 0.3)
-            wait = s.index * n.stagger * n.proof_ms * r.uniform(0.5, 1.5)
-            wall = max(wall, wait + 1.0) if n.stagger else wall
+            wait = (s.index // n.slots) * n.proof_ms * r.uniform(0.8, 1.2)
+            wall += wait
             jobs.append(JobRecord(
                 index=s.index, job=s.job, request_id=f"{label}-{s.index}",
                 status=JobStatus.COMPLETED, wall_ms=wall, started_unix_s=self.now_s,

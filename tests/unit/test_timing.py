@@ -81,19 +81,26 @@ def test_bad_input_is_refused() -> None:
         compare([1.0] * 4, [1.0] * 4, floor_rel=0)
 
 
-def test_adaptive_sampling_adds_samples_until_decided_within_budget() -> None:
+def _adaptive(sigma: float) -> tuple[Any, list[int]]:
     rng = np.random.default_rng(3)
     calls: list[int] = []
 
     def draw(n: int) -> tuple[list[float], list[float]]:
         calls.append(n)
-        return _lognormal(rng, 3700, n, 0.15), _lognormal(rng, 3700, n, 0.15)
+        return _lognormal(rng, 3700, n, sigma), _lognormal(rng, 3700, n, sigma)
 
-    v = adaptive_compare(draw, initial=4, step=2, budget=12)
-    assert calls[0] == 4 and sum(calls) <= 12 and v.max_looks == 5
-    assert v.verdict in (SAME, INCONCLUSIVE) and v.left_summary.n == sum(calls)
-    if v.verdict == INCONCLUSIVE:
-        assert v.left_summary.n == 12  # it only gives up at the budget
+    return adaptive_compare(draw, initial=4, step=2, budget=12), calls
+
+
+def test_adaptive_sampling_gives_up_only_at_the_budget() -> None:
+    v, calls = _adaptive(0.15)  # too noisy for the 25 % floor in 12 samples
+    assert v.verdict == INCONCLUSIVE and v.max_looks == 5, v.render()
+    assert v.left_summary.n == sum(calls) == 12 and calls[0] == 4
+
+
+def test_adaptive_sampling_stops_once_decided() -> None:
+    v, calls = _adaptive(0.02)
+    assert v.verdict == SAME and v.left_summary.n == sum(calls) < 12, v.render()
 
 
 def test_aa_false_alarm_rate_stays_within_alpha() -> None:
