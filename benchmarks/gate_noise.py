@@ -25,7 +25,7 @@ import msgspec
 
 from proofdiff.core.plan import new_run_id, pin_artifacts, plan_runs
 from proofdiff.core.session import Session
-from proofdiff.gate.timing_rounds import METRICS, bad_jobs, metrics_of
+from proofdiff.gate.timing_rounds import METRICS, SideRound, bad_jobs, metrics_of
 from proofdiff.model.jobs import FlowRecord, JobSpec
 from proofdiff.model.profile_file import load_profiles
 from proofdiff.model.run_options import RunOptions
@@ -53,7 +53,7 @@ def main() -> int:
                      log=lambda _l: None)[0]
     session = Session(plan, log=lambda _l: None)
     sides = list(pair)
-    rounds: list[tuple[FlowRecord, FlowRecord]] = []
+    rounds: list[tuple[SideRound, SideRound]] = []
     secs: list[float] = []
     try:
         jobs = [j.name for j in session.workload(wl).jobs]
@@ -63,39 +63,46 @@ def main() -> int:
             t0 = time.monotonic()
             specs = [JobSpec(index=i, job=jobs[(k * p.concurrency + i) % len(jobs)])
                      for i in range(p.concurrency)]
-            got = {}
+            got: dict[int, SideRound] = {}
             for i in ([0, 1] if k % 2 == 0 else [1, 0]):
-                got[i] = session.send(sides[i], wl, specs, name="noise", label=f"{i}#{k}",
-                                      concurrency=p.concurrency)
-                bad = bad_jobs(got[i])
+                batch = session.send(sides[i], wl, specs, name="noise", label=f"{i}#{k}",
+                                     concurrency=p.concurrency)
+                lone = batch if p.concurrency < 2 else session.send(
+                    sides[i], wl, specs[:1], name="noise", label=f"{i}#{k}:lone", concurrency=1)
+                bad = bad_jobs(batch) + bad_jobs(lone)
                 if bad:
                     print(f"round {k} side {sides[i]}: {bad}", file=sys.stderr)
                     return 1
+                got[i] = SideRound(batch, lone)
             rounds.append((got[0], got[1]))
             secs.append(time.monotonic() - t0)
             print(f"round {k}: {secs[-1]:.1f} s; walls " + " | ".join(
-                " ".join(f"{j.wall_ms:.0f}" for j in got[i].jobs) for i in (0, 1)), flush=True)
+                " ".join(f"{j.wall_ms:.0f}" for j in got[i].batch.jobs)
+                + f" lone {got[i].lone.jobs[0].wall_ms:.0f}" for i in (0, 1)), flush=True)
     finally:
         session.close()
     tested = rounds[1:]
     print(f"\n{a.profile} (concurrency {p.concurrency}), {len(tested)} tested rounds, "
           f"{statistics.median(secs[1:]):.1f} s per round (median)")
     for metric in metrics_of(p.concurrency):
-        sample = METRICS[metric][2]
-        d = [math.log(sample(c) / sample(b)) for b, c in tested]
+        sample, which = METRICS[metric][2], METRICS[metric][3]
+        d = [math.log(sample(c.flow(which)) / sample(b.flow(which))) for b, c in tested]
         print(f"  {metric}: log-ratio sd {statistics.stdev(d):.4f}, 20 %-trimmed sd "
               f"{trimmed(d, 0.2)[3]:.4f}, mean {statistics.fmean(d):+.4f}")
-    walls = [j.wall_ms for b, c in tested for f in (b, c) for j in f.jobs]
-    meds = [statistics.median(j.wall_ms for j in f.jobs) for b, c in tested for f in (b, c)]
+    flows = [r.batch for b, c in tested for r in (b, c)]
+    walls = [j.wall_ms for f in flows for j in f.jobs]
+    meds = [statistics.median(j.wall_ms for j in f.jobs) for f in flows]
     spread = [math.log(j.wall_ms / statistics.median(x.wall_ms for x in f.jobs))
-              for b, c in tested for f in (b, c) for j in f.jobs]
+              for f in flows for j in f.jobs]
     spikes = sum(s > math.log(1.1) for s in spread) / len(spread)
-    waits = [j.timings.queue_wait_ms / statistics.median(walls) / max(1, j.index)
-             for b, c in tested for f in (b, c) for j in f.jobs if j.index]
+    waits = sorted(j.timings.queue_wait_ms for f in flows for j in f.jobs)
+    lones = [r.lone.jobs[0].wall_ms for b, c in tested for r in (b, c)]
     print(f"  model: proof_ms {statistics.median(walls):.0f}, batch spread (sd of log batch "
           f"median) {statistics.stdev(math.log(m) for m in meds):.4f}, job spread within a "
-          f"batch {statistics.stdev(spread):.4f}, spikes {spikes:.3f}, stagger "
-          f"{statistics.fmean(waits) if waits else 0.0:.3f}")
+          f"batch {statistics.stdev(spread):.4f}, spikes {spikes:.3f}, queue waits (ms) "
+          f"{waits[::max(1, len(waits) // 8)]}, lone_ms {statistics.median(lones):.0f}, "
+          f"batch overhead (ms, median) "
+          f"{statistics.median(f.wall_ms - max(j.wall_ms for j in f.jobs) for f in flows):.0f}")
     return 0
 
 
