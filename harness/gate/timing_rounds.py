@@ -214,14 +214,16 @@ def measure_profile(send: Sender, *, profile: str, workload: str, jobs: list[str
     done: dict[str, TimingVerdict] = {}
     last: dict[str, TimingVerdict] = {}
     fractions: list[float] = []
+    looked = 0
     for want in sizes:
         while len(rounds) < want and not stopped:
             if clock() >= deadline:
                 stopped = "the gate's time budget (--budget-s) ran out"
             elif not draw_round():
                 break
-        if len(rounds) < 2 or (fractions and len(rounds) - 1 <= fractions[-1] * most):
+        if len(rounds) < 2 or len(rounds) == looked:
             break  # nothing new to look at
+        looked = len(rounds)
         fractions.append(min(1.0, (len(rounds) - 1) / most))
         while True:  # Holm: a DIFFERENT raises the share of the metrics still open
             share = fam.share()
