@@ -20,8 +20,8 @@ Noise model of one job's wall time (ms), side ``s``, round ``k``, job ``i``:
   nearly shared by the two batches of a round (what pairing cancels);
 * ``spike = 1 + U(0.1, 0.3)`` with probability ``spikes`` (a neighbour, a cache miss), else 1;
 * ``in-progress``: a daemon that proves ``slots`` jobs at once (prod: ``max_parallel_synthesis
-  = 3``) starts job ``i`` after a queue wait of ``(i // slots) * proof_ms * U(0.8, 1.2)``, and
-  the job proves for the rest of its wall time; the batch's wall is its slowest job's plus
+  = 3``) starts job ``i >= slots`` when job ``i - slots`` ends (its queue wait), and the job
+  proves for its own time after that; the batch's wall is its slowest job's plus
   ``overhead_ms``;
 * ``lone-latency``: a request sent alone to the idle daemon after a batch (``concurrency > 1``)
   takes ``lone_ms * ratio_s * exp(drift_k + N(0, lone_cv)) * spike``.
@@ -75,10 +75,10 @@ class Noise:
 #: push" gives the measurements they are read from).
 MEASURED: dict[str, Noise] = {
     "bench": Noise(proof_ms=2100.0, concurrency=1, job_cv=0.010, batch_cv=0.0, walk=0.003,
-                   wave=0.05, spikes=0.03, slots=1, overhead_ms=250.0, lone_ms=2100.0,
+                   wave=0.05, spikes=0.02, slots=1, overhead_ms=150.0, lone_ms=2100.0,
                    lone_cv=0.010),
-    "prod": Noise(proof_ms=4500.0, concurrency=4, job_cv=0.03, batch_cv=0.015, walk=0.003,
-                  wave=0.05, spikes=0.03, slots=3, overhead_ms=500.0, lone_ms=2100.0,
+    "prod": Noise(proof_ms=3500.0, concurrency=4, job_cv=0.02, batch_cv=0.01, walk=0.003,
+                  wave=0.05, spikes=0.02, slots=3, overhead_ms=1000.0, lone_ms=2100.0,
                   lone_cv=0.010),
 }
 
@@ -110,19 +110,19 @@ class SimulatedSides:
         scale = (n.lone_ms if lone else n.proof_ms) * (
             self.ratio if side.endswith("candidate") else 1.0) * math.exp(
             self.level + wave + (0.0 if lone or not n.batch_cv else r.normal(0.0, n.batch_cv)))
-        jobs = []
+        jobs: list[JobRecord] = []
         for s in specs:
-            wall = scale * math.exp(r.normal(0.0, n.lone_cv if lone else n.job_cv))
+            prove = scale * math.exp(r.normal(0.0, n.lone_cv if lone else n.job_cv))
             if r.uniform() < n.spikes:
-                wall *= 1.0 + r.uniform(0.1, 0.3)
-            wait = (s.index // n.slots) * n.proof_ms * r.uniform(0.8, 1.2)
-            wall += wait
+                prove *= 1.0 + r.uniform(0.1, 0.3)
+            k = len(jobs)
+            wait = jobs[k - n.slots].wall_ms if k >= n.slots else 0.0  # a slot frees up
             jobs.append(JobRecord(
                 index=s.index, job=s.job, request_id=f"{label}-{s.index}",
-                status=JobStatus.COMPLETED, wall_ms=wall, started_unix_s=self.now_s,
+                status=JobStatus.COMPLETED, wall_ms=wait + prove, started_unix_s=self.now_s,
                 proof=b"\0" * 192, verdict=ProofVerdict(valid=True, partitions=(True,)),
                 timings=DaemonTimings(queue_wait_ms=int(wait), srs_load_ms=0, synthesis_ms=0,
-                                      gpu_compute_ms=0, total_ms=int(wall))))
+                                      gpu_compute_ms=0, total_ms=int(wait + prove))))
         wall_ms = max(j.wall_ms for j in jobs) + n.overhead_ms
         self.now_s += wall_ms / 1000.0
         return FlowRecord(name="gate", label=label, jobs=tuple(jobs), concurrency=len(specs),

@@ -22,7 +22,7 @@ from proofdiff.stats.unpaired import compare
 from proofdiff.model.timing_verdict import TimingVerdict
 from proofdiff.stats.paired import (DIFFERENT, INCONCLUSIVE, SAME, alpha_at_look, alpha_spent,
                                     look_sizes, paired_compare, sequential_compare, trimmed)
-from proofdiff.stats.power import main
+from proofdiff.stats.power import MEASURED, main, simulate_gate
 
 SCHEDULE = [5, 7, 9, 10]  # tested pairs at the default looks: 6, 8, 10, 11 pairs less 1 warmup
 FRACTIONS = [n / 10 for n in SCHEDULE]
@@ -254,3 +254,16 @@ def test_the_power_simulation_prints_its_table(capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out
     assert "ratio 1.00; 3 gates; PASS" in out and "ratio 1.05; 3 gates;" in out, out
     assert "DIFFERENT slower on every profile" in out and "bench rounds" in out, out
+
+
+def test_the_simulated_default_gate_never_fails_an_unchanged_image_and_fails_a_slower_one() -> None:
+    """The gate's own timing arm and decision (power.simulate_gate) on the modelled noise of
+    bench and prod: 30 A/A gates, none FAIL (the false alarm is per gate); 15 gates with a 5 %
+    slower candidate, each FAILs with bench's latency DIFFERENT slower."""
+    rng = np.random.default_rng(15)
+    aa = [simulate_gate(rng, MEASURED, 1.0) for _ in range(30)]
+    assert [o.decision for o in aa].count("fail") == 0
+    assert all(o.rounds["bench"] <= 21 and o.rounds["prod"] <= 21 for o in aa)
+    slow = [simulate_gate(rng, MEASURED, 1.05) for _ in range(15)]
+    assert [o.decision for o in slow] == ["fail"] * 15
+    assert all("bench" in o.slower for o in slow)
