@@ -174,7 +174,8 @@ def _watch(address: str, guard: Guard, stall_s: float, poll_s: float,
             why = stall_reason(Observed(
                 now=now, waiting=guard.waiting(), quiet_since=guard.quiet_since(),
                 longest_s=guard.clock.longest_s, stall_s=stall_s, unreachable_since=unreachable,
-                unreachable_code=code, cpu_idle_since=idle_since))
+                unreachable_code=code, cpu_idle_since=idle_since,
+                cpu_idle_until=seen_cpu if idle_since is not None else None))
             if why:
                 guard.trip(f"{why}; meanwhile {_claims(last)}", stall=True)
 

@@ -87,7 +87,9 @@ class Observed(msgspec.Struct, frozen=True, kw_only=True):
             it answers); ``unreachable_code``: the last failure's gRPC code.
         cpu_idle_since: since when every CPU sample of the daemon was under :data:`IDLE_CORES`
             (``None`` while it works, or when its CPU is not watched: a GPU daemon, an attached
-            one).
+            one); ``cpu_idle_until``: when the latest of those samples was taken (the idle time
+            counts up to the last sample that showed it, never past it: samples that stop
+            coming show nothing).
     """
 
     now: float
@@ -98,6 +100,7 @@ class Observed(msgspec.Struct, frozen=True, kw_only=True):
     unreachable_since: float | None = None
     unreachable_code: str = ""
     cpu_idle_since: float | None = None
+    cpu_idle_until: float | None = None
 
 
 def quiet_limit_s(o: Observed) -> float | None:
@@ -122,8 +125,8 @@ def stall_reason(o: Observed) -> str | None:
     if limit is not None and quiet >= limit:
         return (f"{head}, longer than {STALL_FACTOR:g} x {o.waiting} x the longest proof this "
                 f"daemon took ({o.longest_s:.1f} s) = {limit:.0f} s")
-    if o.cpu_idle_since is not None:
-        idle = o.now - max(o.cpu_idle_since, o.quiet_since)
+    if o.cpu_idle_since is not None and o.cpu_idle_until is not None:
+        idle = o.cpu_idle_until - max(o.cpu_idle_since, o.quiet_since)
         if idle >= o.stall_s:
             return (f"{head}, and its process used under {IDLE_CORES} CPU cores for the last "
                     f"{idle:.0f} s: it proves nothing")

@@ -48,12 +48,17 @@ def test_the_floor_is_the_profiles_stall_s() -> None:
 
 
 def test_a_cpu_prover_that_uses_no_cpu_while_requests_wait_is_stalled_before_any_answer() -> None:
-    idle = _at(30.0, longest_s=None, cpu_idle_since=NOW - 15.0)
+    idle = _at(30.0, longest_s=None, cpu_idle_since=NOW - 15.0, cpu_idle_until=NOW)
     assert stall_reason(idle) == ("no answer for 30 s while 2 request(s) wait, and its process "
                                   "used under 0.05 CPU cores for the last 15 s: it proves nothing")
     # idle counts from when the requests went out, not from the idle daemon before them
-    assert stall_reason(_at(10.0, longest_s=None, cpu_idle_since=NOW - 300.0)) is None
-    assert stall_reason(_at(30.0, longest_s=None, cpu_idle_since=NOW - 14.0)) is None
+    assert stall_reason(_at(10.0, longest_s=None, cpu_idle_since=NOW - 300.0,
+                            cpu_idle_until=NOW)) is None
+    assert stall_reason(_at(30.0, longest_s=None, cpu_idle_since=NOW - 14.0,
+                            cpu_idle_until=NOW)) is None
+    # and only up to the last sample that showed it: samples that stop coming show nothing
+    stale = _at(30.0, longest_s=None, cpu_idle_since=NOW - 20.0, cpu_idle_until=NOW - 10.0)
+    assert stall_reason(stale) is None
 
 
 def test_getstatus_failing_is_observed_and_nothing_waiting_is_never_a_stall() -> None:
