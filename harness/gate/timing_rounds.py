@@ -30,7 +30,7 @@ Metrics of one batch (each a pair of samples per round):
   (:mod:`proofdiff.oracles.lone_request`, which also bounds it on the candidate alone).
 
 All metrics share the rounds and the looks (:func:`proofdiff.stats.paired.look_sizes`: 6 pairs,
-then every 2, up to ``budget_pairs``): at each look every metric still undecided is judged;
+then every 4, up to ``budget_pairs``): at each look every metric still undecided is judged;
 rounds go on while one is, up to the budget or the gate's deadline. Each metric is one
 hypothesis of the gate's family (:class:`Family`): it is tested at its Holm share of the
 family-wise alpha, and a metric found DIFFERENT hands its share on to those still open.

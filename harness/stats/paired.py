@@ -21,7 +21,7 @@ slowdown and pass an unchanged image within a few minutes. Three things make tha
 
   - ``SAME``: the (1 - 2 beta_look) interval of the ratio lies inside ``[1/(1+floor),
     1+floor]`` (TOST equivalence at level beta_look: a change AT the floor is said SAME with
-    probability <= beta_look per look, and <= ``beta`` over all looks, which split ``beta``
+    probability <= beta_look per look, and <= ``beta`` (default 10 %) over all looks, which split ``beta``
     equally: Bonferroni over the planned looks).
   - ``DIFFERENT``: the (1 - alpha_look) interval lies entirely beyond the floor (its lower
     bound above ``1+floor``: ``slower``; its upper bound below ``1/(1+floor)``: ``faster``).
@@ -71,12 +71,12 @@ DEFAULT_FLOOR_REL = 0.025
 #: Default false-DIFFERENT level of one comparison (all looks together).
 DEFAULT_ALPHA = 0.01
 #: Default false-SAME level of one comparison (all looks together).
-DEFAULT_BETA = 0.05
+DEFAULT_BETA = 0.10
 #: Default share of the log-ratios trimmed at each end.
 DEFAULT_TRIM = 0.2
-#: Default schedule: the first look at 6 pairs (1 warmup + 5 tested), then every 2 pairs, up to
+#: Default schedule: the first look at 6 pairs (1 warmup + 5 tested), then every 4 pairs, up to
 #: 21 pairs (1 warmup + 20 tested).
-DEFAULT_INITIAL, DEFAULT_STEP, DEFAULT_BUDGET = 6, 2, 21
+DEFAULT_INITIAL, DEFAULT_STEP, DEFAULT_BUDGET = 6, 4, 21
 #: Fewer tested pairs than this can never give SAME or DIFFERENT.
 MIN_PAIRS = 3
 _PATHS = 1 << 18  # simulated null paths that place the t-test's boundaries
@@ -189,7 +189,7 @@ def paired_compare(baseline_ms: Sequence[float], candidate_ms: Sequence[float], 
             (baseline_ms[i], candidate_ms[i]). warmup: leading pairs not tested (default 1).
         floor_rel: the floor of both verdicts (default 0.025 = 2.5 %). alpha: false-DIFFERENT
             level over all looks (default 0.01). beta: false-SAME level over all looks (default
-            0.05; this look gets ``beta / max_looks``). trim: share trimmed at each end (0.2).
+            0.10; this look gets ``beta / max_looks``). trim: share trimmed at each end (0.2).
         look, max_looks: this look's number and how many are planned (default 1 of 1: alpha).
         fractions: information fractions of looks 1..look (default equally spaced,
             ``j / max_looks``); :func:`sequential_compare` passes the real ones.
@@ -298,7 +298,7 @@ def sequential_compare(draw: Callable[[int], tuple[Sequence[float], Sequence[flo
         draw: ``draw(n)`` returns ``n`` NEW pairs as two sequences (baseline ms, candidate ms),
             drawn interleaved (baseline, candidate, baseline, ...); empty sequences end the run.
         initial: pairs of the first look, warmup included (default 6). step: pairs added per
-            look (default 2). budget: most pairs in all, warmup included (default 21: 1 warmup
+            look (default 4). budget: most pairs in all, warmup included (default 21: 1 warmup
             + 20 tested). warmup: leading pairs not tested (default 1).
         kwargs: passed to :func:`paired_compare` (``arm``, ``floor_rel``, ``alpha``, ...).
 

@@ -92,7 +92,7 @@ def test_the_trimmed_statistics_are_scipys() -> None:
     se0 = float(x.mean()) / float(res.statistic)
     assert v.statistic == pytest.approx((abs(float(x.mean())) - math.log1p(0.025)) / se0)
     assert v.df == 7 and v.alpha_look <= v.alpha_spent < v.alpha
-    assert v.beta_look == pytest.approx(0.05 / 3)
+    assert v.beta_look == pytest.approx(0.10 / 3)
 
 
 def test_different_needs_the_bound_past_the_floor_not_an_estimate_beyond_half_of_it() -> None:
@@ -212,13 +212,13 @@ def test_sequential_compare_spends_all_alpha_by_the_budget() -> None:
     rng = np.random.default_rng(9)
     calls: list[int] = []
     v = sequential_compare(_drawer(*_pairs(rng, 21, 1.0, 0.08), calls))
-    assert v.verdict == INCONCLUSIVE and calls == [6, 2, 2, 2, 2, 2, 2, 2, 1], v.render()
-    assert look_sizes() == [6, 8, 10, 12, 14, 16, 18, 20, 21]
-    assert (v.look, v.max_looks, v.n_pairs, v.warmup_pairs) == (9, 9, 20, 1)
+    assert v.verdict == INCONCLUSIVE and sum(calls) == 21, v.render()  # the whole budget
+    assert look_sizes() == [6, 10, 14, 18, 21]
+    assert (v.look, v.max_looks, v.n_pairs, v.warmup_pairs) == (5, 5, 20, 1)
     fractions = [(n - 1) / 20 for n in look_sizes()]
-    assert v.alpha_spent == pytest.approx(0.01) and v.alpha_look == alpha_at_look(9, fractions,
+    assert v.alpha_spent == pytest.approx(0.01) and v.alpha_look == alpha_at_look(5, fractions,
                                                                                    20)[0]
-    assert v.beta_look == pytest.approx(0.05 / 9)
+    assert v.beta_look == pytest.approx(0.10 / 5)
     short = sequential_compare(_drawer(*_pairs(rng, 7, 1.0, 0.08)))  # the draws run out
     assert short.verdict == INCONCLUSIVE and "no more pairs" in short.reason
     assert short.n_pairs == 6 and short.look == 2 and short.alpha_spent < 0.01
@@ -231,12 +231,12 @@ def _runs(seed: int, runs: int, ratio: float, sigma: float) -> list[TimingVerdic
 
 def test_a_change_at_the_floor_is_rarely_same_or_different_over_all_looks() -> None:
     """1000 sequential runs at a true change of exactly the floor (2.5 %), pair noise 3 %:
-    SAME at most beta (5 %) of the time over all nine looks together, DIFFERENT (slower) at
+    SAME at most beta (10 %) of the time over all five looks together, DIFFERENT (slower) at
     most alpha/2 (0.5 %) plus simulation noise."""
     got = _runs(13, 1000, 1.025, 0.03 / math.sqrt(2))
     same = sum(v.verdict == SAME for v in got)
     slower = sum(v.verdict == DIFFERENT and v.direction == "slower" for v in got)
-    assert same <= 50 and slower <= 10, (same, slower)
+    assert same <= 100 and slower <= 10, (same, slower)
 
 
 def test_power_at_a_five_percent_slowdown_within_the_budget() -> None:
