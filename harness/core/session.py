@@ -9,7 +9,9 @@ job: the warmup), and evaluates each suite once per workload. What it computes i
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -17,6 +19,7 @@ import msgspec
 
 from proofdiff.core import probes
 from proofdiff.core.plan import Plan
+from proofdiff.core.side_by_side import Placement, place
 from proofdiff.core.store import MemoryStore, Store
 from proofdiff.drivers.bench_cli import BenchCliDriver
 from proofdiff.drivers.cuzk_client import loaded_srs, status_probe
@@ -115,6 +118,9 @@ class Session:
         self._clocks: dict[str, AnswerClock] = {}
         self._run_keys: list[tuple[str, str]] = []
         self.suites_done: dict[tuple[str, str], SuiteResult] = {}
+        #: the schedule :meth:`evaluate` chose (``None``: suites asked one by one, as the
+        #: pytest plugin does: one profile after the other, unpinned)
+        self.placement: Placement | None = None
 
     # -- plumbing ------------------------------------------------------------------------
     def log(self, line: str) -> None:
@@ -169,7 +175,9 @@ class Session:
             self.log(f"starting {profile} ({p.runtime}: {p.program})")
             try:
                 d = start_daemon(self.runner, p, self.param_cache, probe=status_probe,
-                                 name=self.runner.unique_name(profile, self.worker))
+                                 name=self.runner.unique_name(profile, self.worker),
+                                 cpuset=self.placement.cpusets.get(profile, ())
+                                 if self.placement else ())
             except ContainerError as exc:  # no engine: as good as a daemon that did not start
                 if isinstance(exc, LaunchError):
                     raise
@@ -407,10 +415,33 @@ class Session:
         return list(self.suite(suite, workload).records)
 
     def evaluate(self) -> None:
-        """Every planned suite on every planned workload, in order."""
+        """Every planned suite on every planned workload, in order. Where the host allows
+        (:mod:`proofdiff.core.side_by_side`), each workload's runs prove first, every profile
+        at the same time on its own CPUs, after preflight; the suites then read them."""
+        self.placement = place(self.profiles, self.plan.suites,
+                               sorted(os.sched_getaffinity(0)), self.plan.options.side_by_side)
+        self.log(f"schedule: {self.placement.reason}")
         for workload in self.plan.workloads:
+            if self.placement.side_by_side:
+                self._runs_side_by_side(workload)
             for suite in self.plan.suites:
                 self.suite(suite, workload)
+
+    def _runs_side_by_side(self, workload: str) -> None:
+        """Preflight (when selected), then the workload run of every profile it does not
+        block, all at once; each thread touches only its own profile's caches."""
+        if "preflight" in self.plan.suites:
+            self.suite("preflight", workload)
+        self.runner  # noqa: B018 - start the runner and its watchdog once, before the threads
+        try:
+            self.workload(workload)
+        except WorkloadError:
+            return  # each run records it
+        ready = [p for p in self.profiles if self.blocked(p, workload) is None]
+        with ThreadPoolExecutor(max_workers=len(ready) or 1,
+                                thread_name_prefix="proofdiff-profile") as pool:
+            for f in [pool.submit(self.run, p, workload) for p in ready]:
+                f.result()
 
     def records(self) -> list[OracleRecord]:
         """Every record computed so far (preflight ones made for gating included)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["DriverKind", "ImageRole", "JobIdScheme", "Role", "Runtime"]
+__all__ = ["DriverKind", "ImageRole", "JobIdScheme", "Role", "Runtime", "SideBySide"]
 
 
 class Runtime(StrEnum):
@@ -67,3 +67,13 @@ class ImageRole(StrEnum):
     CANDIDATE = "candidate"
     BASELINE = "baseline"
     VERIFIER = "verifier"
+
+
+class SideBySide(StrEnum):
+    """Whether a run's profiles prove at the same time on disjoint CPU sets
+    (:mod:`proofdiff.core.side_by_side`): ``auto`` where the host has the cores for it,
+    ``on`` whenever each profile gets at least one core, ``off`` never."""
+
+    AUTO = "auto"
+    ON = "on"
+    OFF = "off"

@@ -21,6 +21,7 @@ from typing import Any
 
 import msgspec
 
+from proofdiff.model.choices import SideBySide
 from proofdiff.model.profile_file import (DEFAULT_PROFILE_SET, ProfileError, parse_override,
                                           shipped_profile_sets)
 
@@ -62,6 +63,9 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
         bisect_budget_s: no probe starts after this many seconds (default 1800).
         bisect_jobs: probes side by side (0, the default: a quarter of the cores, at least 1;
             :attr:`probe_jobs`).
+    Schedule:
+        side_by_side: whether the profiles' workload runs prove at the same time on disjoint
+            CPU sets (:class:`~proofdiff.model.choices.SideBySide`; default ``auto``).
     Environment (:meth:`from_env`):
         cache_root: where heavy builds are cached (``$PROOFDIFF_CACHE``, else
         ``~/.cache/proofdiff``). crate_dir: the refprover crate to build from
@@ -89,6 +93,7 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     verify_timeout_s: float = DEFAULT_VERIFY_TIMEOUT_S
     bisect_budget_s: float = 1800.0
     bisect_jobs: int = 0
+    side_by_side: SideBySide = SideBySide.AUTO
     cache_root: str = ""
     crate_dir: str = ""
     regressions_dir: str = ""
@@ -194,6 +199,19 @@ def override(text: str) -> str:
     return text
 
 
+def side_by_side(text: str) -> SideBySide:
+    """``auto``, ``on`` or ``off`` of ``--side-by-side``.
+
+    Raises:
+        argparse.ArgumentTypeError: another word (lists the three).
+    """
+    try:
+        return SideBySide(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected one of {', '.join(m.value for m in SideBySide)}") from None
+
+
 @dataclass(frozen=True)
 class OptionSpec:
     """One option of :class:`RunOptions`.
@@ -228,7 +246,8 @@ class OptionSpec:
 #: How an option's value is checked, by the table's ``parse`` name.
 PARSERS: dict[str, Callable[[str], Any]] = {"seconds": positive_seconds,
                                             "count": positive_count,
-                                            "name=path": workload_file, "override": override}
+                                            "name=path": workload_file, "override": override,
+                                            "side-by-side": side_by_side}
 
 
 def _load_table() -> tuple[OptionSpec, ...]:

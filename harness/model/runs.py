@@ -57,6 +57,8 @@ class DaemonFacts(msgspec.Struct, frozen=True, kw_only=True):
         srs_loaded: the circuits whose SRS the daemon reports loaded (``GetStatus``).
         gpu: NVML readings of the GPUs about once a second while it ran, or why none were
             taken (``None`` for a daemon this run did not start).
+        cpuset: the host CPUs it was pinned to when the profiles proved side by side
+            (() = not pinned: it ran alone, or on any CPU).
     """
 
     container_id: str = ""
@@ -70,6 +72,7 @@ class DaemonFacts(msgspec.Struct, frozen=True, kw_only=True):
     resources: ResourceUsage | None = None
     srs_loaded: tuple[str, ...] = ()
     gpu: GpuTelemetry | None = None
+    cpuset: tuple[int, ...] = ()
 
     @property
     def alive(self) -> bool:

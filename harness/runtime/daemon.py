@@ -79,6 +79,7 @@ class Daemon:
         sampler: memory / CPU sampling of a daemon proofdiff started (``None`` for an
             attached one); reported as ``resources`` only under the profile's limits.
         gpu: NVML sampling of the GPUs while it runs, or the record of why there is none.
+        cpuset: the host CPUs it is pinned to (() = not pinned).
     """
 
     profile: Profile
@@ -88,6 +89,7 @@ class Daemon:
     config_text: str = ""
     sampler: ResourceSampler | ProcessSampler | None = None
     gpu: GpuSampler | GpuTelemetry | None = None
+    cpuset: tuple[int, ...] = ()
 
     @property
     def started_here(self) -> bool:
@@ -139,7 +141,7 @@ class Daemon:
                            resources=self.sampler.usage() if self.sampler and (
                                self.profile.mem_limit is not None or self.profile.cpus is not None)
                            else None,
-                           srs_loaded=srs_loaded if alive else (),
+                           srs_loaded=srs_loaded if alive else (), cpuset=self.cpuset,
                            gpu=self.gpu.telemetry() if isinstance(self.gpu, GpuSampler)
                            else self.gpu)
 
@@ -171,7 +173,8 @@ def _cache_problems(profile: Profile, param_cache: Path) -> list[tuple[str, str]
     return []
 
 
-def daemon_spec(profile: Profile, param_cache: Path, name: str = "") -> LaunchSpec:
+def daemon_spec(profile: Profile, param_cache: Path, name: str = "",
+                cpuset: tuple[int, ...] = ()) -> LaunchSpec:
     """The container of ``profile``'s daemon: its image, env, command, limits and GPUs, the
     param cache mounted read-only at ``mounts.params`` and its config
     (:meth:`~proofdiff.model.profile.Profile.written_config`) at
@@ -179,7 +182,8 @@ def daemon_spec(profile: Profile, param_cache: Path, name: str = "") -> LaunchSp
 
     A process runtime runs ``binary`` instead of the image's entrypoint, and gets
     ``-c <config>`` first when its command names no config file (a container finds the config
-    at the daemon's default path; a process on this host would not).
+    at the daemon's default path; a process on this host would not). ``cpuset``: host CPUs to
+    pin it to (a side-by-side placement; () = any).
     """
     config = tomli_w.dumps(profile.written_config()).encode("utf-8")
     process = profile.runtime is Runtime.PROCESS
@@ -192,15 +196,17 @@ def daemon_spec(profile: Profile, param_cache: Path, name: str = "") -> LaunchSp
         entrypoint=(profile.binary or DEFAULT_BINARY,) if process else None,
         mounts=(Mount(param_cache, profile.param_mount_path()),),
         files={DEFAULT_CONFIG_PATH: config}, network=profile.network, ports=profile.ports,
-        cpus=profile.cpus, mem_limit=profile.mem_limit, gpus=profile.gpus, name=name,
+        cpus=profile.cpus, cpuset=cpuset, mem_limit=profile.mem_limit, gpus=profile.gpus,
+        name=name,
         runtime=Runtime.PROCESS if process else Runtime.DOCKER)
 
 
 def start_daemon(runner: Runner, profile: Profile, param_cache: Path, *, probe: ProbeFactory,
-                 name: str = "") -> Daemon:
+                 name: str = "", cpuset: tuple[int, ...] = ()) -> Daemon:
     """Create, start and wait for one profile's daemon (attach: wait for the running one):
     ready when ``probe(address)`` answers (:func:`proofdiff.drivers.cuzk_client.status_probe`
-    for a cuzk-compatible daemon).
+    for a cuzk-compatible daemon). ``cpuset``: host CPUs to pin it to (() = any; ignored
+    when attaching: that daemon is not ours to place).
 
     Raises:
         LaunchError: a profile mismatch (params mounted where the daemon does not read, a port
@@ -223,7 +229,7 @@ def start_daemon(runner: Runner, profile: Profile, param_cache: Path, *, probe: 
             address=profile.address)
         _wait_ready(daemon, t0, profile.ready_timeout_s, probe)
         return daemon
-    spec = daemon_spec(profile, Path(param_cache), name)
+    spec = daemon_spec(profile, Path(param_cache), name, cpuset)
     try:
         handle = runner.start(spec)
     except ContainerError as exc:
@@ -232,7 +238,7 @@ def start_daemon(runner: Runner, profile: Profile, param_cache: Path, *, probe: 
         raise LaunchError(exc.headline + extra, fix=hint or exc.fix, role=Role.DAEMON,
                           profile=profile.name) from None
     daemon = Daemon(profile=profile, handle=handle,
-                    config_text=spec.files[DEFAULT_CONFIG_PATH].decode("utf-8"))
+                    config_text=spec.files[DEFAULT_CONFIG_PATH].decode("utf-8"), cpuset=cpuset)
     try:
         _wait_ready(daemon, t0, profile.ready_timeout_s, probe)
     except BaseException:  # KeyboardInterrupt too: never leave it running

@@ -330,6 +330,8 @@ class DockerBackend:
                 kwargs["ports"] = {f"{p}/tcp": ("127.0.0.1", None) for p in spec.ports.values()}
         if spec.cpus is not None:
             kwargs["nano_cpus"] = int(spec.cpus * 1e9)
+        if spec.cpuset:
+            kwargs["cpuset_cpus"] = ",".join(str(c) for c in spec.cpuset)
         if spec.mem_limit is not None:
             kwargs["mem_limit"] = spec.mem_limit
         if spec.gpus is not None:

@@ -3,12 +3,14 @@
 ``preexec_fn`` unsafe).
 
     python -m proofdiff.runtime.launch [--pdeathsig] [--cgroup DIR] [--rlimit-as BYTES]
-                                    [--affinity-cores N] -- PROGRAM ARGS...
+                                    [--cpuset CPU,CPU...] [--affinity-cores N]
+                                    -- PROGRAM ARGS...
 
 * ``--pdeathsig``: ``prctl(PR_SET_PDEATHSIG, SIGKILL)``, so the program dies with the process
   that started it (Linux; it survives ``exec``). If that process is already gone, exit 1.
 * ``--cgroup DIR``: join the cgroup v2 ``DIR`` (write 0 to its ``cgroup.procs``).
-* ``--rlimit-as BYTES``: ``RLIMIT_AS``. ``--affinity-cores N``: pin to the first N allowed CPUs.
+* ``--rlimit-as BYTES``: ``RLIMIT_AS``. ``--cpuset 0,1``: pin to these CPUs (a placement).
+  ``--affinity-cores N``: then pin to the first N of the allowed CPUs (a ``cpus`` limit).
 
 Exit 127 with the reason when the program cannot be executed.
 """
@@ -36,6 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--parent", type=int, default=0, help="the pid that must still be alive")
     p.add_argument("--cgroup", type=Path, default=None)
     p.add_argument("--rlimit-as", type=int, default=None)
+    p.add_argument("--cpuset", default=None)
     p.add_argument("--affinity-cores", type=int, default=None)
     p.add_argument("program", nargs=argparse.REMAINDER)
     a = p.parse_args(argv)
@@ -54,6 +57,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         (a.cgroup / "cgroup.procs").write_text("0")
     if a.rlimit_as is not None:
         resource.setrlimit(resource.RLIMIT_AS, (a.rlimit_as, a.rlimit_as))
+    if a.cpuset:
+        os.sched_setaffinity(0, {int(c) for c in a.cpuset.split(",")})
     if a.affinity_cores is not None:
         allowed = sorted(os.sched_getaffinity(0))
         os.sched_setaffinity(0, allowed[: max(1, a.affinity_cores)])

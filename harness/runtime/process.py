@@ -274,7 +274,9 @@ class ProcessBackend:
         tie = threading.current_thread() is threading.main_thread()
         wrapper = [sys.executable, "-I", "-S", str(Path(launch.__file__)),
                    *(["--pdeathsig", "--parent", str(os.getpid())] if tie else []),
-                   *limits.launcher_args(), "--", *argv]
+                   *limits.launcher_args(),
+                   *(["--cpuset", ",".join(str(c) for c in spec.cpuset)] if spec.cpuset else []),
+                   "--", *argv]
         out = open(workdir / "stdout.log", "wb")
         err = open(workdir / "stderr.log", "wb") if split_streams else out
         streams = (out, err) if split_streams else (out,)

@@ -147,6 +147,8 @@ class LaunchSpec:
         want_out: mount a writable :data:`OUT_DIR` whose files come back in the result.
         network: docker network mode, or ``None`` for no network at all.
         ports: container ports to publish on 127.0.0.1 (random host ports), by name.
+        cpuset: the host CPUs it is pinned to (docker ``cpuset_cpus``, a process's affinity;
+            () = any).
         cpus, mem_limit: limits (cores; docker syntax). gpus: ``None``, ``'all'``, a count or
             device ids (one ``DeviceRequest``; never a count and ids at once).
         name: container name ('' = docker's).
@@ -167,6 +169,7 @@ class LaunchSpec:
     network: str | None = None
     ports: Mapping[str, int] = field(default_factory=dict)
     cpus: float | None = None
+    cpuset: tuple[int, ...] = ()
     mem_limit: str | None = None
     gpus: str | int | tuple[str, ...] | None = None
     name: str = ""

@@ -56,7 +56,9 @@ def _leftovers() -> list[str]:
 
 
 def test_bench_vs_prod_as_processes_agree(cli_run: Any) -> None:
-    r = cli_run("--set", "*.runtime=process", run_id="e2e-process-clean")
+    # side by side (one core each here): the same verdict as one after the other
+    r = cli_run("--set", "*.runtime=process", "--side-by-side", "on",
+                run_id="e2e-process-clean")
     res = r.result
     assert r.rc == 0 and res.verdict is Verdict.SAME, (res.verdict_line, cells_of(res))
     assert {x.suite for x in res.records} == {"preflight", "validity", "warmup", "isolation",
@@ -64,6 +66,12 @@ def test_bench_vs_prod_as_processes_agree(cli_run: Any) -> None:
     for run in res.runs:
         assert run.daemon is not None and run.daemon.runtime == "process", run.profile
         assert run.image.digest.startswith("sha256:") and run.image.tag.endswith("/refprover")
+    # each daemon pinned to its own CPUs, and the two workload runs proving at the same time
+    sets = [set(run.daemon.cpuset) for run in res.runs if run.daemon]
+    assert len(sets) == 2 and all(sets) and not sets[0] & sets[1], sets
+    spans = [(min(j.started_unix_s for j in f.jobs), max(j.started_unix_s for j in f.jobs))
+             for f in (run.workload_flow for run in res.runs) if f is not None]
+    assert len(spans) == 2 and max(s[0] for s in spans) < min(s[1] for s in spans), spans
     assert r.record("preflight", "image", "prod").evidence["id"].startswith("sha256:")
     assert r.record("validity", "proofs", "prod").counts.valid == 4
     assert r.record("behaviour", "mode", "prod").evidence["reported_pipeline"] is True
