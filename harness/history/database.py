@@ -167,6 +167,10 @@ def open_history(url: str, *, lock_timeout_s: float = LOCK_TIMEOUT_S,
                            fix="give a SQLite file path, sqlite:///PATH or "
                                "postgresql://USER@HOST:PORT/DB") from None
     shown = parsed.render_as_string(hide_password=True)
+    if migrate and parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "",
+                                                                                      ":memory:"):
+        # a new history file's folder is made, as a report dir is (not when only reading)
+        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     try:
         engine = _engine(parsed, lock_timeout_s)
     except (NoSuchModuleError, ImportError) as exc:

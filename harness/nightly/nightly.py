@@ -105,10 +105,12 @@ def _past_nights(history: History, fingerprint: str, before_run: str
 def _series(history: History, fingerprint: str, result: DifferentialResult
             ) -> list[SeriesView]:
     """Each :data:`NIGHT_METRICS` series of the night's profiles and workloads on this
-    machine, with its change points (Otava's defaults)."""
+    machine, nightly runs only (a developer's ``run --history`` on the same database is not a
+    night), with its change points (Otava's defaults)."""
     series = [s for m in NIGHT_METRICS
               for s in load_series(history, m, profile=list(result.profiles),
-                                   workload=list(result.workloads), machine=fingerprint)]
+                                   workload=list(result.workloads), machine=fingerprint,
+                                   command=("nightly",))]
     return analyse(series, max_pvalue=MAX_PVALUE, min_magnitude=MIN_MAGNITUDE)
 
 

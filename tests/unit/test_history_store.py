@@ -198,3 +198,10 @@ def test_a_series_can_hold_one_command_s_runs(db) -> None:  # type: ignore[no-un
     [nights] = load_series(db, "latency", command=["nightly"])
     assert [p.run_id for p in every.points] == ["dev", "night"]
     assert [(p.run_id, p.command) for p in nights.points] == [("night", "nightly")]
+
+
+def test_a_new_history_file_gets_its_folder(tmp_path: Path) -> None:
+    path = tmp_path / "runner" / "history" / "h.sqlite"
+    h = open_history(history_url(str(path), tmp_path))
+    h.close()
+    assert path.is_file()
