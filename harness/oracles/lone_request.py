@@ -10,16 +10,24 @@ batch to fill before flushing", default 10 000 ms (curio ``extern/cuzk/cuzk-core
 ``SchedulerConfig``), with ``scheduler.max_batch_size`` > 1. Batches of the profile's
 concurrency fill at once and never show it; only a request sent alone does.
 
-The bound is derived from the same profile's proofs, not a fixed number: the *proving time* of a
-proof is what its answer's own timings give, ``total_ms - queue_wait_ms - srs_load_ms``
-(``AwaitProofResponse`` fields 10-14, docs/cuzk-interface.md), capped by the wall time the
-client observed from send to answer (a claim never widens the bound past what was seen). A lone
-request must be answered within :data:`LONE_FACTOR` x the median proving time of the profile's
-other proofs (those of its workload run, proved under the profile's concurrency, so sharing the
-daemon with others: alone, a proof is no slower).
+Judged by two bounds, both derived from the same profile's proofs, not fixed numbers. The
+*proving time* of a proof is what its answer's own timings give, ``total_ms - queue_wait_ms -
+srs_load_ms`` (``AwaitProofResponse`` fields 10-14, docs/cuzk-interface.md), capped by the wall
+time the client observed from send to answer (a claim never widens a bound past what was seen);
+the basis is the median proving time of the profile's other proofs (its workload run):
 
-The wall time of the lone request is proofdiff's own observation (client send to answer); its
-answer's ``queue_wait_ms`` (a claim) is quoted beside it, never used to excuse it.
+* **its wait**: a lone request's wall time less its own proving time (what it spent waiting,
+  by its own answer) stays within :data:`WAIT_FACTOR` x the basis. Waiting is not CPU work, so
+  a loaded machine does not stretch it: a correct daemon's lone request waits milliseconds,
+  whatever the load. A daemon that reports its hold honestly (cuzk counts the batch wait in
+  the queue) fails here.
+* **its wall**: the lone request's wall time, proofdiff's own observation, stays within
+  :data:`LONE_FACTOR` x the basis, so a daemon whose timings hide the hold still fails when the
+  hold is long; wide, because the basis was measured a minute earlier, and a shared machine's
+  load changes in a minute (a clean bench's lone requests took 3.1x its workload's proofs in
+  one nightly here, 2026-12-02, every other figure clean).
+
+Both are judged on the median over the lone requests.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ from proofdiff.model.status import Outcome
 
 from proofdiff.oracles.evidence import Evidence, Recorder
 
-__all__ = ["LONE_FACTOR", "LoneBound", "check", "judge_lone", "lone_bound", "lone_spec",
+__all__ = ["LONE_FACTOR", "WAIT_FACTOR", "LoneBound", "check", "judge_lone", "lone_bound", "lone_spec",
            "proving_ms"]
 
 #: The config keys that make a daemon hold a request back to batch it (cuzk's scheduler), for
@@ -45,13 +53,13 @@ BATCH_KEYS = ("config.scheduler.max_batch_size", "config.scheduler.max_batch_wai
 #: Lone requests sent by the behaviour check, one after another (their median is judged: one
 #: sample on a shared machine can meet a neighbour's burst).
 LONE_REQUESTS = 3
-#: A lone request's latency over the median proving time of the same profile's proofs that a
-#: correct daemon stays within: 1 by the property (alone, nothing to wait for); 3 for the noise
-#: of a shared machine, where the bound and the lone requests are measured a minute apart and a
-#: proof took up to 2.65x its solo time with other work beside it (README, 'Suites', the
-#: measured ratios of behaviour/priority). A held request still shows: cuzk's default batch
-#: wait is 10 s, beside proofs of about a second (2 KiB here; a WinningPoSt on a GPU).
-LONE_FACTOR = 3.0
+#: A lone request's wait (its wall less its own proving time) over the basis: a correct daemon
+#: waits milliseconds; a hold of a whole proof's time or more is the defect.
+WAIT_FACTOR = 1.0
+#: A lone request's wall over the basis: 1 by the property; 5 for the load of a shared machine,
+#: which changed 3.1x between the basis and the lone requests in one clean nightly here
+#: (2026-12-02). A 10 s batch wait (cuzk's default) beside ~1-2 s proofs still shows.
+LONE_FACTOR = 5.0
 
 
 class LoneBound(msgspec.Struct, frozen=True, kw_only=True):
@@ -124,20 +132,27 @@ def judge_lone(lones: Sequence[JobRecord], basis: Sequence[JobRecord],
                                "other proof(s) completed with timings (total_ms), so there is no "
                                "proving time to bound it by"), ev
     lone_ms = float(statistics.median(walls))
+    waits_ms = [j.wall_ms - (proving_ms(j) or 0.0) for j in lones]
+    wait_ms = float(statistics.median(waits_ms))
     ratio = lone_ms / bound.median_proving_ms
+    wait_bound = WAIT_FACTOR * bound.median_proving_ms
     ev.update(median_lone_ms=round(lone_ms, 1), bound_ms=round(bound.bound_ms, 1),
               median_proving_ms=round(bound.median_proving_ms, 1), basis_proofs=bound.proofs,
-              ratio=round(ratio, 3))
-    waits = sorted({j.timings.queue_wait_ms for j in lones})
-    whose = "its answer" if len(walls) == 1 else "their answers"
-    figs = (f"{'it was' if len(walls) == 1 else 'they were (median)'} answered in {lone_ms:.0f} "
-            f"ms (queue_wait {', '.join(map(str, waits[:4]))} ms by {whose}), "
-            f"{ratio:.2f}x the median proving time {bound.median_proving_ms:.0f} ms of the "
-            f"profile's {bound.proofs} proof(s) (bound {LONE_FACTOR:g}x = {bound.bound_ms:.0f} ms)")
+              ratio=round(ratio, 3), median_wait_ms=round(wait_ms, 1),
+              wait_bound_ms=round(wait_bound, 1))
+    one = len(walls) == 1
+    figs = (f"{'it was' if one else 'they were (median)'} answered in {lone_ms:.0f} ms, of which "
+            f"{wait_ms:.0f} ms not proving by {'its answer' if one else 'their answers'}"
+            f"{chr(39) + 's' if one else chr(39)} own timings (bound {WAIT_FACTOR:g}x), {ratio:.2f}x the median proving time "
+            f"{bound.median_proving_ms:.0f} ms of the profile's {bound.proofs} proof(s) (bound "
+            f"{LONE_FACTOR:g}x = {bound.bound_ms:.0f} ms)")
+    why = ("a request that comes alone is held back (a batch that waits to fill? cuzk "
+           "scheduler.max_batch_wait_ms); a WinningPoSt, which comes alone with a deadline, "
+           "would be late")
+    if wait_ms > wait_bound:
+        return Outcome.FAIL, f"{head}: {figs}: it waited longer than a proof takes: {why}", ev
     if lone_ms > bound.bound_ms:
-        return Outcome.FAIL, (f"{head}: {figs}: a request that comes alone is held back (a "
-                              "batch that waits to fill? cuzk scheduler.max_batch_wait_ms); a "
-                              "WinningPoSt, which comes alone with a deadline, would be late"), ev
+        return Outcome.FAIL, f"{head}: {figs}: beyond the bound: {why}", ev
     return Outcome.PASS, f"{head}: {figs}", ev
 
 def check(ev: Evidence, rec: Recorder, name: str, workload: str, oracle: str) -> None:

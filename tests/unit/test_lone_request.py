@@ -32,7 +32,7 @@ BATCH = [_answered(2600.0, total_ms=2590, queue_ms=10, srs_ms=600),
 def test_a_lone_request_is_judged_by_the_median_proving_time_of_the_profiles_proofs() -> None:
     bound = lone_request.lone_bound(BATCH)
     # proving = min(total, wall) - queue wait - SRS load: 1980, 2000, 2100, 2200 -> median 2050
-    assert bound == lone_request.LoneBound(bound_ms=6150.0, median_proving_ms=2050.0, proofs=4)
+    assert bound == lone_request.LoneBound(bound_ms=10250.0, median_proving_ms=2050.0, proofs=4)
     outcome, message, ev = lone_request.judge_lone([_answered(1900.0, total_ms=1890)], BATCH, WHERE)
     assert outcome is Outcome.PASS, message
     assert ev["ratio"] == round(1900.0 / 2050.0, 3)
@@ -42,12 +42,23 @@ def test_a_lone_request_is_judged_by_the_median_proving_time_of_the_profiles_pro
 
 
 def test_a_request_held_back_while_alone_fails_though_batches_never_wait() -> None:
-    # a batch that waits to fill (cuzk scheduler.max_batch_wait_ms = 10 s) holds only a lone one
+    # a batch that waits to fill (cuzk scheduler.max_batch_wait_ms = 10 s) holds only a lone one;
+    # its answer says so (queue_wait 10 s): 10 s not proving, beside 2 s proofs
     held = _answered(11_900.0, total_ms=11_890, queue_ms=10_000)
     outcome, message, ev = lone_request.judge_lone([held], BATCH, WHERE)
     assert outcome is Outcome.FAIL, message
-    assert "answered in 11900 ms (queue_wait 10000 ms by its answer)" in message
-    assert "bound 3x = 6150 ms" in message and ev["bound_ms"] == 6150.0
+    assert "answered in 11900 ms, of which 10010 ms not proving by its answer's own timings" \
+        in message and "it waited longer than a proof takes" in message
+    assert ev["median_wait_ms"] == 10_010.0 and ev["wait_bound_ms"] == 2050.0
+
+
+def test_a_machine_under_load_stretches_proving_not_waiting() -> None:
+    # a correct daemon a minute later on a busier machine: every lone proof took 3x as long
+    # (a clean nightly here, 2026-12-02: 3.1x), but it waited for nothing
+    slow = [_answered(6150.0 + i, total_ms=6145 + i, queue_ms=2) for i in range(3)]
+    outcome, message, ev = lone_request.judge_lone(slow, BATCH, WHERE)
+    assert outcome is Outcome.PASS, message
+    assert ev["median_wait_ms"] == 7.0 and ev["ratio"] == 3.0
 
 
 def test_a_claimed_proving_time_never_widens_the_bound_past_the_observed_wall() -> None:
@@ -55,8 +66,12 @@ def test_a_claimed_proving_time_never_widens_the_bound_past_the_observed_wall() 
     boastful = [replace(j, timings=replace(j.timings, total_ms=60_000)) for j in BATCH]
     bound = lone_request.lone_bound(boastful)
     assert bound is not None and bound.median_proving_ms == 2070.0  # wall - queue - SRS load
-    held = _answered(11_900.0, total_ms=1_900, queue_ms=0)  # it hides its own wait, too
-    assert lone_request.judge_lone([held], boastful, WHERE)[0] is Outcome.FAIL
+    # a hold hidden in the lone request's own timings (all of it claimed as proving) still
+    # fails on its observed wall once past the wide bound
+    hidden = _answered(11_900.0, total_ms=11_890, queue_ms=0)
+    outcome, message, ev = lone_request.judge_lone([hidden], boastful, WHERE)
+    assert outcome is Outcome.FAIL and "beyond the bound" in message, message
+    assert ev["median_wait_ms"] == 10.0 and ev["bound_ms"] == 10_350.0
 
 
 def test_no_basis_or_no_answer_is_an_error_not_a_pass() -> None:
