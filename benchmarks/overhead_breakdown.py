@@ -4,8 +4,10 @@
 
 Each repeat starts a fresh interpreter that imports proofdiff, then runs ``proofdiff run`` (the
 defaults: the refprover set, wpost-2k, the default suites, plus any extra arguments) with a
-timer around each phase. The timer is exclusive: a phase nested in another (a daemon started
-lazily by an oracle) counts only in its own row, so the rows add up to the run's wall.
+timer around each phase. Proving is the wall-clock union of every flow, whichever thread sent
+it (the isolation flows run concurrently); every other row is its phase's own time on the main
+thread, its nested phases (a daemon started lazily by an oracle) and any time a flow was in
+flight cut out, so the rows add up to the run's wall.
 
 Rows, in seconds (median over the repeats):
 
@@ -13,7 +15,7 @@ Rows, in seconds (median over the repeats):
 * imports: ``import proofdiff.cli`` and what it pulls in;
 * daemon start / daemon stop: ``start_daemon`` (create, start, first GetStatus answer) and
   ``Daemon.remove``;
-* proving: ``prove_many``, every flow itself (first submit to last answer);
+* proving: ``prove_many``, while any flow is in flight (first submit to last answer);
 * verification: the independent verifier (``ToolVerifier.verify``);
 * oracle <suite>: each suite's own judgement (preflight's probes included), less the phases
   above that it triggered;
@@ -48,48 +50,76 @@ import json, sys, threading, time
 t_start = time.perf_counter()
 import proofdiff.cli
 t_imported = time.perf_counter()
-from proofdiff.core import session as S
+from proofdiff.core import differential as DF, plan as P, session as S
 from proofdiff.runtime import daemon as D
 from proofdiff.verify import tool_verifier as V
 from proofdiff.report import writer as W
 from proofdiff.oracles import suite_table as T
 
-totals, local = {}, threading.local()
+events, local, MAIN = [], threading.local(), threading.get_ident()
 
 def timed(name, fn):
     def wrapper(*a, **k):
-        stack = getattr(local, "stack", None)
-        if stack is None:
-            stack = local.stack = []
-        stack.append(0.0)
+        depth = getattr(local, "depth", 0)
+        local.depth = depth + 1
         t0 = time.perf_counter()
         try:
             return fn(*a, **k)
         finally:
-            spent = time.perf_counter() - t0
-            nested = stack.pop()
-            totals[name] = totals.get(name, 0.0) + spent - nested
-            if stack:
-                stack[-1] += spent
+            local.depth = depth
+            events.append((name, t0, time.perf_counter(), depth, threading.get_ident()))
     return wrapper
 
-from proofdiff.core import differential as DF, plan as P
 S.start_daemon = timed("daemon start", S.start_daemon)
 D.Daemon.remove = timed("daemon stop", D.Daemon.remove)
 S.prove_many = timed("proving", S.prove_many)
+V.ToolVerifier.verify = timed("verification", V.ToolVerifier.verify)
 P.plan_runs = timed("plan and build check", P.plan_runs)
 DF.machine_facts = timed("machine facts", DF.machine_facts)
 DF.assemble = timed("assemble result", DF.assemble)
-V.ToolVerifier.verify = timed("verification", V.ToolVerifier.verify)
 W.write_view = timed("report", W.write_view)
 for name, suite in list(T.SUITES.items()):
     object.__setattr__(suite, "evaluate", timed(f"oracle {name}", suite.evaluate))
-main = timed("main", proofdiff.cli.main)
+main = timed("other", proofdiff.cli.main)
 try:
     rc = main(sys.argv[1:])
 except SystemExit as exc:
     rc = exc.code
 t_end = time.perf_counter()
+
+def union(spans):
+    out = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+def minus(spans, cut):
+    # the parts of disjoint ``spans`` outside the disjoint, sorted ``cut``
+    out = []
+    for a, b in spans:
+        for c, d in cut:
+            if d <= a or c >= b:
+                continue
+            if c > a:
+                out.append([a, c])
+            a = max(a, d)
+        if a < b:
+            out.append([a, b])
+    return out
+
+# proving: the wall-clock union of every flow, whichever thread sent it; every other phase:
+# its own time on the main thread (its nested phases cut out) outside that union
+proving = union([(t0, t1) for n, t0, t1, _, _ in events if n == "proving"])
+totals = {"proving": sum(b - a for a, b in proving)}
+mine = [e for e in events if e[4] == MAIN and e[0] != "proving"]
+for name, t0, t1, depth, _ in mine:
+    kids = union([(c0, c1) for _, c0, c1, cd, _ in mine
+                  if cd == depth + 1 and c0 >= t0 and c1 <= t1])
+    own = minus(minus([[t0, t1]], kids), proving)
+    totals[name] = totals.get(name, 0.0) + sum(b - a for a, b in own)
 totals["imports"] = t_imported - t_start
 print("BREAKDOWN " + json.dumps({"rc": rc, "child_s": t_end - t_start, "phases": totals}))
 """
@@ -112,11 +142,8 @@ def one_run(python: str, args: list[str], tmp: str, rid: str) -> dict[str, float
         raise RuntimeError(f"run {rid} printed no breakdown (exit {proc.returncode}):\n"
                            f"{proc.stderr[-2000:]}")
     doc = json.loads(line.removeprefix("BREAKDOWN "))
-    ph = doc["phases"]
-    main = ph.pop("main")  # exclusive: what main did outside every other phase
-    out = {"wall": wall, "rc": float(doc["rc"] or 0), "interpreter": wall - doc["child_s"],
-           "other": main, **ph}
-    return out
+    return {"wall": wall, "rc": float(doc["rc"] or 0), "interpreter": wall - doc["child_s"],
+            **doc["phases"]}
 
 
 def main() -> int:
