@@ -50,6 +50,29 @@ def unique(name: str) -> str:
     return f"{name}-{uuid.uuid4().hex[:6]}"
 
 
+def run_cli(*args: str, run_id: str, report_dir: Path, ids: list[str],
+            timeout_s: float = 900) -> CliRun:
+    """``proofdiff run ARGS`` in a subprocess with a unique id made from ``run_id`` (appended
+    to ``ids`` before it starts, for :func:`assert_no_containers`), its report in
+    ``report_dir``; fails the test when no report was written."""
+    rid = unique(run_id)
+    ids.append(rid)
+    cmd = [sys.executable, "-m", "proofdiff", "run", "--report-dir", str(report_dir),
+           "--run-id", rid, *args]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout_s)
+    out = proc.stdout + proc.stderr
+    assert (report_dir / rid / "summary.json").is_file(), f"no report written by {cmd}:\n{out}"
+    return CliRun(proc.returncode, out, load_summary(report_dir / rid), report_dir / rid)
+
+
+def assert_no_containers(run_ids: list[str]) -> None:
+    """No container labelled with any of ``run_ids`` is left (running or not)."""
+    api = docker.from_env().api  # low-level list: no per-container inspect to race removals
+    for rid in run_ids:
+        left = api.containers(all=True, filters={"label": f"proofdiff.run={rid}"})
+        assert not left, f"run {rid} left containers behind: {[c['Names'] for c in left]}"
+
+
 @pytest.fixture
 def cli_run(artifacts: Any, tmp_path: Path) -> Iterator[Any]:
     """``cli_run(*args, run_id=...)``: ``proofdiff run ARGS`` in a subprocess (15 min deadline);
@@ -57,20 +80,11 @@ def cli_run(artifacts: Any, tmp_path: Path) -> Iterator[Any]:
     run_ids: list[str] = []
 
     def run(*args: str, run_id: str, timeout_s: float = 900) -> CliRun:
-        rid = unique(run_id)
-        run_ids.append(rid)
-        cmd = [sys.executable, "-m", "proofdiff", "run", "--report-dir", str(tmp_path),
-               "--run-id", rid, *args]
-        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout_s)
-        out = proc.stdout + proc.stderr
-        assert (tmp_path / rid / "summary.json").is_file(), f"no report written by {cmd}:\n{out}"
-        return CliRun(proc.returncode, out, load_summary(tmp_path / rid), tmp_path / rid)
+        return run_cli(*args, run_id=run_id, report_dir=tmp_path, ids=run_ids,
+                       timeout_s=timeout_s)
 
     yield run
-    api = docker.from_env().api  # low-level list: no per-container inspect to race removals
-    for rid in run_ids:
-        left = api.containers(all=True, filters={"label": f"proofdiff.run={rid}"})
-        assert not left, f"run {rid} left containers behind: {[c['Names'] for c in left]}"
+    assert_no_containers(run_ids)
 
 
 def errors_of(result: DifferentialResult) -> str:
