@@ -9,8 +9,10 @@ skipped with the reason.
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
+import tomllib
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,9 +21,15 @@ from typing import Any
 
 import docker
 import pytest
+import tomli_w
+from rich.console import Console
 
+from proofdiff import RunOptions, run_differential
 from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.profile import deep_merge
+from proofdiff.model.profile_file import profile_file
 from proofdiff.model.result import DifferentialResult
+from proofdiff.report.console import print_result
 from proofdiff.report.summary_json import load_summary
 
 REPO = Path(__file__).resolve().parents[2]
@@ -85,6 +93,46 @@ def cli_run(artifacts: Any, tmp_path: Path) -> Iterator[Any]:
 
     yield run
     assert_no_containers(run_ids)
+
+
+#: profile -> what it changes on prod: the validity faults that tests/e2e/test_bench_vs_prod.py
+#: and test_run_differential.py read from one run (:func:`validity_faults`).
+#: shared-assembler: one id for every job, as deterministic ids give retried sectors (curio's
+#: porep-<miner>-<sector>; its WindowPoSt ids carry the randomness, so they do not collide here).
+#: params-elsewhere: prod reads srs.param_cache=/var/tmp/filecoin-proof-parameters; the params
+#: are mounted elsewhere.
+VALIDITY_FAULTS: dict[str, dict[str, Any]] = {
+    "prod-race": {"env": {"REFPROVER_FAULTS": "partition-race"}},
+    "prod-asm": {"env": {"REFPROVER_FAULTS": "shared-assembler"}, "job_ids": "fixed"},
+    "prod-noparams": {"mounts": {"params": "/data/elsewhere"}},
+}
+
+
+@pytest.fixture(scope="session")
+def validity_faults(artifacts: Any, tmp_path_factory: pytest.TempPathFactory
+                    ) -> Iterator[CliRun]:
+    """One run of the validity suite on bench (the baseline, proving once) and a copy of prod
+    per fault of :data:`VALIDITY_FAULTS`, through :func:`proofdiff.run_differential`, the
+    library call under ``proofdiff run`` (no pytest in its path). ``rc`` is the result's exit
+    code (what ``proofdiff run`` exits with), ``output`` the console view it prints
+    (:func:`proofdiff.report.console.print_result`); no container may be left."""
+    doc = tomllib.loads(profile_file("refprover").read_text(encoding="utf-8"))
+    prod = doc["profiles"].pop("prod")
+    for name, change in VALIDITY_FAULTS.items():
+        doc["profiles"][name] = deep_merge(prod, change)
+    tmp = tmp_path_factory.mktemp("validity-faults")
+    path = tmp / "faults.toml"
+    path.write_text(tomli_w.dumps(doc), encoding="utf-8")
+    rid = unique("e2e-validity-faults")
+    result = run_differential(RunOptions.from_env(
+        profiles=str(path), suites=("validity",), run_id=rid, report_dir=str(tmp),
+        param_cache=str(artifacts.param_cache),
+        workload_files={n: str(p) for n, p in artifacts.workloads.items()},
+        verifier_image=artifacts.verifier_image, bin_dir=str(artifacts.bin_dir)))
+    out = io.StringIO()
+    print_result(Console(file=out, width=200, highlight=False), result)
+    yield CliRun(result.exit_code, out.getvalue(), result, tmp / rid)
+    assert_no_containers([rid])
 
 
 def errors_of(result: DifferentialResult) -> str:

@@ -2,8 +2,10 @@
 
 Containers started through the one runner, real WindowPoSt proofs, independent verification in
 a short-lived container, the report read back. Faults are applied to prod only, through the same
-`--set` users type; the three validity faults share one run (:func:`faults_run`): bench, the
-baseline, runs once, and each fault has its own copy of prod, judged against it.
+`--set` users type. The three validity faults share one run with test_run_differential.py
+(:func:`tests.e2e.conftest.validity_faults`, the library call under `proofdiff run`, its
+console view and exit code): bench, the baseline, proves once, and each fault has its own copy
+of prod, judged against it.
 """
 
 from __future__ import annotations
@@ -15,55 +17,21 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import docker
 import pytest
-import tomli_w
 
-from proofdiff.model.profile import deep_merge
-from proofdiff.model.profile_file import profile_file
 from proofdiff.model.status import Outcome, Verdict
 
-from tests.e2e.conftest import REPO, CliRun, assert_no_containers, errors_of, run_cli, unique
+from tests.e2e.conftest import REPO, CliRun, errors_of, unique
 
 pytestmark = pytest.mark.e2e
 
 #: The validity suite alone: these tests are about the bench-vs-prod validity verdict; the other
 #: suites have their own catalog (tests/e2e/test_fault_catalog.py).
 VALIDITY = ("--suite", "validity")
-
-#: profile -> what it changes on prod: the faults of this file, one copy of prod each.
-#: shared-assembler: one id for every job, as deterministic ids give retried sectors (curio's
-#: porep-<miner>-<sector>; its WindowPoSt ids carry the randomness, so they do not collide here).
-#: params-elsewhere: prod reads srs.param_cache=/var/tmp/filecoin-proof-parameters; the params
-#: are mounted elsewhere.
-FAULTS: dict[str, dict[str, Any]] = {
-    "prod-race": {"env": {"REFPROVER_FAULTS": "partition-race"}},
-    "prod-asm": {"env": {"REFPROVER_FAULTS": "shared-assembler"}, "job_ids": "fixed"},
-    "prod-noparams": {"mounts": {"params": "/data/elsewhere"}},
-}
-
-
-@pytest.fixture(scope="module")
-def faults_run(artifacts: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliRun]:
-    """One ``proofdiff run --suite validity`` of bench and every profile of :data:`FAULTS`
-    (the shipped refprover set, prod replaced by its copies); no container may be left."""
-    doc = tomllib.loads(profile_file("refprover").read_text(encoding="utf-8"))
-    prod = doc["profiles"].pop("prod")
-    for name, change in FAULTS.items():
-        doc["profiles"][name] = deep_merge(prod, change)
-    tmp = tmp_path_factory.mktemp("faults")
-    path = tmp / "faults.toml"
-    path.write_text(tomli_w.dumps(doc), encoding="utf-8")
-    ids: list[str] = []
-    yield run_cli(*VALIDITY, "--profiles", str(path), run_id="e2e-faults", report_dir=tmp,
-                  ids=ids)
-    assert_no_containers(ids)
-
 
 def _errors_on(r: CliRun, profile: str) -> str:
     """The run-level errors and every failed record's message of ``profile``."""
@@ -87,8 +55,9 @@ def test_clean_image_bench_and_prod_agree(cli_run: Any) -> None:
     assert "bench" in r.output and "prod" in r.output and "SAME" in r.output
 
 
-def test_partition_race_on_prod_is_reported_with_the_config_delta(faults_run: CliRun) -> None:
-    r = faults_run
+def test_partition_race_on_prod_is_reported_with_the_config_delta(
+        validity_faults: CliRun) -> None:
+    r = validity_faults
     assert r.rc == 1, r.output
     (div,) = [d for d in r.result.divergences if d.oracle == "proofs" and d.profile == "prod-race"]
     assert div.baseline_outcome is Outcome.PASS and div.outcome is Outcome.FAIL
@@ -99,8 +68,8 @@ def test_partition_race_on_prod_is_reported_with_the_config_delta(faults_run: Cl
     assert "REFPROVER_FAULTS" in r.output and "partitions [0, 1] do not verify" in r.output
 
 
-def test_shared_assembler_with_colliding_job_ids_is_reported(faults_run: CliRun) -> None:
-    r = faults_run
+def test_shared_assembler_with_colliding_job_ids_is_reported(validity_faults: CliRun) -> None:
+    r = validity_faults
     assert r.rc == 1, r.output
     failed = [r.record("validity", o, "prod-asm") for o in ("proofs", "jobs")]
     assert any(x.outcome is Outcome.FAIL for x in failed), failed
@@ -140,8 +109,8 @@ def test_daemon_never_answering_fails_within_its_deadline(cli_run: Any) -> None:
 
 
 def test_params_mounted_where_the_daemon_does_not_read_name_path_and_fix(
-        faults_run: CliRun) -> None:
-    r = faults_run
+        validity_faults: CliRun) -> None:
+    r = validity_faults
     assert r.rc == 1, r.output  # bench proves, prod-noparams cannot start: a divergence
     assert any(d.profile == "prod-noparams" for d in r.result.divergences), r.result.divergences
     text = _errors_on(r, "prod-noparams")
