@@ -106,18 +106,23 @@ VALIDITY_FAULTS: dict[str, dict[str, Any]] = {
     "prod-asm": {"env": {"REFPROVER_FAULTS": "shared-assembler"}, "job_ids": "fixed"},
     "prod-noparams": {"mounts": {"params": "/data/elsewhere"}},
 }
+#: partition-race on bench too: latent in its monolithic config, so between bench and
+#: prod-race only config differs (the switch is no part of the delta the suspects rank).
+BENCH_FAULTS: dict[str, Any] = {"env": {"REFPROVER_FAULTS": "partition-race"}}
 
 
 @pytest.fixture(scope="session")
 def validity_faults(artifacts: Any, tmp_path_factory: pytest.TempPathFactory
                     ) -> Iterator[CliRun]:
-    """One run of the validity suite on bench (the baseline, proving once) and a copy of prod
-    per fault of :data:`VALIDITY_FAULTS`, through :func:`proofdiff.run_differential`, the
-    library call under ``proofdiff run`` (no pytest in its path). ``rc`` is the result's exit
+    """One run of the validity suite on bench (the baseline, proving once, with
+    :data:`BENCH_FAULTS`) and a copy of prod per fault of :data:`VALIDITY_FAULTS`, through
+    :func:`proofdiff.run_differential`, the library call under ``proofdiff run`` (no pytest in
+    its path). ``rc`` is the result's exit
     code (what ``proofdiff run`` exits with), ``output`` the console view it prints
     (:func:`proofdiff.report.console.print_result`); no container may be left."""
     doc = tomllib.loads(profile_file("refprover").read_text(encoding="utf-8"))
     prod = doc["profiles"].pop("prod")
+    doc["profiles"]["bench"] = deep_merge(doc["profiles"]["bench"], BENCH_FAULTS)
     for name, change in VALIDITY_FAULTS.items():
         doc["profiles"][name] = deep_merge(prod, change)
     tmp = tmp_path_factory.mktemp("validity-faults")
