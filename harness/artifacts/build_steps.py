@@ -1,4 +1,8 @@
-"""The build's subprocesses: a deadline, output to a log file, a heartbeat, a clear error."""
+"""The build's subprocesses: a deadline, output to a log file, a heartbeat, a clear error.
+
+Each step is a progress task (:mod:`proofdiff.model.progress`, topic ``build``): a display
+shows what runs, for how long, and its last output line.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +16,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from proofdiff.artifacts.build_errors import BuildError
+from proofdiff.model import progress
 
 Log = Callable[[str], None]
 
 #: Lines of output quoted in a BuildError.
 TAIL_LINES = 25
+#: With a progress display: how often the step's last output line becomes its note, seconds.
+NOTE_S = 2.0
 
 
 def tail(path: Path, lines: int = TAIL_LINES) -> str:
@@ -62,7 +69,8 @@ def run(
     """Run ``argv`` to completion and return its wall time in seconds.
 
     stdout and stderr go to ``log_path`` (overwritten). Every ``heartbeat_s`` seconds the last
-    output line is passed to ``log``. The command runs in its own process group, which is killed
+    output line is passed to ``log``, or, when a progress display is active, every
+    ``NOTE_S`` seconds to the step's progress task as its note. The command runs in its own process group, which is killed
     when the deadline ``timeout_s`` (seconds) passes or the caller is interrupted.
 
     Raises:
@@ -72,7 +80,7 @@ def run(
     cmd = shlex.join(argv)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    with open(log_path, "wb") as out:
+    with progress.task("build", step) as shown, open(log_path, "wb") as out:
         try:
             proc = subprocess.Popen(
                 list(argv),
@@ -85,7 +93,8 @@ def run(
             )
         except OSError as exc:
             raise BuildError(step, f"cannot start `{cmd}`: {exc}", fix) from exc
-        next_beat = start + heartbeat_s
+        beat_s = NOTE_S if shown.live else heartbeat_s
+        next_beat = start + beat_s
         try:
             while True:
                 try:
@@ -103,8 +112,12 @@ def run(
                         ) from None
                     if now >= next_beat:
                         last = tail(log_path, 1) or "(no output yet)"
-                        log(f"  {step}: still running after {now - start:.0f} s: {last[:160]}")
-                        next_beat += heartbeat_s
+                        if shown.live:
+                            shown.advance(0, note=last[:160])
+                        else:
+                            log(f"  {step}: still running after {now - start:.0f} s: "
+                                f"{last[:160]}")
+                        next_beat += beat_s
         finally:
             if proc.poll() is None:
                 _kill_group(proc)

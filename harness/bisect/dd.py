@@ -41,6 +41,8 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
+from proofdiff.model import progress
+
 __all__ = ["FAIL", "PASS", "UNRESOLVED", "DDResult", "isolate"]
 
 PASS, FAIL, UNRESOLVED = "PASS", "FAIL", "UNRESOLVED"
@@ -88,6 +90,25 @@ def _split(items: Sequence[int], n: int) -> list[list[int]]:
 
 def isolate(n_units: int, tester: Tester, *, order: Sequence[int] | None = None,
             prefix: int = 3, batch: bool = False) -> DDResult:
+    """Isolate the failure-inducing units (module docstring), shown as a progress task
+    (:mod:`proofdiff.model.progress`, topic ``bisect``): configurations judged so far (cached
+    ones included), and the last outcomes.
+
+    Args and Returns: as :func:`_isolate`.
+    """
+    with progress.task("bisect", f"dd over {n_units} units") as shown:
+        def shown_tester(configs: Sequence[Config], fresh: bool) -> list[str]:
+            shown.advance(0, note=f"testing {len(configs)} configuration(s)"
+                          + (" afresh" if fresh else ""))
+            got = tester(configs, fresh)
+            shown.advance(len(configs), note=f"last: {', '.join(got)}")
+            return got
+        return _isolate(n_units, shown_tester if shown.live else tester, order=order,
+                        prefix=prefix, batch=batch)
+
+
+def _isolate(n_units: int, tester: Tester, *, order: Sequence[int] | None = None,
+             prefix: int = 3, batch: bool = False) -> DDResult:
     """Isolate the failure-inducing units (module docstring).
 
     Args:

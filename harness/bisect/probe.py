@@ -35,6 +35,7 @@ from pathlib import Path
 
 import msgspec
 
+from proofdiff.model import progress
 from proofdiff.model.errors import ProofdiffError
 from proofdiff.core.failure_signature import matches, signature
 from proofdiff.core.profile_delta import profile_view
@@ -293,7 +294,9 @@ class Prober:
         cfg_of = {k: c for k, c in zip(keys, configs, strict=True)}
         if self.jobs > 1 and len(todo) > 1:
             with ThreadPoolExecutor(max_workers=self.jobs) as pool:
-                done = list(pool.map(lambda k: self._run(cfg_of[k], fresh), todo))
+                def one(key: str) -> Probe:
+                    return self._run(cfg_of[key], fresh)
+                done = list(pool.map(progress.carried(one), todo))
         else:
             done = [self._run(cfg_of[k], fresh) for k in todo]
         got = dict(zip(todo, done, strict=True))

@@ -83,7 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                "catch-matrix": cmd_catch_matrix.run_matrix, "gate": cmd_gate.gate,
                "bisect": cmd_bisect.bisect, "repro": cmd_repro.repro,
                "history": cmd_history.history, "nightly": cmd_nightly.nightly}[args.cmd]
-    return handler(args, console)
+    from proofdiff.report.progress import progress_display
+
+    with progress_display(console):
+        return handler(args, console)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from proofdiff.drivers.stall_rule import AnswerClock
 from proofdiff.drivers.for_profile import driver_for
 from proofdiff.drivers.job_ids import JobIdError
 from proofdiff.drivers.protocol import Driver, Mode, plan_workload
+from proofdiff.model import progress
 from proofdiff.model.choices import Role, Runtime
 from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.image import ImageInfo
@@ -334,7 +335,7 @@ class Session:
                 return msgspec.structs.replace(base, errors=(problem,), daemon=self._facts(daemon))
         self.log(f"{profile}/{workload}: {len(specs)} jobs at concurrency {p.concurrency}")
         clock, cpu = self.watch(profile)
-        flow = prove_many(driver, daemon.address, wl, specs, name="workload",
+        flow = prove_many(driver, daemon.address, wl, specs, name="workload", profile=profile,
                           concurrency=p.concurrency, deadlines=self.deadlines(profile),
                           log=lambda line: self.log(f"[{profile}] {line}"), clock=clock, cpu=cpu)
         flow = attach_verdicts(flow, wl, self.verifier(profile))
@@ -353,7 +354,8 @@ class Session:
         wl = self.workload(workload)
         clock, cpu = self.watch(profile)
         flow = prove_many(self.driver(profile), self.daemon(profile).address, wl, specs,
-                          name=name, label=label, concurrency=concurrency, mode=mode,
+                          name=name, label=label, profile=profile, concurrency=concurrency,
+                          mode=mode,
                           deadlines=self.deadlines(profile),
                           log=lambda line: self.log(f"[{profile}] {line}"), clock=clock, cpu=cpu)
         flow = attach_verdicts(flow, wl, self.verifier(profile), cross=cross)
@@ -440,7 +442,7 @@ class Session:
         ready = [p for p in self.profiles if self.blocked(p, workload) is None]
         with ThreadPoolExecutor(max_workers=len(ready) or 1,
                                 thread_name_prefix="proofdiff-profile") as pool:
-            for f in [pool.submit(self.run, p, workload) for p in ready]:
+            for f in [pool.submit(progress.carried(self.run), p, workload) for p in ready]:
                 f.result()
 
     def records(self) -> list[OracleRecord]:

@@ -3,6 +3,8 @@
 Every flow proofdiff sends (the workload run, the isolation flows, each timing batch) goes
 through :func:`prove_many`, so every wait has the same deadline rule and the same stall guard,
 whatever the driver, and every flow comes back as a :class:`~proofdiff.model.jobs.FlowRecord`.
+Each flow is a quiet progress task (:mod:`proofdiff.model.progress`, topic ``proofs``): its
+jobs answered out of those sent, per profile; the caller logs its start and end.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import time
 from collections.abc import Sequence
 
 from proofdiff.model.choices import DriverKind
+from proofdiff.model import progress
 from proofdiff.model.jobs import FlowRecord, JobRecord, JobSpec
 from proofdiff.model.workload import Workload
 
@@ -23,11 +26,12 @@ __all__ = ["prove_many"]
 
 
 def prove_many(driver: Driver, address: str, workload: Workload, specs: Sequence[JobSpec], *,
-               name: str, label: str = "", concurrency: int, mode: Mode = Mode.PROVE,
+               name: str, label: str = "", profile: str = "", concurrency: int, mode: Mode = Mode.PROVE,
                deadlines: Deadlines, log: Log, clock: AnswerClock | None = None,
                cpu: CpuProbe | None = None) -> FlowRecord:
     """Send ``specs`` through ``driver`` to the daemon at ``address`` and collect the flow.
 
+    ``profile`` names the daemon's profile in the progress shown ('' when there is none).
     Deadline: :meth:`~proofdiff.drivers.deadlines.Deadlines.flow_s` for the specs at
     ``concurrency``; the hang guard polls the daemon every ``POLL_S`` and gives up on a stalled
     daemon (:mod:`proofdiff.drivers.stall_rule`, from ``clock``: the daemon's answers over its
@@ -46,8 +50,11 @@ def prove_many(driver: Driver, address: str, workload: Workload, specs: Sequence
     # the bench tool starts a container before it sends anything: its start-up is no idle
     # time of the daemon's, so the CPU is watched only where proofdiff sends the requests itself
     watched = cpu if driver.name == DriverKind.GRPC else None
-    with guarded(address, deadline_s=deadlines.flow_s(len(real), concurrency),
-                 stall_s=deadlines.stall_s, poll_s=POLL_S, clock=clock, cpu=watched) as guard:
+    shown_as = " ".join(x for x in (f"[{profile}]" if profile else "", name, label) if x)
+    with progress.task("proofs", shown_as, total=len(real), quiet=True) as shown, \
+            guarded(address, deadline_s=deadlines.flow_s(len(real), concurrency),
+                    stall_s=deadlines.stall_s, poll_s=POLL_S, clock=clock, cpu=watched,
+                    on_done=shown.advance if shown.live else None) as guard:
         guard.add(len(real))
         got = driver.send(specs, workload=workload, concurrency=concurrency, mode=mode,
                           guard=guard, deadlines=deadlines, log=log)

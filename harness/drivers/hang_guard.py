@@ -46,9 +46,11 @@ CpuProbe = Callable[[], "tuple[float, float] | None"]
 
 class Guard:
     """Stop flag, deadline (``deadline_s`` seconds from now), count of waiting jobs, and when
-    the daemon last answered (``clock``: its answers over every flow; a fresh one if ``None``)."""
+    the daemon last answered (``clock``: its answers over every flow; a fresh one if ``None``);
+    ``on_done(n)`` hears of each job answered or given up (the flow's progress)."""
 
-    def __init__(self, deadline_s: float, clock: AnswerClock | None = None) -> None:
+    def __init__(self, deadline_s: float, clock: AnswerClock | None = None,
+                 on_done: Callable[[int], None] | None = None) -> None:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self.deadline = time.monotonic() + deadline_s
@@ -60,6 +62,7 @@ class Guard:
         self.last_progress = self.started
         self.clock = clock if clock is not None else AnswerClock()
         self.samples: list[StatusSample] = []
+        self.on_done = on_done
 
     def add(self, n: int = 1) -> None:
         """``n`` more jobs wait for an answer (the quiet clock starts when the first does)."""
@@ -81,9 +84,11 @@ class Guard:
             return self.last_progress
 
     def done(self, n: int = 1) -> None:
-        """``n`` waiting jobs were answered (or given up)."""
+        """``n`` waiting jobs were answered (or given up); ``on_done(n)`` is told."""
         with self._lock:
             self.outstanding = max(0, self.outstanding - n)
+        if self.on_done is not None:
+            self.on_done(n)
 
     def waiting(self) -> int:
         """Jobs waiting now."""
@@ -182,7 +187,8 @@ def _watch(address: str, guard: Guard, stall_s: float, poll_s: float,
 
 @contextmanager
 def guarded(address: str, *, deadline_s: float, stall_s: float = 15.0, poll_s: float = 0.5,
-            clock: AnswerClock | None = None, cpu: CpuProbe | None = None) -> Iterator[Guard]:
+            clock: AnswerClock | None = None, cpu: CpuProbe | None = None,
+            on_done: Callable[[int], None] | None = None) -> Iterator[Guard]:
     """A :class:`Guard` whose watchdog thread polls ``address`` until the block ends.
 
     Args:
@@ -192,8 +198,9 @@ def guarded(address: str, *, deadline_s: float, stall_s: float = 15.0, poll_s: f
         clock: the daemon's answers over its earlier flows (default: none seen yet).
         cpu: the daemon's CPU samples, for a daemon that proves on the CPU (default: not
             watched).
+        on_done: told ``n`` each time ``n`` jobs were answered or given up (default: nobody).
     """
-    guard = Guard(deadline_s, clock)
+    guard = Guard(deadline_s, clock, on_done)
     finished = threading.Event()
     thread = threading.Thread(target=_watch, args=(address, guard, stall_s, poll_s, finished, cpu),
                               name="proofdiff-hang-guard", daemon=True)

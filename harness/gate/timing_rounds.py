@@ -50,6 +50,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from proofdiff.model import progress
 from proofdiff.model.jobs import FlowRecord, JobSpec
 from proofdiff.model.timing_verdict import TimingVerdict
 from proofdiff.stats.concurrency import in_progress_of
@@ -215,37 +216,42 @@ def measure_profile(send: Sender, *, profile: str, workload: str, jobs: list[str
     last: dict[str, TimingVerdict] = {}
     fractions: list[float] = []
     looked = 0
-    for want in sizes:
-        while len(rounds) < want and not stopped:
-            if clock() >= deadline:
-                stopped = "the gate's time budget (--budget-s) ran out"
-            elif not draw_round():
+    with progress.task("timing", f"gate {profile} rounds", total=budget_pairs) as shown:
+        for want in sizes:
+            while len(rounds) < want and not stopped:
+                if clock() >= deadline:
+                    stopped = "the gate's time budget (--budget-s) ran out"
+                elif not draw_round():
+                    break
+                else:
+                    b, c = rounds[-1]
+                    shown.advance(note=f"baseline {b.batch.wall_ms:.0f} ms, candidate "
+                                  f"{c.batch.wall_ms:.0f} ms")
+            if len(rounds) < 2 or len(rounds) == looked:
+                break  # nothing new to look at
+            looked = len(rounds)
+            fractions.append(min(1.0, (len(rounds) - 1) / most))
+            while True:  # Holm: a DIFFERENT raises the share of the metrics still open
+                share = fam.share()
+                found = 0
+                for metric in (m for m in names if m not in done):
+                    worse, unit, sample, which = METRICS[metric]
+                    v = paired_compare([sample(b.flow(which)) for b, _ in rounds],
+                                       [sample(c.flow(which)) for _, c in rounds],
+                                       arm=f"{metric} {profile}", metric=metric, left="baseline",
+                                       right="candidate",
+                                       floor_rel=floor_of(metric, concurrency, floors),
+                                       alpha=share, look=len(fractions), max_looks=len(sizes),
+                                       fractions=fractions, unit=unit, worse=worse)
+                    last[metric] = v
+                    if v.verdict is not INCONCLUSIVE:
+                        done[metric] = v
+                        found += v.verdict is DIFFERENT
+                fam.rejected += found
+                if not found or len(done) == len(names):
+                    break
+            if len(done) == len(names) or stopped or len(rounds) < want:
                 break
-        if len(rounds) < 2 or len(rounds) == looked:
-            break  # nothing new to look at
-        looked = len(rounds)
-        fractions.append(min(1.0, (len(rounds) - 1) / most))
-        while True:  # Holm: a DIFFERENT raises the share of the metrics still open
-            share = fam.share()
-            found = 0
-            for metric in (m for m in names if m not in done):
-                worse, unit, sample, which = METRICS[metric]
-                v = paired_compare([sample(b.flow(which)) for b, _ in rounds],
-                                   [sample(c.flow(which)) for _, c in rounds],
-                                   arm=f"{metric} {profile}", metric=metric, left="baseline",
-                                   right="candidate",
-                                   floor_rel=floor_of(metric, concurrency, floors),
-                                   alpha=share, look=len(fractions), max_looks=len(sizes),
-                                   fractions=fractions, unit=unit, worse=worse)
-                last[metric] = v
-                if v.verdict is not INCONCLUSIVE:
-                    done[metric] = v
-                    found += v.verdict is DIFFERENT
-            fam.rejected += found
-            if not found or len(done) == len(names):
-                break
-        if len(done) == len(names) or stopped or len(rounds) < want:
-            break
     verdicts = []
     for metric in names:
         got = done.get(metric) or last.get(metric)

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from proofdiff.model import progress
 from proofdiff.model.jobs import FlowRecord, JobSpec
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.status import Outcome
@@ -86,23 +87,28 @@ def _sample(ev: Evidence, workload: str, base: str, others: Sequence[str]) -> Sa
         + [(f"{o}:lone", o, 1) for o in others if ev.profiles[o].concurrency > 1] \
         + [(f"{base}:A2", base, 1)]
     jobs = ev.workload(workload).jobs
-    for rnd in range(MAX_ROUNDS):
-        for side, profile, n in plan:
-            specs = [JobSpec(index=i, job=jobs[(rnd * n + i) % len(jobs)].name) for i in range(n)]
-            b = ev.send(profile, workload, specs, name="timing", label=f"{side}#{rnd}",
-                        concurrency=n)
-            s.batches.setdefault(side, []).append(b)
-            ev.log(f"timing round {rnd} {side}: {len(b.jobs)} proofs in {b.wall_ms:.0f} ms"
-                   + ("" if len(b.completed()) == len(b.jobs) else " (NOT all completed)"))
-            if len(b.completed()) != len(b.jobs):
-                bad = [f"{j.request_id or j.job} {j.status.value}: {j.error}" for j in b.jobs
-                       if not j.completed]
-                s.stopped_side, s.stopped = side, (f"side {side} round {rnd}: "
-                                                   + (b.stall or "; ".join(bad[:3])))
-                return s
-        if rnd + 1 >= INITIAL_ROUNDS and all(
-                v.verdict != INCONCLUSIVE for v in arms(ev, workload, s, base, others).values()):
-            break
+    with progress.task("timing", f"{workload} rounds", total=MAX_ROUNDS) as shown:
+        for rnd in range(MAX_ROUNDS):
+            for side, profile, n in plan:
+                specs = [JobSpec(index=i, job=jobs[(rnd * n + i) % len(jobs)].name)
+                         for i in range(n)]
+                b = ev.send(profile, workload, specs, name="timing", label=f"{side}#{rnd}",
+                            concurrency=n)
+                s.batches.setdefault(side, []).append(b)
+                ev.log(f"timing round {rnd} {side}: {len(b.jobs)} proofs in {b.wall_ms:.0f} ms"
+                       + ("" if len(b.completed()) == len(b.jobs) else " (NOT all completed)"))
+                shown.advance(0, note=f"round {rnd} {side}: {b.wall_ms:.0f} ms")
+                if len(b.completed()) != len(b.jobs):
+                    bad = [f"{j.request_id or j.job} {j.status.value}: {j.error}"
+                           for j in b.jobs if not j.completed]
+                    s.stopped_side, s.stopped = side, (f"side {side} round {rnd}: "
+                                                       + (b.stall or "; ".join(bad[:3])))
+                    return s
+            shown.advance()
+            if rnd + 1 >= INITIAL_ROUNDS and all(
+                    v.verdict != INCONCLUSIVE
+                    for v in arms(ev, workload, s, base, others).values()):
+                break
     return s
 
 
