@@ -104,7 +104,8 @@ def gates(name: str, candidate: str, baseline: str, n: int, opts: RunOptions,
     for i in range(n):
         rid = f"power-{name.replace('=', '-').replace('/', '')}-{i + 1}-{new_run_id()}"
         res = run_gate(candidate, baseline, msgspec.structs.replace(opts, run_id=rid),
-                       runtime=runtime)
+                       runtime=runtime, log=lambda line: print(
+                           f"  {time.strftime('%H:%M:%S')} {line}", file=sys.stderr, flush=True))
         out.append(row(name, res))
         if jsonl is not None:
             with jsonl.open("a", encoding="utf-8") as f:
