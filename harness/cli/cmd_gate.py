@@ -7,6 +7,7 @@ import signal
 from typing import TYPE_CHECKING
 
 from proofdiff.cli.cmd_run import console_log, notify_webhook, raise_interrupt
+from proofdiff.cli.history_append import exit_with_history
 from proofdiff.cli.option_flags import add_run_options, run_options
 from proofdiff.model.run_options import positive_seconds
 
@@ -22,7 +23,8 @@ EXIT_HELP = """exit codes:
   2    inconclusive: something was not judged: a check skipped on the candidate, a profile
        without records, timing undecided within --budget-s (each reason is reported)
   3    the gate could not run (the reason is named: a missing image, a bad allowlist or
-       profile, no Docker, or the baseline's own verifier disagrees with the pinned one)
+       profile, no Docker, or the baseline's own verifier disagrees with the pinned one), or
+       --history could not store it (the report is still written)
   130  interrupted (containers removed, the report kept)"""
 
 
@@ -45,8 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-timing", action="store_true",
                    help="gate on the candidate's checks alone, with no timing arm (the "
                         "decision line and the report say so). Default: time every profile")
-    add_run_options(p, ("select", "select-profile", "artifacts", "report", "outcome",
-                        "deadlines"))
+    add_run_options(p, ("select", "select-profile", "artifacts", "report", "history",
+                        "outcome", "deadlines"))
 
 
 def gate(args: argparse.Namespace, console: Console) -> int:
@@ -87,4 +89,7 @@ def gate(args: argparse.Namespace, console: Console) -> int:
         from proofdiff.gate.gate_view import gate_view
 
         notify_webhook(console, opts.notify, gate_view(result), page)
-    return result.exit_code
+    if result.history:
+        console.print(Text(result.history, style="bold red" if result.history_error else ""),
+                      soft_wrap=True)
+    return exit_with_history(result.exit_code, not result.history_error)

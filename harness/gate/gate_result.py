@@ -116,6 +116,9 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
             (``--no-timing``): a PASS then rests on the candidate's checks alone, and says so.
         undecided: why the decision is not a PASS although nothing blocks (skipped checks, a
             profile without records, timing undecided), one line each.
+        history: what ``--history`` did (``history: stored run R (#N) in URL``, or ``history:
+            NOT STORED: ...``); '' when not asked. history_error: why it was not stored ('' =
+            stored or not asked): the command's exit code is then at least 3.
     """
 
     run_id: str
@@ -145,6 +148,8 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
     alpha: float = 0.0
     no_timing: bool = False
     undecided: tuple[str, ...] = ()
+    history: str = ""
+    history_error: str = ""
 
     def blocking(self) -> list[Finding]:
         """Findings no allowlist entry accepted."""

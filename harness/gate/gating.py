@@ -50,6 +50,7 @@ from proofdiff.model.image import ImageInfo
 from proofdiff.model.jobs import FlowRecord, JobSpec
 from proofdiff.model.profile import DEFAULT_VERIFIER, Profile
 from proofdiff.model.result import DifferentialResult
+from proofdiff.model.runs import RunRecord
 from proofdiff.model.run_options import RunOptions
 from proofdiff.runtime.host import machine_facts
 from proofdiff.runtime.identity import image_info
@@ -98,12 +99,14 @@ def _cross_check(session: Session, side: str, workload: str, baseline: ImageInfo
 def _timing(profiles: dict[str, Profile], workloads: Sequence[str],
             sides: tuple[ImageInfo, ImageInfo], *, budget_s: float, opts: RunOptions,
             broken: set[str], checks: list[VerifierCheck], family: Family,
-            log: Callable[[str], None], verifier: str = "") -> list[ProfileTiming]:
+            log: Callable[[str], None], verifier: str = "",
+            runs: list[RunRecord] | None = None) -> list[ProfileTiming]:
     """The timing arm of every profile; the first profile with a baseline daemon also runs
     the verifier cross-check into ``checks`` (raises GateError when they disagree). The
     candidate's warm-up run in the arm's session is evidence too: its bad jobs are faults.
     ``verifier``: set for host builds (the sides are folders, :mod:`proofdiff.gate.host_builds`),
-    the ``verify`` program that judges both sides' proofs."""
+    the ``verify`` program that judges both sides' proofs. ``runs``: where each side's run goes,
+    with every flow sent to its daemon (the history's samples), also when the arm stops."""
     out: list[ProfileTiming] = []
     deadline = time.monotonic() + budget_s
     for name, p in profiles.items():
@@ -143,6 +146,9 @@ def _timing(profiles: dict[str, Profile], workloads: Sequence[str],
                                            deadline=deadline, floors=p.timing_floor,
                                            family=family, log=log))
             finally:
+                if runs is not None:
+                    runs.extend(msgspec.structs.replace(r, flows=tuple(
+                        session.flows(r.profile, r.workload))) for r in session.runs())
                 session.close()
     return out
 
@@ -244,6 +250,9 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
             (:mod:`proofdiff.model.allowlist`). no_timing: the user's ``--no-timing``: no
             timing arm; a PASS then rests on the checks alone and its line says so (default:
             time every profile; a PASS needs every timing metric SAME).
+            ``options.history``: the gate is appended to that history
+            (:mod:`proofdiff.gate.gate_history`), whatever its decision; a history that fails
+            is ``history_error`` in the result, never an exception.
 
     Returns:
         The :class:`~proofdiff.gate.gate_result.GateResult`; bad input (a missing image, a
@@ -269,6 +278,8 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
     unverified: dict[str, str] = {}
     timing_started = False
     diff_id = ""
+    diff: DifferentialResult | None = None
+    timing_runs: list[RunRecord] = []
     interrupted = False
     wls: list[str] = list(opts.workloads)
     try:
@@ -313,7 +324,7 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
             timing = _timing(resolved, opts.workloads, (base, cand), budget_s=budget_s,
                              opts=msgspec.structs.replace(opts, report_dir=str(run_dir)),
                              broken=broken, checks=checks, family=family, log=log,
-                             verifier=verifier.tag if host else "")
+                             verifier=verifier.tag if host else "", runs=timing_runs)
         findings += timing_findings(timing)
         findings, stale = apply_allowlist(findings, entries)
     except KeyboardInterrupt:
@@ -343,6 +354,12 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
         commit=dict(get_commit_info("proofdiff")),  # type: ignore[no-untyped-call]
         machine=machine_facts(), budget_s=budget_s, wall_s=round(time.monotonic() - t0, 3),
         alpha=GATE_ALPHA, no_timing=no_timing, undecided=tuple(undecided))
+    if opts.history:
+        from proofdiff.gate.gate_history import store_gate
+
+        stored = store_gate(opts.history, opts.report_root, result, diff, timing_runs)
+        result = msgspec.structs.replace(result, history=stored.line, history_error=str(
+            stored.error or ""))
     if write_report:
         from proofdiff.gate.gate_view import write_gate_report
 

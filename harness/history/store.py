@@ -118,12 +118,14 @@ def _utc(unix_s: float) -> datetime:
 
 
 def store_result(history: History, result: DifferentialResult, *, command: str,
-                 commit: Mapping[str, Any] | None = None) -> int:
+                 commit: Mapping[str, Any] | None = None, verdict: str = "") -> int:
     """Append ``result`` as one run (module docstring) in one transaction; returns its row id.
 
     Args:
         command: what made it (``run``, ``nightly``, ``replay``, ``pytest``, ``gate``).
         commit: the checkout's commit info (default :func:`commit_info`).
+        verdict: the run's conclusion as stored, when it is not the differential's verdict
+            (a gate's decision, ``pass`` ... ``interrupted``); default ``result.verdict``.
 
     Raises:
         HistoryError: the run id is already stored, or the database failed (locked, gone).
@@ -135,7 +137,7 @@ def store_result(history: History, result: DifferentialResult, *, command: str,
                       created_at=_utc(result.created_unix_s), stored_at=datetime.now(UTC),
                       wall_s=result.wall_s, machine_id=_machine(db, result.machine),
                       commit=str(info.get("id") or ""), commit_info=info,
-                      verdict=result.verdict.value, verdict_line=result.verdict_line,
+                      verdict=verdict or result.verdict.value, verdict_line=result.verdict_line,
                       exit_code=result.exit_code, errors=list(result.errors),
                       profiles=dict(result.profiles), workloads=list(result.workloads),
                       suites=list(result.suites))
@@ -187,8 +189,10 @@ class StoreOutcome:
 
 
 def record_run(value: str, report_root: Path, result: DifferentialResult, *,
-               command: str) -> StoreOutcome:
-    """Store ``result`` in the history that ``--history VALUE`` names (module docstring).
+               command: str, commit: Mapping[str, Any] | None = None,
+               verdict: str = "") -> StoreOutcome:
+    """Store ``result`` in the history that ``--history VALUE`` names (module docstring;
+    ``commit`` and ``verdict`` as for :func:`store_result`).
 
     Returns:
         ``ok`` with ``history: stored run R (#N) in URL``, or not ok with the
@@ -198,7 +202,7 @@ def record_run(value: str, report_root: Path, result: DifferentialResult, *,
     try:
         history = open_history(url)
         try:
-            pk = store_result(history, result, command=command)
+            pk = store_result(history, result, command=command, commit=commit, verdict=verdict)
         finally:
             history.close()
     except HistoryError as exc:

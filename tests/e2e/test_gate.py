@@ -10,6 +10,7 @@ import io
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -84,7 +85,8 @@ def test_a_gate_of_the_image_against_itself_raises_no_alarm(gate_run: Any,
     # log-ratio spread was 4-7 % on 2026-12-02, wider than the 2.5 % floor can decide in 21
     # rounds), so an undecided A/A gate may only be undecided on timing, never on a check.
     tag = artifacts.image_tag
-    r = gate_run("--candidate", tag, "--baseline", tag, "--profile", "bench", run_id="gate-aa")
+    r = gate_run("--candidate", tag, "--baseline", tag, "--profile", "bench", "--history",
+                 run_id="gate-aa")
     res = r.result
     assert res.decision in (Decision.PASS, Decision.INCONCLUSIVE), r.output
     assert res.aa and res.candidate.digest == res.baseline.digest == artifacts.image_id
@@ -110,6 +112,15 @@ def test_a_gate_of_the_image_against_itself_raises_no_alarm(gate_run: Any,
     assert st["subject"][0]["digest"]["sha256"] == artifacts.image_id.removeprefix("sha256:")
     assert (r.report_dir / "differential" / "summary.json").is_file()
     assert "<svg" in (r.report_dir / "index.html").read_text()
+    # --history: the gate is one stored run, its differential's cell and one per side of the
+    # timing arm, each with every timing batch's job latencies
+    run, cells = stored_gate(r.report_dir.parent / "history.sqlite", res.run_id)
+    assert run == ("gate", res.decision.value, r.rc), run
+    assert res.history.startswith(f"history: stored run {res.run_id}") and not res.history_error
+    assert cells["bench"][0] == artifacts.image_id and cells["bench"][1] >= 4, cells
+    (t,) = res.timing
+    for side in ("bench-baseline", "bench-candidate"):  # the warm-up run's jobs and each round's
+        assert cells[side][0] == artifacts.image_id and cells[side][1] >= 4 + t.rounds, cells
 
 
 def test_a_really_slower_candidate_fails_on_timing_naming_the_profile(
@@ -192,11 +203,27 @@ def test_the_build_points_no_shared_tag(artifacts: Any) -> None:
 def test_a_missing_candidate_is_an_error_naming_it_with_a_report(gate_run: Any,
                                                                    artifacts: Any) -> None:
     r = gate_run("--candidate", "proofdiff/refprover:not-built", "--baseline",
-                 artifacts.image_tag, run_id="gate-missing")
+                 artifacts.image_tag, "--history", run_id="gate-missing")
     assert r.rc == 3 and r.result.decision is Decision.ERROR, r.output
     assert "candidate image" in r.result.decision_line
     assert "proofdiff/refprover:not-built" in r.result.decision_line
     assert "is not present locally" in r.result.decision_line
+    # stored as such: the error, no cell
+    assert stored_gate(r.report_dir.parent / "history.sqlite", r.result.run_id) == (
+        ("gate", "error", 3), {}), r.output
+
+
+def stored_gate(db: Path, run_id: str) -> tuple[tuple[str, str, int], dict[str, tuple[str, int]]]:
+    """A gate's row in a SQLite history: (command, verdict, exit code) and, per cell's
+    profile, its image digest and latency samples."""
+    with sqlite3.connect(db) as conn:
+        pk, *run = conn.execute("SELECT id, command, verdict, exit_code FROM runs WHERE "
+                                "run_id = ?", (run_id,)).fetchone()
+        cells = conn.execute(
+            "SELECT c.profile, c.image_digest, COUNT(s.id) FROM cells c LEFT JOIN samples s ON "
+            "s.cell_id = c.id AND s.metric = 'latency' WHERE c.run_pk = ? GROUP BY c.id",
+            (pk,)).fetchall()
+    return (run[0], run[1], run[2]), {p: (d, n) for p, d, n in cells}
 
 
 def test_one_ctrl_c_while_a_daemon_wedges_ends_the_gate_before_any_timing_round(

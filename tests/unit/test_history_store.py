@@ -16,7 +16,10 @@ from alembic.runtime.migration import MigrationContext
 from proofdiff.history.database import HistoryError, history_url, open_history, schema_head
 from proofdiff.history.query import load_series, recorded_metrics, run_count
 from proofdiff.history.schema import Base
+from proofdiff.gate.gate_history import gate_run_record
+from proofdiff.gate.gate_result import Decision, GateResult
 from proofdiff.history.store import store_result
+from proofdiff.model.image import ImageInfo
 from proofdiff.model.jobs import FlowRecord
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.runs import RunRecord
@@ -205,3 +208,39 @@ def test_a_new_history_file_gets_its_folder(tmp_path: Path) -> None:
     h = open_history(history_url(str(path), tmp_path))
     h.close()
     assert path.is_file()
+
+
+def gate(decision: Decision, *, errors: tuple[str, ...] = ()) -> GateResult:
+    return GateResult(run_id=f"gate-{decision.value}", created_unix_s=1_764_000_500.0,
+                      decision=decision, decision_line=f"{decision.value.upper()}: line",
+                      exit_code=decision.exit_code,
+                      candidate=ImageInfo(tag="cand:1", digest="sha256:" + "cd" * 32),
+                      baseline=ImageInfo(tag="base:1", digest="sha256:" + "ba" * 32),
+                      profiles={"bench": {"concurrency": 1}}, workloads=("wpost-2k",),
+                      errors=errors, machine=MACHINE, commit=COMMIT, wall_s=42.0)
+
+
+def test_a_gate_is_stored_with_its_differential_its_timing_samples_and_its_decision(
+        db) -> None:  # type: ignore[no-untyped-def]
+    diff = result("differential", (timed_run(1000.0),), verdict=Verdict.SAME)
+    sides = [msgspec.structs.replace(timed_run(ms), profile=f"bench-{side}",
+                                     image=ImageInfo(tag=f"{side[:4]}:1", digest=side))
+             for side, ms in (("baseline", 1000.0), ("candidate", 1300.0))]
+    store_result(db, gate_run_record(gate(Decision.FAIL), diff, sides), command="gate",
+                 commit=COMMIT, verdict="fail")
+    store_result(db, gate_run_record(gate(Decision.ERROR, errors=("the candidate image: "
+                                                                  "absent",)), None, ()),
+                 command="gate", commit=COMMIT, verdict="error")
+    with sqlite3.connect(db.url[len("sqlite:///"):]) as conn:
+        rows = conn.execute("SELECT run_id, command, verdict, exit_code, errors FROM runs "
+                            "ORDER BY id").fetchall()
+        images = conn.execute("SELECT tag FROM run_images WHERE run_pk = 1").fetchall()
+    assert rows == [("gate-fail", "gate", "fail", 1, "[]"),
+                    ("gate-error", "gate", "error", 3, '["the candidate image: absent"]')]
+    assert sorted(t for (t,) in images) == ["base:1", "cand:1"]
+    lat = {s.profile: [p.value for p in s.points]
+           for s in load_series(db, "latency", command=("gate",))}
+    # the differential's cell and one per side of the timing arm, each with its samples; the
+    # gate that could not run has no cell
+    assert lat == {"bench": [1000.0], "bench-baseline": [1000.0],
+                   "bench-candidate": [1300.0]}, lat
