@@ -46,12 +46,14 @@ $(VENV)/.installed: requirements.lock pyproject.toml | sysdeps
 
 # Debian packages the build needs (protoc for tonic-build, debootstrap for the base image) and
 # the tests (postgresql: the history's PostgreSQL tests start a server of their own from its
-# binaries; no cluster of the package's is used).
+# binaries; no cluster of the package's is used; chromium: the report's headless browser test).
 sysdeps:
 	@command -v protoc >/dev/null && command -v debootstrap >/dev/null || \
 	  { apt-get update -qq && apt-get install -y -qq protobuf-compiler debootstrap; }
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 	  { apt-get update -qq && apt-get install -y -qq postgresql; }
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq chromium chromium-driver; }
 
 image: setup
 	$(BIN)/proofdiff build --workload wpost-2k

@@ -1,6 +1,7 @@
 """A bisection's report: its view for the one writer (``summary.json``: the
-:class:`~proofdiff.bisect.bisect_result.BisectResult`; ``index.html``: the conclusion, the
-minimal change with both values, the probe table; junit.xml and allure-results: one check per
+:class:`~proofdiff.bisect.bisect_result.BisectResult`; ``index.html``: the conclusion and its
+exit code, the failing check, the minimal change with both values, the failing probes, the
+passing ones folded; junit.xml and allure-results: one check per
 probe and the conclusion) and the console's table (rich)."""
 
 from __future__ import annotations
@@ -14,7 +15,16 @@ from proofdiff.bisect.bisect_result import BisectResult
 from proofdiff.report.view import Check, CheckStatus, ReportView
 from proofdiff.report.writer import write_view
 
-__all__ = ["bisect_view", "print_bisect", "write_bisect_report"]
+__all__ = ["EXIT_MEANING", "bisect_view", "print_bisect", "write_bisect_report"]
+
+#: What each conclusion (and its exit code, :data:`~proofdiff.bisect.bisect_result.EXIT`)
+#: means.
+EXIT_MEANING = {"found": "the minimal failure-inducing change is proven (1-minimal, confirmed)",
+                "good-fails": "nothing to bisect: the good profile fails too",
+                "bad-passes": "nothing to bisect: the bad profile passes",
+                "unresolved": "no minimal change isolated: probes were unresolved",
+                "budget": "the budget ran out before the change was confirmed",
+                "error": "the bisection could not run", "interrupted": "interrupted"}
 
 _PROBE = {"PASS": CheckStatus.PASSED, "FAIL": CheckStatus.FAILED,
           "UNRESOLVED": CheckStatus.UNKNOWN}
@@ -36,7 +46,8 @@ def bisect_view(result: BisectResult) -> ReportView:
                         text=result.line + (f"\n{result.reason}" if result.reason else ""),
                         start_ms=t, stop_ms=t + int(result.wall_s * 1000)))
     return ReportView(run_id=result.run_id, kind="bisect", decision=result.status,
-                      decision_line=result.line, exit_code=result.exit_code, result=result,
+                      decision_line=result.line, exit_code=result.exit_code,
+                      exit_meaning=EXIT_MEANING.get(result.status, ""), result=result,
                       template="bisect.html.j2", checks=tuple(checks),
                       environment={"proofdiff.run_id": result.run_id,
                                    "image": f"{result.image.tag}@{result.image.digest}",

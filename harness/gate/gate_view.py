@@ -2,8 +2,10 @@
 
 * ``summary.json``: the :class:`~proofdiff.gate.gate_result.GateResult` (versioned), and beside it
   ``gate.schema.json``, its JSON Schema (shipped with the package, :func:`schema`);
-* ``index.html``: the decision first, then each profile's timing verdicts with a plot of both
-  sides' samples (matplotlib, inline SVG), the findings, the allowlist's stale entries;
+* ``index.html``: the decision and its exit code first, then what blocks the push (each
+  finding, a regression with a plot of both sides' samples: matplotlib, inline SVG), the
+  accepted findings, the allowlist's stale entries, each profile's timing verdicts (folded
+  unless one regressed or stopped);
 * ``junit.xml`` and ``allure-results/``: one check per finding, per timing metric, the
   verifier cross-check and the decision (the one writer, :mod:`proofdiff.report.writer`);
 * ``statement.intoto.json``: an in-toto Statement v1 (https://github.com/in-toto/attestation,
@@ -15,7 +17,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 from importlib import resources
 from pathlib import Path
@@ -23,9 +24,9 @@ from typing import Any
 
 import msgspec
 
-from proofdiff.gate.gate_result import Decision, GateResult, ProfileTiming
+from proofdiff.gate.gate_result import Decision, GateResult
 from proofdiff.model.status import Comparison
-from proofdiff.model.timing_verdict import TimingVerdict
+from proofdiff.report.run_plots import samples_svg
 from proofdiff.report.view import Check, CheckStatus, ReportView
 from proofdiff.report.writer import write_view
 
@@ -36,6 +37,11 @@ __all__ = ["PREDICATE_TYPE", "SCHEMA_FILE", "gate_view", "intoto_statement", "sc
 PREDICATE_TYPE = "https://github.com/proofdiff/proofdiff/gate/v1"
 SCHEMA_FILE = "gate.schema.json"
 _STATEMENT = "https://in-toto.io/Statement/v1"
+#: What each exit code of ``proofdiff gate`` means (README "Gate an image push").
+EXIT_MEANING = {0: "the candidate is clean and not slower: push it",
+                1: "a divergence, a failing check or a regression: the push is blocked",
+                2: "timing undecided within the budget: blocked, retry",
+                3: "the gate could not run", 130: "interrupted"}
 
 
 def schema() -> dict[str, Any]:
@@ -79,35 +85,6 @@ def intoto_statement(result: GateResult) -> dict[str, Any]:
     }
 
 
-def plot_svg(t: ProfileTiming, m: TimingVerdict) -> str:
-    """Both sides' samples of one metric by round (warmup rounds hollow), as inline SVG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5.0, 2.2), dpi=96)
-    try:
-        for samples, label, colour in ((m.left_samples, "baseline", "#1f77b4"),
-                                       (m.right_samples, "candidate", "#d62728")):
-            xs = list(range(len(samples)))
-            warm = m.warmup_pairs
-            ax.plot(xs[warm:], samples[warm:], "o-", color=colour, label=label, ms=4, lw=1)
-            if warm:
-                ax.plot(xs[:warm], samples[:warm], "o", mfc="none", color=colour, ms=4)
-        ax.set_xlabel("round (hollow: warmup)")
-        ax.set_ylabel(f"{m.metric} ({m.unit})")
-        ax.set_title(f"{t.profile}/{t.workload} {m.metric}: {m.verdict}", fontsize=9)
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg")
-    finally:
-        plt.close(fig)
-    svg = buf.getvalue()
-    return svg[svg.find("<svg"):]
-
-
 def _checks(result: GateResult) -> list[Check]:
     """One check per finding (FAILED; PASSED with the entry's reason when the allowlist accepts
     it), per timing verdict (FAILED on a regression, UNKNOWN when INCONCLUSIVE), the verifier
@@ -148,7 +125,8 @@ def _checks(result: GateResult) -> list[Check]:
 def gate_view(result: GateResult) -> ReportView:
     """The gate's report view: summary.json (schema beside it), the page with a plot of both
     sides' samples per metric, the checks, and the in-toto Statement on the candidate."""
-    plots = {(t.profile, t.workload, m.metric): plot_svg(t, m)
+    plots = {(t.profile, t.workload, m.metric):
+             samples_svg(m, f"{t.profile}/{t.workload} {m.metric}", ("baseline", "candidate"))
              for t in result.timing for m in t.metrics if m.left_samples}
     env = {"proofdiff.run_id": result.run_id, "decision": result.decision.value,
            "candidate": f"{result.candidate.tag}@{result.candidate.digest}",
@@ -158,7 +136,8 @@ def gate_view(result: GateResult) -> ReportView:
            "profiles": ",".join(result.profiles)}
     return ReportView(
         run_id=result.run_id, kind="gate", decision=result.decision.value,
-        decision_line=result.decision_line, exit_code=result.exit_code, result=result,
+        decision_line=result.decision_line, exit_code=result.exit_code,
+        exit_meaning=EXIT_MEANING.get(result.exit_code, ""), result=result,
         template="gate.html.j2", context={"plots": plots}, checks=tuple(_checks(result)),
         environment=env,
         files={SCHEMA_FILE: _shipped_schema().encode("utf-8"),

@@ -5,7 +5,6 @@ point marked with its run, the images before and after, and the step with its ev
 from __future__ import annotations
 
 import html
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,8 +16,10 @@ from rich.text import Text
 
 from proofdiff.history.changes import Step, change_points
 from proofdiff.history.query import Point, Series
+from proofdiff.report.figures import figure, svg_of
 
-__all__ = ["Change", "SeriesView", "analyse", "print_series", "render_html", "write_html"]
+__all__ = ["Change", "SeriesView", "analyse", "print_series", "render_html", "trend_svg",
+           "write_html"]
 
 
 @dataclass(frozen=True)
@@ -110,41 +111,32 @@ def print_series(console: Console, views: Sequence[SeriesView], *, rows: int = 3
                           soft_wrap=True)
 
 
-def _plot_svg(v: SeriesView) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
+def trend_svg(v: SeriesView) -> str:
+    """A series' values over runs (oldest first), each level's mean dashed, each change point
+    a vertical line with its step and run, as inline SVG."""
     s, pts = v.series, v.series.valued
-    fig, ax = plt.subplots(figsize=(8.0, 2.8), dpi=96)
-    try:
-        xs = list(range(len(pts)))
-        ax.plot(xs, [p.value or 0.0 for p in pts], "o-", ms=4, lw=1, color="#1f77b4")
-        bounds = [0, *(c.step.index for c in v.changes), len(pts)]
-        for lo, hi in zip(bounds, bounds[1:]):
-            seg = [p.value for p in pts[lo:hi] if p.value is not None]
-            if seg:
-                mean = sum(seg) / len(seg)
-                ax.hlines(mean, lo - 0.3, hi - 0.7, colors="#888888", linestyles="dashed")
-        for c in v.changes:
-            ax.axvline(c.step.index - 0.5, color="#d62728" if c.regression else "#ff7f0e", lw=1.5)
-            ax.annotate(f" {c.step.rel_change:+.1%} at {c.run_id}",
-                        (c.step.index - 0.5, ax.get_ylim()[1]), xytext=(3, -3),
-                        textcoords="offset points", color="#d62728", fontsize=8, ha="left",
-                        va="top", bbox={"fc": "white", "ec": "none", "alpha": 0.8})
-        step = max(1, len(pts) // 12)
-        ax.set_xticks(xs[::step], [_when(p.created_at)[5:] for p in pts[::step]], rotation=30,
-                      fontsize=7, ha="right")
-        ax.set_ylabel(f"{s.metric.name} ({s.metric.unit})")
-        ax.set_title(f"{s.profile} on {s.workload}", fontsize=9)
-        fig.tight_layout()
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg")
-    finally:
-        plt.close(fig)
-    svg = buf.getvalue()
-    return svg[svg.find("<svg"):]
+    fig, (ax,) = figure(8.0, 2.8)
+    xs = list(range(len(pts)))
+    ax.plot(xs, [p.value or 0.0 for p in pts], "o-", ms=4, lw=1, color="#1f77b4")
+    bounds = [0, *(c.step.index for c in v.changes), len(pts)]
+    for lo, hi in zip(bounds, bounds[1:]):
+        seg = [p.value for p in pts[lo:hi] if p.value is not None]
+        if seg:
+            mean = sum(seg) / len(seg)
+            ax.hlines(mean, lo - 0.3, hi - 0.7, colors="#888888", linestyles="dashed")
+    for c in v.changes:
+        ax.axvline(c.step.index - 0.5, color="#d62728" if c.regression else "#ff7f0e", lw=1.5)
+        ax.annotate(f" {c.step.rel_change:+.1%} at {c.run_id}",
+                    (c.step.index - 0.5, ax.get_ylim()[1]), xytext=(3, -3),
+                    textcoords="offset points", color="#d62728", fontsize=8, ha="left",
+                    va="top", bbox={"fc": "white", "ec": "none", "alpha": 0.8})
+    step = max(1, len(pts) // 12)
+    ax.set_xticks(xs[::step], [_when(p.created_at)[5:] for p in pts[::step]], rotation=30,
+                  fontsize=7, ha="right")
+    ax.set_ylabel(f"{s.metric.name} ({s.metric.unit})")
+    ax.set_title(f"{s.profile} on {s.workload}", fontsize=9)
+    return svg_of(fig, f"{s.metric.name} of {s.profile} on {s.workload} over runs, "
+                       f"{len(v.changes)} change point(s)")
 
 
 _STYLE = ("body{font-family:sans-serif;margin:1.5em;max-width:70em}table{border-collapse:"
@@ -178,7 +170,7 @@ def render_html(views: Sequence[SeriesView], *, url: str, metric: str, runs: int
         s = v.series
         parts.append(f"<h2>{e(s.profile)} on {e(s.workload)}</h2><p>{e(s.machine.label)}; "
                      f"{e(s.metric.title)}</p>")
-        parts.append(_plot_svg(v) if s.valued else "<p>no value recorded</p>")
+        parts.append(trend_svg(v) if s.valued else "<p>no value recorded</p>")
         starts = {c.run_id for c in v.changes}
         rows = "".join(
             f"<tr{' class=reg' if p.run_id in starts else ''}><td>{e(p.run_id)}</td>"

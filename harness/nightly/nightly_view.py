@@ -1,6 +1,8 @@
 """The nightly's report view: summary.json (:class:`~proofdiff.nightly.nightly_result.
-NightlyResult`), the page (``nightly.html.j2``: the decision first, then new failures and
-slowdowns, then flaky, still failing and fixed checks, a link to tonight's differential), and
+NightlyResult`), the page (``nightly.html.j2``: the decision and its exit code first, then new
+failures (each with tonight's failing jobs and suspects) and slowdowns, then the history's
+trend with its change points, flaky, still failing and fixed checks folded below, a link to
+tonight's differential), and
 its checks for junit.xml and allure-results: a new failure or slowdown is FAILED, a flaky or
 still failing check UNKNOWN (reported, not new), a fixed one PASSED, so CI's test views agree
 with the exit code."""
@@ -10,11 +12,16 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from proofdiff.model.result import DifferentialResult
+from proofdiff.model.serde import SerdeError
+from proofdiff.nightly.night_trend import trend_plots
 from proofdiff.nightly.nightly_result import NightlyResult, Standing
+from proofdiff.report.differential_view import failing_jobs
+from proofdiff.report.summary_json import load_summary
 from proofdiff.report.view import Check, CheckStatus, ReportView
 from proofdiff.report.writer import write_view
 
-__all__ = ["nightly_view", "write_nightly_report"]
+__all__ = ["EXIT_MEANING", "nightly_view", "write_nightly_report"]
 
 _STATUS = {Standing.NEW: CheckStatus.FAILED, Standing.STILL_FAILING: CheckStatus.UNKNOWN,
            Standing.FLAKY: CheckStatus.UNKNOWN, Standing.FIXED: CheckStatus.PASSED}
@@ -45,18 +52,55 @@ def _checks(r: NightlyResult) -> list[Check]:
     return out
 
 
-def nightly_view(result: NightlyResult) -> ReportView:
-    """The nightly's report view (module docstring)."""
+#: What each exit code of ``proofdiff nightly`` means (README "CI recipes").
+EXIT_MEANING = {0: "nothing new since the last night",
+                1: "a new failure or a new slowdown since the last night",
+                2: "nothing new, but a check was skipped or undecided",
+                3: "the night could not run or not be compared", 130: "interrupted"}
+
+
+def _tonight(run_dir: Path | None) -> DifferentialResult | None:
+    """Tonight's differential as its report wrote it (``<run dir>/differential/``), or
+    ``None`` when there is none to read."""
+    if run_dir is None:
+        return None
+    try:
+        return load_summary(run_dir / "differential")
+    except (OSError, SerdeError):
+        return None
+
+
+def nightly_view(result: NightlyResult, *, run_dir: Path | None = None,
+                 history: str | None = None) -> ReportView:
+    """The nightly's report view (module docstring). With ``run_dir``, each new failure shows
+    tonight's divergence (failing jobs, partitions, suspects) from ``differential/``; with
+    ``history`` (a history URL), the page plots each timing series with its change points."""
+    diff = _tonight(run_dir)
+    trend, trend_note = trend_plots(history, result.run_id,
+                                    run_dir.parent if run_dir else Path.cwd())
     return ReportView(
         run_id=result.run_id, kind="nightly", decision=result.decision.value,
-        decision_line=result.decision_line, exit_code=result.exit_code, result=result,
-        template="nightly.html.j2", context={"Standing": Standing},
+        decision_line=result.decision_line, exit_code=result.exit_code,
+        exit_meaning=EXIT_MEANING.get(result.exit_code, ""), result=result,
+        template="nightly.html.j2",
+        context={"Standing": Standing, "trend": trend, "trend_note": trend_note,
+                 "divergences": {(f"{d.suite}/{d.oracle}", d.profile, d.workload): d
+                                 for d in (diff.divergences if diff else ())},
+                 "acceptance_of": diff.acceptance_of if diff else (lambda _d: None),
+                 "failing_jobs": (lambda p, w: failing_jobs(diff, p, w)) if diff
+                 else (lambda _p, _w: [])},
         checks=tuple(_checks(result)),
         environment={"proofdiff.run_id": result.run_id, "decision": result.decision.value,
                      "machine": result.machine, "history": result.history,
                      "nights": ",".join(result.nights)})
 
 
-def write_nightly_report(result: NightlyResult, run_dir: Path) -> Path:
-    """Write the night's report into ``run_dir`` (the one writer); returns ``run_dir``."""
-    return write_view(nightly_view(result), run_dir)
+def write_nightly_report(result: NightlyResult, run_dir: Path, *,
+                         history: str | None = None) -> Path:
+    """Write the night's report into ``run_dir`` (the one writer); returns ``run_dir``.
+    ``history``: the history's URL, to plot the trend (:func:`nightly_view`); default the one
+    the night names (``result.history``: a PostgreSQL URL there has its password hidden, so
+    pass the real one)."""
+    return write_view(nightly_view(result, run_dir=run_dir,
+                                   history=history if history is not None else result.history),
+                      run_dir)

@@ -1,7 +1,8 @@
-"""The differential's report view: its result as a page (``index.html.j2``: the verdict first,
-divergences with suspects, errors, every record worst first, timing plots, the side-by-side
-table, config deltas and the jobs), its records as checks, and its timing samples in
-pytest-benchmark's format."""
+"""The differential's report view: its result as a page (``index.html.j2``: the verdict and
+its exit code first, then each divergence with its failing jobs, partitions and suspects,
+errors, the failing records, the passing ones folded, plots of latency per profile, jobs in
+flight and timing samples, the side-by-side table, GPU telemetry, config deltas and the jobs),
+its records as checks, and its timing samples in pytest-benchmark's format."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from proofdiff.model.result import DifferentialResult
 from proofdiff.model.status import Outcome
 from proofdiff.report.benchmark_json import benchmark_files
 from proofdiff.report.gpu_section import gpu_rows
+from proofdiff.report.run_plots import in_flight_svg, latency_svg, samples_svg
 from proofdiff.report.table_rows import side_by_side
 from proofdiff.report.view import Check, CheckStatus, ReportView
 
-__all__ = ["CATEGORIES", "STATUS", "differential_view"]
+__all__ = ["CATEGORIES", "EXIT_MEANING", "STATUS", "differential_view", "failing_jobs"]
 
 #: an oracle outcome as a check's status
 STATUS = {Outcome.PASS: CheckStatus.PASSED, Outcome.FAIL: CheckStatus.FAILED,
@@ -60,6 +62,33 @@ def _check(result: DifferentialResult, r: OracleRecord, start_ms: int) -> Check:
                                         .encode()).hexdigest())
 
 
+#: What each exit code of ``proofdiff run`` means (README "Exit codes").
+EXIT_MEANING = {0: "every selected check passed on every profile",
+                1: "a check fails on a profile but not on the baseline",
+                2: "failures on every profile alike, or a check skipped or undecided",
+                3: "the run could not be carried out", 130: "interrupted"}
+
+
+def failing_jobs(result: DifferentialResult, profile: str, workload: str) -> list[dict[str, str]]:
+    """The jobs of ``profile`` on ``workload`` that did not give a valid proof, every flow's
+    (workload first): flow, job, request_id, status (``INVALID`` for a COMPLETED proof that
+    does not verify), partitions (those that do not verify, '' when none was judged) and
+    error; [] when the run is absent or every job gave a valid or unverifiable proof."""
+    run = result.run(profile, workload)
+    out: list[dict[str, str]] = []
+    for flow in run.flows if run else ():
+        for j in flow.jobs:
+            bad = j.verdict is not None and not j.verdict.valid
+            if j.await_only or (j.completed and not bad):
+                continue
+            out.append({"flow": f"{flow.name} {flow.label}".strip(), "job": j.job,
+                        "request_id": j.request_id, "partitions": ", ".join(
+                            map(str, j.verdict.bad_partitions())) if j.verdict else "",
+                        "status": "INVALID" if j.completed else j.status.value,
+                        "error": j.error or (j.verdict.error or "" if j.verdict else "")})
+    return out
+
+
 def differential_view(result: DifferentialResult) -> ReportView:
     """The view of one differential result (module docstring)."""
     start = int(result.created_unix_s * 1000)
@@ -69,14 +98,17 @@ def differential_view(result: DifferentialResult) -> ReportView:
                             message=result.errors[0].splitlines()[0],
                             text="\n\n".join(result.errors), start_ms=start, stop_ms=start))
     records = sorted(result.records, key=lambda r: (_ORDER[r.outcome], r.suite, r.profile))
-    timing = [r for r in result.records if r.timing is not None
-              and (r.timing.left_samples or r.timing.right_samples)]
+    timing = [(r, samples_svg(r.timing, f"{r.oracle} {r.profile}")) for r in result.records
+              if r.timing is not None and (r.timing.left_samples or r.timing.right_samples)]
     return ReportView(
         run_id=result.run_id, kind="run", decision=result.verdict.value,
-        decision_line=result.verdict_line, exit_code=result.exit_code, result=result,
+        decision_line=result.verdict_line, exit_code=result.exit_code,
+        exit_meaning=EXIT_MEANING.get(result.exit_code, ""), result=result,
         template="index.html.j2",
         context={"records": records, "timing": timing, "rows": side_by_side(result),
-                 "gpu_rows": gpu_rows(result)},
+                 "gpu_rows": gpu_rows(result),
+                 "failing_jobs": lambda p, w: failing_jobs(result, p, w),
+                 "plots": {"latency": latency_svg(result), "in_flight": in_flight_svg(result)}},
         checks=tuple(checks), categories=CATEGORIES,
         environment={"proofdiff.run_id": result.run_id, "verdict": result.verdict.value,
                      "images": ",".join(f"{i.tag}@{i.digest}" for i in result.images),

@@ -4,11 +4,11 @@ was read."""
 
 from __future__ import annotations
 
-import io
 from typing import Any
 
 from proofdiff.model.gpu_telemetry import GpuTelemetry
 from proofdiff.model.result import DifferentialResult
+from proofdiff.report.figures import figure, svg_of
 
 __all__ = ["gpu_rows", "gpu_plot_svg"]
 
@@ -38,26 +38,15 @@ def gpu_rows(result: DifferentialResult) -> list[dict[str, Any]]:
 def gpu_plot_svg(tel: GpuTelemetry, title: str) -> str:
     """Utilization (percent) and memory used (GiB) of each GPU over the daemon's life (seconds),
     as inline SVG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    fig, (util_ax, mem_ax) = plt.subplots(1, 2, figsize=(8.0, 2.2), dpi=96)
-    try:
-        for uuid in tel.gpus:
-            mine = [s for s in tel.samples if s.uuid == uuid]
-            ts = [s.t_s for s in mine]
-            util_ax.plot(ts, [s.util_pct for s in mine], lw=1, label=uuid[:12])
-            mem_ax.plot(ts, [(s.mem_used_bytes or 0) / 2 ** 30 for s in mine], lw=1)
-        util_ax.set(xlabel="s since the daemon was ready", ylabel="GPU util %", ylim=(0, 100))
-        mem_ax.set(xlabel="s since the daemon was ready", ylabel="memory used, GiB")
-        util_ax.set_title(f"{title}: GPU utilization", fontsize=9)
-        util_ax.legend(fontsize=7)
-        fig.tight_layout()
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg")
-    finally:
-        plt.close(fig)
-    svg = buf.getvalue()
-    return svg[svg.find("<svg"):]
+    fig, (util_ax, mem_ax) = figure(8.0, 2.2, ncols=2)
+    for uuid in tel.gpus:
+        mine = [s for s in tel.samples if s.uuid == uuid]
+        ts = [s.t_s for s in mine]
+        util_ax.plot(ts, [float("nan") if s.util_pct is None else s.util_pct for s in mine],
+                     lw=1, label=uuid[:12])
+        mem_ax.plot(ts, [(s.mem_used_bytes or 0) / 2 ** 30 for s in mine], lw=1)
+    util_ax.set(xlabel="s since the daemon was ready", ylabel="GPU util %", ylim=(0, 100))
+    mem_ax.set(xlabel="s since the daemon was ready", ylabel="memory used, GiB")
+    util_ax.set_title(f"{title}: GPU utilization", fontsize=9)
+    util_ax.legend(fontsize=7)
+    return svg_of(fig, f"{title}: GPU utilization and memory over time")

@@ -65,7 +65,8 @@ class ReportView(msgspec.Struct, frozen=True, kw_only=True):
         template: the page's jinja2 template in ``proofdiff/report/templates``; context: what
             it reads besides ``r`` (the result) and ``view``.
         decision: the one word (``SAME``, ``PASS``, ``found``); decision_line: its sentence;
-            exit_code: the command's exit code.
+            exit_code: the command's exit code; exit_meaning: what that code means for this
+            command (the page's first line says it).
         checks: every check, for junit.xml and allure-results.
         environment: Allure's environment.properties (images and digests, profiles).
         categories: Allure's categories.json (failures grouped by kind).
@@ -81,7 +82,14 @@ class ReportView(msgspec.Struct, frozen=True, kw_only=True):
     decision: str
     decision_line: str
     exit_code: int
+    exit_meaning: str = ""
     checks: tuple[Check, ...] = ()
     environment: dict[str, str] = msgspec.field(default_factory=dict)
     categories: tuple[dict[str, Any], ...] = ()
     files: dict[str, bytes] = msgspec.field(default_factory=dict)
+
+    @property
+    def tone(self) -> str:
+        """The page's colour for the decision: ``good`` (exit 0), ``undecided`` (exit 2) or
+        ``bad`` (any other code)."""
+        return {0: "good", 2: "undecided"}.get(self.exit_code, "bad")

@@ -26,6 +26,7 @@ import pytest
 from proofdiff.model.status import Outcome, Verdict
 
 from tests.e2e.conftest import REPO, CliRun, errors_of, unique
+from tests.report_page import open_page
 
 pytestmark = pytest.mark.e2e
 
@@ -53,6 +54,11 @@ def test_clean_image_bench_and_prod_agree(cli_run: Any) -> None:
             assert len(j.proof) == 2 * 192 and j.verdict is not None
             assert j.verdict.partitions == (True, True), j.verdict
     assert "bench" in r.output and "prod" in r.output and "SAME" in r.output
+    # its page in a real browser (tests/e2e/test_report_browser.py opens a failing one)
+    page = r.report_dir / "index.html"
+    assert '<header id="decision" class="good">' in page.read_text(encoding="utf-8")
+    facts = open_page(page)
+    assert facts.severe == [] and facts.divergence_top is None, facts
 
 
 def test_partition_race_on_prod_is_reported_with_the_config_delta(

@@ -301,7 +301,10 @@ def test_the_shipped_schema_is_the_models_and_validates_a_written_summary(tmp_pa
     assert doc["schema_version"] == GATE_SCHEMA_VERSION == 3
     assert doc["decision"] == "fail" and doc["exit_code"] == 1
     html = (tmp_path / "index.html").read_text()
-    assert html.index("FAIL (exit 1)") < html.index("<h2>Timing") and html.count("<svg") == 2
+    assert html.index('<header id="decision" class="bad">') < html.index(
+        'FAIL <span class="exit">exit 1: a divergence') < html.index(
+        '<section id="divergences"><h2>What blocks the push (1)') < html.index("<h2>Timing")
+    assert html.count("<svg") == 2 and 'aria-label="bench/wpost-2k latency: samples' in html
     assert 'name="validity/proofs[prod-wpost-2k]"' in (tmp_path / "junit.xml").read_text()
     results = [json.loads(p.read_text()) for p in (tmp_path / "allure-results").glob("*-result.json")]
     by_name = {r["name"]: r["status"] for r in results}

@@ -25,6 +25,7 @@ from proofdiff.nightly.nightly_result import CheckStanding, NightDecision, Stand
 from proofdiff.nightly.nightly_view import write_nightly_report
 from tests.unit.test_history_store import result, timed_run
 from tests.unit.test_notify import Hook, hook  # noqa: F401 - the served webhook fixture
+from tests.report_page import open_page
 
 A = ("validity/proofs", "prod", "wpost-2k")
 B = ("isolation/colliding-ids", "prod", "wpost-2k")
@@ -132,9 +133,18 @@ def test_a_latency_step_is_a_slowdown_once(tmp_path: Path) -> None:
     assert "latency on bench/wpost-2k: run n10" in r.decision_line
     assert [x.decision for x in results[:10]] == [NightDecision.CLEAN] * 10
     assert results[12].decision is NightDecision.CLEAN
-    out = write_nightly_report(r, tmp_path / "n11")
+    out = write_nightly_report(r, tmp_path / "n11", history=hist)
     page = (out / "index.html").read_text(encoding="utf-8")
     assert "New since the last night" in page and "Slower: latency on bench/wpost-2k" in page
+    # the trend: the history's latency series with its change point at n10, plotted
+    trend = page[page.index('<section id="trend">'):]
+    assert "change point: run n10" in trend
+    assert 'aria-label="latency of bench on wpost-2k over runs, 1 change point(s)"' in trend
+    assert ">+10.0% at n10</text>" in trend or "at n10</text>" in trend
+    # the page in a real browser: no script error, the slowdown on the first screen
+    facts = open_page(out / "index.html")
+    assert facts.severe == [] and facts.divergence_top is not None
+    assert facts.divergence_top < facts.inner_height
 
 
 def test_a_night_that_cannot_run_exits_3_is_stored_and_notifies(

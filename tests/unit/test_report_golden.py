@@ -1,11 +1,14 @@
 """The report from one fixed result, against golden files (tests/golden/), with frozen time:
 summary.json and index.html must not change unless the change is meant (then regenerate with
-``PROOFDIFF_UPDATE_GOLDEN=1 pytest tests/unit/test_report_golden.py`` and review the diff)."""
+``PROOFDIFF_UPDATE_GOLDEN=1 pytest tests/unit/test_report_golden.py`` and review the diff).
+index.html's golden keeps each plot as its label (``<svg aria-label=...>``): the drawing is
+matplotlib's, checked here by what it shows (its text), not by its bytes."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,7 @@ from proofdiff.report.summary_json import load_summary
 from proofdiff.report.writer import write_report
 from proofdiff.model.serde import SerdeError
 from tests.conftest import job, run
+from tests.report_page import external_urls
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 T0 = 1_700_000_000.0
@@ -59,10 +63,52 @@ def _check(name: str, text: str) -> None:
     assert text == path.read_text(encoding="utf-8"), f"{name} differs from its golden file"
 
 
+_SVG = re.compile(r'<svg role="img" aria-label="([^"]*)".*?</svg>', re.S)
+
+
+def plots_of(html: str) -> dict[str, str]:
+    """Each inline plot of a page by its label."""
+    return {m.group(1): m.group(0) for m in _SVG.finditer(html)}
+
+
 def test_summary_and_html_match_their_golden_files(tmp_path: Path) -> None:
     out = write_report(diverged(), tmp_path)
     _check("summary.json", (out / "summary.json").read_text(encoding="utf-8"))
-    _check("index.html", (out / "index.html").read_text(encoding="utf-8"))
+    html = (out / "index.html").read_text(encoding="utf-8")
+    _check("index.html", _SVG.sub(r'<svg aria-label="\1">...</svg>', html))
+
+
+def test_the_page_opens_on_the_decision_then_the_divergence_and_folds_what_passed(
+        tmp_path: Path) -> None:
+    html = (write_report(diverged(), tmp_path) / "index.html").read_text(encoding="utf-8")
+    order = ['<header id="decision" class="bad">', "DIVERGED <span class=\"exit\">exit 1: a "
+             "check fails on a profile but not on the baseline", '<section id="divergences">',
+             "validity/proofs diverged on wpost-2k: bench=pass, prod=fail",
+             '<table class="failing-jobs">', "Most likely cause", "config.pipeline.enabled",
+             "<h2>Oracles", '<details id="passing"><summary>2 passing check(s)',
+             "Latency and concurrency", "Side by side", "<h2>Jobs"]
+    at = 0
+    for x in order:  # each after the one before
+        assert html.find(x, at) > at, (x, html[at:at + 300])
+        at = html.find(x, at)
+    jobs = html[html.index('<table class="failing-jobs">'):html.index("Most likely cause")]
+    # prod's invalid proof (partition 1) and its failed job, by request id; bench's are valid
+    assert jobs.count("<code>wpost-1000-1</code>") == 2 and "<td>1</td>" in jobs
+    assert "INVALID" in jobs and "partition 0 already inserted" in jobs
+    passing = html[html.index('<details id="passing">'):html.index("Latency and concurrency")]
+    assert "[profiles.prod] keys all known" in passing and "0/4 valid" not in passing
+
+
+def test_the_plots_are_matplotlibs_and_the_page_works_offline(tmp_path: Path) -> None:
+    html = (write_report(diverged(), tmp_path) / "index.html").read_text(encoding="utf-8")
+    plots = plots_of(html)
+    assert set(plots) == {"latency per profile, side by side", "jobs in flight over time"}
+    for svg in plots.values():  # text kept as text: the profiles are named in each plot
+        assert ">bench</text>" in svg or "bench: " in svg, svg[:300]
+        assert "prod" in svg
+    assert "wpost-2k: each proof" in plots["latency per profile, side by side"]
+    assert "<circle" not in html  # the hand-drawn samples are gone
+    assert external_urls(html) == [] and "<script" not in html and "<link" not in html
 
 
 def test_the_summary_reads_back_into_the_same_result(tmp_path: Path) -> None:
