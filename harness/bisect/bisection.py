@@ -25,7 +25,7 @@ import msgspec
 from proofdiff.bisect.bisect_result import EXIT, BisectResult, ChangeItem
 from proofdiff.bisect.bisect_view import write_bisect_report
 from proofdiff.bisect.dd import FAIL, PASS, UNRESOLVED, DDResult, isolate
-from proofdiff.bisect.probe import BudgetExceeded, Probe, Prober
+from proofdiff.bisect.probe import BudgetExceeded, Probe, Prober, oracle_applies
 from proofdiff.bisect.units import Unit, units_of
 from proofdiff.core.plan import new_run_id, pin_artifacts
 from proofdiff.core.profile_delta import profile_delta, profile_view
@@ -121,6 +121,13 @@ def bisect_profiles(options: RunOptions | None = None, *, good: str = "bench",
         chosen = select_profiles(resolved or load_profiles(opts.profiles, opts.overrides),
                                  [good, bad])
         g, b = chosen[good], chosen[bad]
+        if checked and not oracle_applies(checked, b):
+            # it could never fail on bad: the run would only say "bad passes", as if the
+            # oracle had been seen to pass
+            raise BisectError(f"--oracle {checked!r} does not apply to the bad profile {bad!r} "
+                              "(it never has a record there)",
+                              fix="name an oracle that bad runs, or leave --oracle out "
+                                  "(any failure)")
         wl = opts.workloads[0] if opts.workloads else b.workload
         opts, reference = pin_artifacts(opts, [wl], reference=not (g.image and b.image),
                                         log=log)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from proofdiff.cli import (cmd_bisect, cmd_catch_matrix, cmd_gate, cmd_history, cmd_maintenance,
                            cmd_nightly, cmd_repro, cmd_run)
@@ -38,11 +39,21 @@ from proofdiff.cli import (cmd_bisect, cmd_catch_matrix, cmd_gate, cmd_history, 
 __all__ = ["main"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """A command's parser: no abbreviated options (``allow_abbrev=False``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="proofdiff", description="Differential regression testing "
                                 "of proof-generation daemons: bench vs prod on one image.",
-                                epilog=cmd_run.EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="cmd", required=True)
+                                epilog=cmd_run.EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                allow_abbrev=False)
+    # no abbreviations: `--no-tim` or `--bisect` must not silently stand for another option
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     cmd_run.add_arguments(sub.add_parser("run", help="run the suites on every profile, print the "
                                      "verdict", epilog=cmd_run.EXIT_HELP,
                                      formatter_class=argparse.RawDescriptionHelpFormatter))

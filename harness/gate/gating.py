@@ -96,6 +96,38 @@ def _cross_check(session: Session, side: str, workload: str, baseline: ImageInfo
                             "re-pin harness/artifacts/pinned_verifier.py)")
 
 
+def _pair_session(name: str, p: Profile, wl: str, sides: tuple[ImageInfo, ImageInfo],
+                  opts: RunOptions, verifier: str, log: Callable[[str], None],
+                  ) -> tuple[Session, tuple[str, str]]:
+    """A session holding profile ``p`` on both sides (``<name>-baseline``, ``<name>-candidate``;
+    host builds when ``verifier`` is set), for ``wl`` alone; the caller closes it."""
+    pair = {f"{name}-{role}": on_side(p, s.tag, verifier, f"{name}-{role}") if verifier
+            else msgspec.structs.replace(p, name=f"{name}-{role}", image=s.tag)
+            for role, s in zip(("baseline", "candidate"), sides)}
+    timing_opts = msgspec.structs.replace(opts, workloads=(wl,), suites=("validity",),
+                                          run_id=f"{opts.run_id}-timing", images=())
+    plan = plan_runs(pair, timing_opts, log=log)[0]
+    b_side, c_side = pair
+    return Session(plan, log=log), (b_side, c_side)
+
+
+def _cross_check_alone(profiles: dict[str, Profile], workloads: Sequence[str],
+                       sides: tuple[ImageInfo, ImageInfo], opts: RunOptions,
+                       checks: list[VerifierCheck], log: Callable[[str], None],
+                       verifier: str = "") -> None:
+    """The verifier cross-check with no timing arm (``--no-timing``): the baseline's proofs of
+    the first profile and workload, judged by both verifiers (raises GateError when they
+    disagree). Without it a PASS with no timing would rest on a verifier nobody checked."""
+    name, p = next(iter(profiles.items()))
+    wl = (list(workloads) or [p.workload])[0]
+    session, (b_side, _) = _pair_session(name, p, wl, sides, opts, verifier, log)
+    try:
+        _cross_check(session, b_side, wl, sides[0], checks, log,
+                     Runtime.PROCESS if verifier else Runtime.DOCKER)
+    finally:
+        session.close()
+
+
 def _timing(profiles: dict[str, Profile], workloads: Sequence[str],
             sides: tuple[ImageInfo, ImageInfo], *, budget_s: float, opts: RunOptions,
             broken: set[str], checks: list[VerifierCheck], family: Family,
@@ -116,16 +148,9 @@ def _timing(profiles: dict[str, Profile], workloads: Sequence[str],
                                          stopped="not timed: the candidate fails its checks "
                                          "on this profile"))
                 continue
-            pair = {f"{name}-{role}": on_side(p, s.tag, verifier, f"{name}-{role}") if verifier
-                    else msgspec.structs.replace(p, name=f"{name}-{role}", image=s.tag)
-                    for role, s in zip(("baseline", "candidate"), sides)}
-            timing_opts = msgspec.structs.replace(opts, workloads=(wl,), suites=("validity",),
-                                                  run_id=f"{opts.run_id}-timing", images=())
-            plan = plan_runs(pair, timing_opts, log=log)[0]
-            session = Session(plan, log=log)
+            session, (b_side, c_side) = _pair_session(name, p, wl, sides, opts, verifier, log)
             try:
                 jobs = [j.name for j in session.workload(wl).jobs]
-                b_side, c_side = pair
                 if not checks:
                     _cross_check(session, b_side, wl, sides[0], checks, log,
                                  Runtime.PROCESS if verifier else Runtime.DOCKER)
@@ -325,6 +350,10 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
                              opts=msgspec.structs.replace(opts, report_dir=str(run_dir)),
                              broken=broken, checks=checks, family=family, log=log,
                              verifier=verifier.tag if host else "", runs=timing_runs)
+        else:
+            _cross_check_alone(resolved, opts.workloads, (base, cand),
+                               msgspec.structs.replace(opts, report_dir=str(run_dir)), checks,
+                               log, verifier=verifier.tag if host else "")
         findings += timing_findings(timing)
         findings, stale = apply_allowlist(findings, entries)
     except KeyboardInterrupt:

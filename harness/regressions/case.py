@@ -44,6 +44,9 @@ __all__ = ["CASE_FILE", "RegressionCase", "CaseError", "discover", "load_case", 
 
 CASE_FILE = "case.toml"
 STATUSES = ("open", "fixed")
+#: The keys of ``[expect.match]`` that pin a bug's signature (proofdiff.core.failure_signature):
+#: a case needs one of them.
+SIGNATURE_KEYS = ("message", "names", "evidence")
 
 
 class CaseError(ProofdiffError):
@@ -169,6 +172,15 @@ def load_case(folder: str | Path) -> RegressionCase:
         raise CaseError(f"{path}:{_line(text, 'expect', 'profile')}: [expect] profile "
                         f"{expect_profile!r} is not one of the case's profiles {list(profiles)}",
                         fix="name one of them, or pin that profile as a [profiles.NAME] table")
+    match = doc["expect"].get("match", {})
+    if not isinstance(match, dict) or not any(match.get(k) for k in SIGNATURE_KEYS):
+        where = _line(text, "expect.match") or _line(text, "expect")
+        raise CaseError(f"{path}:{where}: [expect.match] gives no signature, so the case would "
+                        f"hold on any failure of {doc['expect'].get('oracle')!r} on "
+                        f"{expect_profile!r}, another bug's included",
+                        fix="give the bug's signature in [expect.match]: message (a regex of "
+                            "its failing record's message; `proofdiff repro` writes one), names "
+                            "(the delta paths it names) or evidence")
     image = doc.get("image", {})
     bins = doc.get("binaries", {})
     digests = bins.get("digests", {}) if isinstance(bins, dict) else None
@@ -191,7 +203,7 @@ def load_case(folder: str | Path) -> RegressionCase:
         workload=str(wl.get("name", "")),
         workload_file=str((Path(folder) / wl["file"]).resolve()) if wl.get("file") else "",
         profile=expect_profile, oracle=need("expect", "oracle"),
-        match=dict(doc["expect"].get("match", {})), fix=tuple(fix.get("overrides", ())),
+        match=dict(match), fix=tuple(fix.get("overrides", ())),
         fix_note=str(fix.get("note", "")), bisect=dict(doc.get("bisect", {})),
         profiles=profiles)
 

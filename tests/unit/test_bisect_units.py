@@ -3,6 +3,8 @@ applying every unit to bench gives prod's effective settings."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from proofdiff.bisect.bisection import BisectError, check_oracle
@@ -72,3 +74,15 @@ def test_an_oracle_that_does_not_apply_to_a_probe_passes_it_and_one_that_ran_is_
     assert judge(res, "probe", "preflight/bench-cli", False)[0] == "PASS"
     broken = msgspec.structs.replace(res, records=(), errors=("the engine did not answer",))
     assert judge(broken, "probe", "preflight/bench-cli", False)[0] == "UNRESOLVED"
+
+
+def test_an_oracle_that_never_runs_on_the_bad_profile_is_an_error_not_bad_passes(
+        tmp_path: Any) -> None:
+    from proofdiff.bisect.bisection import bisect_profiles
+    from proofdiff.model.run_options import RunOptions
+
+    bench, prod = _pair()  # prod talks gRPC: the bench command-line check never runs there
+    res = bisect_profiles(RunOptions(report_dir=str(tmp_path)), oracle="preflight/bench-cli",
+                          resolved={"bench": bench, "prod": prod}, write_report=False)
+    assert res.status == "error" and res.exit_code == 3 and not res.probes, res.line
+    assert "does not apply to the bad profile 'prod'" in res.line, res.line

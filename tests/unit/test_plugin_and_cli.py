@@ -184,3 +184,13 @@ def test_the_gate_takes_two_images_or_two_binary_folders_not_a_mix() -> None:
 
     assert main(["gate", "--candidate", "a:1", "--baseline-bin-dir", "old"]) == 3
     assert main(["gate", "--candidate", "a:1"]) == 3
+
+
+@pytest.mark.parametrize("argv", [["gate", "--no-tim"], ["run", "--bisect-b", "5"],
+                                  ["bisect", "--orac", "validity"]])
+def test_an_abbreviated_option_is_refused_not_taken_for_another(
+        argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert "unrecognized arguments" in capsys.readouterr().err

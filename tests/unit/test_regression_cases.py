@@ -229,3 +229,17 @@ def test_a_fleet_workload_replays_with_the_param_cache_the_user_gives() -> None:
     with pytest.raises(WorkloadError, match="no vk for POREP_SEAL_COMMIT with 34359738368-byte"):
         build_for(w, "")  # type: ignore[arg-type]
     assert build_for(w, "/var/tmp/filecoin-proof-parameters") == "wpost-2k"  # type: ignore[arg-type]
+
+
+def test_a_case_without_a_signature_is_refused_since_it_would_hold_on_any_failure(
+        tmp_path: Path) -> None:
+    import tomli_w
+
+    doc = _doc()
+    doc["expect"]["match"] = {}
+    (tmp_path / "c3").mkdir()
+    (tmp_path / "c3" / "case.toml").write_text(tomli_w.dumps(doc))
+    with pytest.raises(CaseError, match=r"case.toml:\d+: \[expect.match\] gives no signature"
+                       ) as err:
+        load_case(tmp_path / "c3")
+    assert "another bug's included" in err.value.cause and "message" in err.value.fix
