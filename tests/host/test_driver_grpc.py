@@ -19,7 +19,9 @@ from proofdiff.drivers.stall_rule import AnswerClock
 from proofdiff.drivers.deadlines import Deadlines
 from proofdiff.drivers.flow import prove_many
 from proofdiff.drivers.grpc_driver import GrpcDriver
+from proofdiff.model import progress
 from proofdiff.model.jobs import FlowRecord, JobSpec
+from proofdiff.model.progress import ProgressEvent
 from proofdiff.model.profile_file import load_profiles
 from proofdiff.model.status import JobStatus
 from proofdiff.model.workload import Workload, load_workload
@@ -63,8 +65,16 @@ def test_unreachable_address_is_a_clear_transport_error() -> None:
 def test_prod_runs_four_jobs_at_once_with_colliding_ids(daemon: Daemon,
                                                        workload: Workload) -> None:
     prod = load_profiles("refprover", ['prod.job_ids="fixed"'])["prod"]
-    with daemon() as addr:
-        flow = _flow(addr, workload, plan_workload(prod, workload), prod.concurrency)
+    events: list[ProgressEvent] = []
+    with daemon() as addr, progress.reporting(events.append):
+        flow = _flow(addr, workload, plan_workload(prod, workload), prod.concurrency,
+                     profile="prod")
+    # the flow's progress: one quiet task of prod's proofs, each answer counted once
+    assert {(e.topic, e.name, e.total, e.quiet) for e in events} == {
+        ("proofs", "[prod] workload", 4, True)}
+    assert [e.kind for e in events] == ["start", "advance", "advance", "advance", "advance",
+                                        "end"]
+    assert [e.done for e in events] == [0, 1, 2, 3, 4, 4] and events[-1].ok
     assert [j.job for j in flow.jobs] == ["wpost-0", "wpost-1", "wpost-2", "wpost-3"]
     assert {j.request_id for j in flow.jobs} == {"proofdiff-fixed"}  # one id for all four
     assert all(j.status is JobStatus.COMPLETED and len(j.proof) == 384 for j in flow.jobs)

@@ -9,7 +9,10 @@ night in the order the scenario needs (10 clean, then 5 slow; or 15 clean).
 On these runs the step is NOT flagged: the host's run-to-run spread (5.9 %) leaves a 10 % step
 over 5 runs at p = 0.006, short of Otava's 0.001. The test that asks for it is a strict xfail
 until runs recorded on a quieter machine replace the file (benchmarks/record_history_runs.py);
-the clean series, the metric read back and the page are asserted as they are."""
+the clean series, the metric read back and the page are asserted as they are. More samples per
+run would not do: a run's proofs vary by 3.5 % here, about 2.4 % of the median's 5.9 %; the rest
+is between runs. A recording on the 2-core development machine shared with other sessions was
+noisier still (39.8 %, p = 0.76) and was not kept (PROVENANCE.md)."""
 
 from __future__ import annotations
 
