@@ -2,6 +2,8 @@
 
     python benchmarks/record_history_runs.py [--clean 15] [--slow 5] [--factor 1.10]
                                              [--out tests/data/history/runs.jsonl.gz]
+                                             [--host-bins DIR [--daemon-cpus 8-15]
+                                              [--harness-cpus 0-7]]
 
 Each run is a real ``proofdiff run --suite SUITE --profile bench`` of the reference image on
 wpost-2k (default ``--suite validity``: the workload's 4 proofs, the first the warmup, each
@@ -13,6 +15,13 @@ sleep; removed at the end), interleaved (the slow runs spread evenly among the c
 that a drift of the shared machine's load over the recording does not line up with the step. Every run's summary.json is written, one JSON document per line,
 into ``--out`` (gzip), as the run wrote it; the provenance (date, commit, machine, image ids,
 command) goes beside it in ``PROVENANCE.md``. The caches must be warm (``make image``).
+
+``--host-bins DIR`` records on a host without Docker (a GPU host): refprover's binaries from DIR
+run as processes (``--set '*.runtime="process"'``), the slow side a folder whose ``refprover``
+is a two-line program adding ``slow-prove=<factor>`` to ``REFPROVER_FAULTS`` (both sides
+through the same kind of wrapper). ``--daemon-cpus`` pins the daemons (``taskset``, in both
+wrappers) and ``--harness-cpus`` pins proofdiff itself and the verifier, so that the harness's
+own work never lands on the cores that prove. No lock is taken.
 """
 
 from __future__ import annotations
@@ -28,8 +37,6 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-import docker
-
 from proofdiff.artifacts import ensure_artifacts
 from proofdiff.model.run_options import RunOptions
 
@@ -37,9 +44,14 @@ REPO = Path(__file__).resolve().parents[1]
 LOCK = "/tmp/proofdiff-e2e.lock"
 
 
-def _run(report_dir: Path, run_id: str, image: str, suite: str) -> dict[str, object]:
-    cmd = ["timeout", "900", sys.executable, "-m", "proofdiff", "run",
-           "--suite", suite, "--profile", "bench", "--image", image,
+def _run(report_dir: Path, run_id: str, image: str, suite: str, *, host: bool = False,
+         harness_cpus: str = "") -> dict[str, object]:
+    """One run; ``image`` is a tag, or with ``host`` a folder of binaries (process runtime)."""
+    side = (["--set", '*.runtime="process"', "--bin-dir", image] if host
+            else ["--image", image])
+    pin = ["taskset", "-c", harness_cpus] if harness_cpus else []
+    cmd = [*pin, "timeout", "900", sys.executable, "-m", "proofdiff", "run",
+           "--suite", suite, "--profile", "bench", *side,
            "--report-dir", str(report_dir), "--run-id", run_id]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=3600)
@@ -47,6 +59,66 @@ def _run(report_dir: Path, run_id: str, image: str, suite: str) -> dict[str, obj
     print(f"{run_id}: exit {proc.returncode}, {doc['verdict']}, {time.monotonic() - t0:.0f} s",
           flush=True)
     return doc  # type: ignore[no-any-return]
+
+
+def _wrapper(bins: Path, into: Path, faults: str, cpus: str) -> Path:
+    """A folder like ``bins`` whose ``refprover`` runs ``bins``'s with ``faults`` added to
+    ``REFPROVER_FAULTS`` ('' = none) and pinned to ``cpus`` ('' = not); the rest linked."""
+    into.mkdir(parents=True, exist_ok=True)
+    for f in bins.iterdir():
+        dst = into / f.name
+        if dst.exists() or dst.is_symlink():
+            dst.unlink()
+        if f.name == "refprover":
+            env = (f'REFPROVER_FAULTS="${{REFPROVER_FAULTS:+$REFPROVER_FAULTS,}}{faults}" '
+                   if faults else "")
+            pin = f"taskset -c {cpus} " if cpus else ""
+            dst.write_text(f'#!/bin/sh\n{env}exec {pin}{f.resolve()} "$@"\n')
+            dst.chmod(0o755)
+        else:
+            dst.symlink_to(f.resolve())
+    return into
+
+
+def _plan(args: argparse.Namespace, stamp: str, ref: str, slow: str) -> list[tuple[str, str]]:
+    """The runs in the order taken: the warmups, then clean and slow interleaved."""
+    total = args.clean + args.slow
+    slow_at = {round((k + 0.5) * total / args.slow) for k in range(args.slow)}
+    plan, c, s = [(f"hist-{stamp}-warm-{i}", ref) for i in range(args.warm)], 0, 0
+    for i in range(total):
+        if i in slow_at and s < args.slow or c >= args.clean:
+            plan.append((f"hist-{stamp}-slow-{s:02d}", slow))
+            s += 1
+        else:
+            plan.append((f"hist-{stamp}-clean-{c:02d}", ref))
+            c += 1
+    return plan
+
+
+def _write(out: Path, docs: list[dict[str, object]]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(out, "wt", encoding="utf-8") as f:
+        for d in docs:
+            f.write(json.dumps(d, separators=(",", ":")) + "\n")
+
+
+def _record_host(args: argparse.Namespace) -> int:
+    """The ``--host-bins`` recording (module docstring); the provenance note is printed."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M")
+    root = args.report_dir / "bins"
+    clean = _wrapper(args.host_bins, root / "clean", "", args.daemon_cpus)
+    slow = _wrapper(args.host_bins, root / "slow", f"slow-prove={args.factor}", args.daemon_cpus)
+    docs = [_run(args.report_dir, rid, str(side), args.suite, host=True,
+                 harness_cpus=args.harness_cpus)
+            for rid, side in _plan(args, stamp, str(clean), str(slow))]
+    _write(args.out, docs)
+    m = json.loads(json.dumps(docs[0]["machine"]))
+    print(f"recorded {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {m.get('hostname')} "
+          f"({m.get('cpus')} cores; GPUs {m.get('gpus')}): {args.clean} clean, {args.slow} "
+          f"slow-prove={args.factor}, suite {args.suite}, daemons on cores "
+          f"{args.daemon_cpus or 'any'}, harness on {args.harness_cpus or 'any'}; "
+          f"wrote {args.out} ({args.out.stat().st_size} bytes)")
+    return 0
 
 
 def main() -> int:
@@ -61,27 +133,26 @@ def main() -> int:
                     "the machine's own warmup, not part of either series")
     ap.add_argument("--out", type=Path, default=REPO / "tests/data/history/runs.jsonl.gz")
     ap.add_argument("--report-dir", type=Path, default=Path("/tmp/proofdiff-history-record"))
+    ap.add_argument("--host-bins", type=Path, metavar="DIR",
+                    help="refprover's binaries as processes (no Docker; module docstring)")
+    ap.add_argument("--daemon-cpus", default="", help="with --host-bins: taskset the daemons")
+    ap.add_argument("--harness-cpus", default="", help="taskset proofdiff and the verifier")
     args = ap.parse_args()
+    if args.host_bins:
+        return _record_host(args)
     opts = RunOptions.from_env()
     art = ensure_artifacts(["wpost-2k"], lambda _l: None, cache_root=Path(opts.cache_root),
                            crate_dir=REPO / "targets" / "refprover")
     ref = art.image_tag
     slow = f"proofdiff/refprover:history-slow-prove-{args.factor:.2f}"
+    import docker
+
     client = docker.from_env()
     client.images.build(fileobj=io.BytesIO(
         f"FROM {ref}\nENV REFPROVER_FAULTS=slow-prove={args.factor}\n".encode()), tag=slow,
         rm=True, pull=False, labels={"proofdiff.test": "history"})
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M")
-    total = args.clean + args.slow
-    slow_at = {round((k + 0.5) * total / args.slow) for k in range(args.slow)}
-    plan, c, s = [(f"hist-{stamp}-warm-{i}", ref) for i in range(args.warm)], 0, 0
-    for i in range(total):
-        if i in slow_at and s < args.slow or c >= args.clean:
-            plan.append((f"hist-{stamp}-slow-{s:02d}", slow))
-            s += 1
-        else:
-            plan.append((f"hist-{stamp}-clean-{c:02d}", ref))
-            c += 1
+    plan = _plan(args, stamp, ref, slow)
     docs = []
     try:
         for k in range(0, len(plan), args.per_lock):
@@ -93,10 +164,7 @@ def main() -> int:
                             for rid, image in plan[k:k + args.per_lock])
     finally:
         client.images.remove(slow, force=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(args.out, "wt", encoding="utf-8") as f:
-        for d in docs:
-            f.write(json.dumps(d, separators=(",", ":")) + "\n")
+    _write(args.out, docs)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
                             capture_output=True, text=True).stdout.strip()
     ids = {d["run_id"]: next((i["digest"] for i in d["images"]), "") for d in docs}
