@@ -11,12 +11,14 @@ flight cut out, so the rows add up to the run's wall.
 
 Rows, in seconds (median over the repeats):
 
-* interpreter: from the process start to the first line of this script's child;
+* interpreter: from the process start to the first line of this script's child, and from its
+  last line to the exit (``proofdiff.cli.finish``, as the program exits);
 * imports: ``import proofdiff.cli`` and what it pulls in;
 * daemon start / daemon stop: ``start_daemon`` (create, start, first GetStatus answer) and
   ``Daemon.remove``;
 * proving: ``prove_many``, while any flow is in flight (first submit to last answer);
-* verification: the independent verifier (``ToolVerifier.verify``);
+* verification: the independent verifier (``ServedVerifier.verify``: one ``verify --serve``
+  per profile for processes; ``ToolVerifier.verify``: a container per flow for docker);
 * oracle <suite>: each suite's own judgement (preflight's probes included), less the phases
   above that it triggered;
 * plan and build check: ``plan_runs`` (profiles resolved, the cached build found);
@@ -52,7 +54,7 @@ import proofdiff.cli
 t_imported = time.perf_counter()
 from proofdiff.core import differential as DF, plan as P, session as S
 from proofdiff.runtime import daemon as D
-from proofdiff.verify import tool_verifier as V
+from proofdiff.verify import served_verifier as SV, tool_verifier as V
 from proofdiff.report import writer as W
 from proofdiff.oracles import suite_table as T
 
@@ -74,6 +76,7 @@ S.start_daemon = timed("daemon start", S.start_daemon)
 D.Daemon.remove = timed("daemon stop", D.Daemon.remove)
 S.prove_many = timed("proving", S.prove_many)
 V.ToolVerifier.verify = timed("verification", V.ToolVerifier.verify)
+SV.ServedVerifier.verify = timed("verification", SV.ServedVerifier.verify)
 P.plan_runs = timed("plan and build check", P.plan_runs)
 DF.machine_facts = timed("machine facts", DF.machine_facts)
 DF.assemble = timed("assemble result", DF.assemble)
@@ -122,6 +125,7 @@ for name, t0, t1, depth, _ in mine:
     totals[name] = totals.get(name, 0.0) + sum(b - a for a, b in own)
 totals["imports"] = t_imported - t_start
 print("BREAKDOWN " + json.dumps({"rc": rc, "child_s": t_end - t_start, "phases": totals}))
+proofdiff.cli.finish(int(rc or 0))  # as the program ends
 """
 
 ORDER = ("interpreter", "imports", "daemon start", "proving", "verification", "oracle preflight",

@@ -1,7 +1,5 @@
 """``python -m proofdiff``: the same as ``proofdiff``."""
 
-import sys
+from proofdiff.cli import entry
 
-from proofdiff.cli import main
-
-sys.exit(main())
+entry()

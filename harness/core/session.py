@@ -48,7 +48,8 @@ from proofdiff.runtime.identity import program_identity
 from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.spec import ContainerError
 from proofdiff.runtime.watchdog import Watchdog
-from proofdiff.verify.tool_verifier import ToolVerifier, attach_verdicts
+from proofdiff.verify.served_verifier import ServedVerifier
+from proofdiff.verify.tool_verifier import ToolVerifier, Verifier, attach_verdicts
 
 __all__ = ["Session", "SuiteResult", "merge_flows"]
 
@@ -117,6 +118,7 @@ class Session:
         self._bench_checks: dict[str, str | None] = {}
         self._flows: dict[tuple[str, str], list[FlowRecord]] = {}
         self._clocks: dict[str, AnswerClock] = {}
+        self._verifiers: dict[str, ServedVerifier] = {}
         self._run_keys: list[tuple[str, str]] = []
         self.suites_done: dict[tuple[str, str], SuiteResult] = {}
         #: the schedule :meth:`evaluate` chose (``None``: suites asked one by one, as the
@@ -199,16 +201,19 @@ class Session:
                                                 self.runner)
         return self._drivers[profile]
 
-    def verifier(self, profile: str) -> ToolVerifier:
+    def verifier(self, profile: str) -> Verifier:
         """The independent verifier for ``profile``'s proofs: the plan's verifier image for a
-        docker runtime, else the profile's ``verifier_binary`` (default: the bin dir's)."""
+        docker runtime (a container per flow), else the profile's ``verifier_binary`` (default:
+        the bin dir's) as one ``verify --serve`` process for all its flows."""
         p = self.profiles[profile]
         if p.runtime is Runtime.DOCKER:
             return ToolVerifier(self.runner, self.plan.verifier_image, self.param_cache,
                                 profile=profile, timeout_s=self.plan.verify_timeout_s)
-        return ToolVerifier(self.runner, p.verifier_binary or DEFAULT_VERIFIER, self.param_cache,
-                            profile=profile, timeout_s=self.plan.verify_timeout_s,
-                            runtime=Runtime.PROCESS)
+        if profile not in self._verifiers:
+            self._verifiers[profile] = ServedVerifier(
+                self.runner, p.verifier_binary or DEFAULT_VERIFIER, self.param_cache,
+                profile=profile, timeout_s=self.plan.verify_timeout_s)
+        return self._verifiers[profile]
 
     def image(self, profile: str) -> ImageInfo:
         """What runs ``profile``'s daemon: the image tag and id, or the program's resolved
@@ -462,6 +467,8 @@ class Session:
             d = self._daemons.pop(name)
             if isinstance(d, Daemon):
                 d.remove()
+        for v in self._verifiers.values():
+            v.close()
         if self._runner is not None:
             self._runner.close()
         if self._watchdog is not None:

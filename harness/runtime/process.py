@@ -23,6 +23,7 @@ What a container gets, a process gets as near as the host allows:
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import socket
@@ -181,8 +182,9 @@ class ProcessHandle:
             self.kill()
         else:
             self._signal(signal.SIGKILL)  # children it left behind in its group
-        for s in self._streams:
-            s.close()
+        for s in (*self._streams, self.proc.stdin, self.proc.stdout):
+            if s is not None:
+                s.close()
         self.backend._forget(self)
 
 
@@ -226,8 +228,11 @@ class ProcessBackend:
                                  profile=spec.profile)
         return str(Path(found).resolve())
 
-    def start(self, spec: LaunchSpec, *, split_streams: bool = False) -> ProcessHandle:
-        """Start ``spec`` as a process (see the module docstring).
+    def start(self, spec: LaunchSpec, *, split_streams: bool = False,
+              pipes: bool = False) -> ProcessHandle:
+        """Start ``spec`` as a process (see the module docstring). ``pipes``: its stdin and
+        stdout are pipes (``handle.proc.stdin`` / ``.stdout``: a server that answers per line),
+        its stderr goes to the log.
 
         Raises:
             ContainerError: the program is not found or could not be executed, or the limits
@@ -238,13 +243,13 @@ class ProcessBackend:
         if self.tracker is not None:
             self.tracker.track_dir(workdir)
         try:
-            return self._start(spec, program, workdir, split_streams)
+            return self._start(spec, program, workdir, split_streams, pipes)
         except BaseException:
             self._drop(workdir)
             raise
 
     def _start(self, spec: LaunchSpec, program: str, workdir: Path,
-               split_streams: bool) -> ProcessHandle:
+               split_streams: bool, pipes: bool = False) -> ProcessHandle:
         for sub in ("cwd", "tmp", "files", "out"):
             (workdir / sub).mkdir()
         paths = {m.container_path.rstrip("/"): str(Path(m.source).resolve()) for m in spec.mounts}
@@ -277,13 +282,16 @@ class ProcessBackend:
                    *limits.launcher_args(),
                    *(["--cpuset", ",".join(str(c) for c in spec.cpuset)] if spec.cpuset else []),
                    "--", *argv]
-        out = open(workdir / "stdout.log", "wb")
-        err = open(workdir / "stderr.log", "wb") if split_streams else out
-        streams = (out, err) if split_streams else (out,)
+        out = open(workdir / ("stderr.log" if pipes else "stdout.log"), "wb")
+        err = open(workdir / "stderr.log", "wb") if split_streams and not pipes else out
+        streams = (out, err) if split_streams and not pipes else (out,)
         try:
-            proc = subprocess.Popen(wrapper, cwd=workdir / "cwd", env=env, stdin=subprocess.DEVNULL,
-                                    stdout=out, stderr=err if split_streams else subprocess.STDOUT,
-                                    start_new_session=True, close_fds=True)
+            proc = subprocess.Popen(
+                wrapper, cwd=workdir / "cwd", env=env,
+                stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
+                stdout=subprocess.PIPE if pipes else out,
+                stderr=out if pipes else err if split_streams else subprocess.STDOUT,
+                start_new_session=True, close_fds=True)
         except OSError as exc:
             for s in streams:
                 s.close()
@@ -315,10 +323,7 @@ class ProcessBackend:
                     timed_out, stopped = remaining <= 0, remaining > 0
                     handle.kill()
                     break
-                try:
-                    handle.proc.wait(timeout=min(POLL_S, max(remaining, 0.01)))
-                except subprocess.TimeoutExpired:
-                    continue
+                _wait_exit(handle.proc, min(POLL_S, remaining) if should_stop else remaining)
             code = -1 if (timed_out or stopped) else int(handle.state()["ExitCode"])
             for s in handle._streams:
                 s.flush()
@@ -350,6 +355,23 @@ class ProcessBackend:
             live = list(self._live.values())
         for h in live:
             h.remove()
+
+
+def _wait_exit(proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """Return when ``proc`` exits or after ``timeout_s`` s, woken by the exit itself (a pidfd),
+    not by ``Popen.wait``'s poll, which sleeps up to 50 ms between looks (a cost per tool run)."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # before Linux 5.3: Popen's poll
+        try:
+            proc.wait(timeout=max(timeout_s, 0.01))
+        except subprocess.TimeoutExpired:
+            pass
+        return
+    try:
+        select.select([fd], [], [], max(timeout_s, 0.0))
+    finally:
+        os.close(fd)
 
 
 def _who(spec: LaunchSpec) -> str:

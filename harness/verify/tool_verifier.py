@@ -25,7 +25,7 @@ from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.spec import ContainerError, LaunchSpec, Mount
 
 __all__ = ["VERIFY_BIN", "ToolVerifier", "VerifyError", "Verifier", "attach_verdicts",
-           "verify_item"]
+           "read_verdicts", "verify_item"]
 
 VERIFY_BIN = "/usr/local/bin/verify"
 
@@ -73,6 +73,29 @@ class _Output(msgspec.Struct):
     results: list[_Result]
 
 
+def read_verdicts(output: str | bytes, items: Sequence[dict[str, Any]]) -> dict[str, ProofVerdict]:
+    """The verdicts in the tool's output (``{"results": [...]}``), keyed by item id.
+
+    Raises:
+        VerifyError: the output is not that JSON, or an item has no verdict.
+    """
+    try:
+        out = msgspec.json.decode(output, type=_Output)
+    except msgspec.DecodeError as exc:
+        shown = output if isinstance(output, str) else output.decode("utf-8", "replace")
+        raise VerifyError(f"verify output is not the expected JSON ({exc}): "
+                          f"{shown.strip()[:500]!r}") from None
+    verdicts = {r.id: ProofVerdict(valid=r.valid, partitions=tuple(r.partitions or ()),
+                                   error=r.error) for r in out.results}
+    missing = [str(i["id"]) for i in items if str(i["id"]) not in verdicts]
+    if missing:
+        raise VerifyError(f"verify gave no verdict for {missing}; the tool and proofdiff "
+                          "disagree on the input format",
+                          fix="make the tool read the format of the refprover README "
+                              "('Verifier input')")
+    return verdicts
+
+
 class ToolVerifier:
     """Runs ``verify --param-cache /params --input /in/batch.json``.
 
@@ -113,20 +136,7 @@ class ToolVerifier:
         if res.exit_code != 0:
             raise VerifyError(f"verify exited with code {res.exit_code} (2 = unreadable input) "
                               f"for profile {self.profile!r}: {res.stderr.strip()[-2000:]}")
-        try:
-            out = msgspec.json.decode(res.stdout, type=_Output)
-        except msgspec.DecodeError as exc:
-            raise VerifyError(f"verify output is not the expected JSON ({exc}): "
-                              f"{res.stdout.strip()[:500]!r}") from None
-        verdicts = {r.id: ProofVerdict(valid=r.valid, partitions=tuple(r.partitions or ()),
-                                       error=r.error) for r in out.results}
-        missing = [str(i["id"]) for i in items if str(i["id"]) not in verdicts]
-        if missing:
-            raise VerifyError(f"verify gave no verdict for {missing}; the tool and proofdiff "
-                              "disagree on the input format",
-                              fix="make the tool read the format of the refprover README "
-                                  "('Verifier input')")
-        return verdicts
+        return read_verdicts(res.stdout, items)
 
 
 def attach_verdicts(flow: FlowRecord, workload: Workload, verifier: Verifier, *,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from typing import Any
 
 from proofdiff.drivers.protocol import Mode
 from proofdiff.drivers.deadlines import Deadlines
@@ -13,8 +14,12 @@ from proofdiff.drivers.grpc_driver import GrpcDriver
 from proofdiff.model.jobs import JobSpec
 from proofdiff.model.status import JobStatus
 from proofdiff.model.workload import Workload
+from proofdiff.model.choices import Runtime
 from proofdiff.runtime.daemon import Daemon as RunningDaemon
+from proofdiff.runtime.runner import Runner
 from proofdiff.stats.concurrency import in_progress_of
+from proofdiff.verify.served_verifier import ServedVerifier
+from proofdiff.verify.tool_verifier import ToolVerifier, verify_item
 from tests.host.conftest import process_profile
 
 Daemon = Callable[..., AbstractContextManager[str]]
@@ -28,7 +33,8 @@ def _burst(workload: Workload) -> list[JobSpec]:
     return specs + [JobSpec(index=4, job="wpost-0", request_id=DUP, await_only=True)]
 
 
-def test_submit_await_on_a_clean_pipelined_daemon(daemon: Daemon, workload: Workload) -> None:
+def test_submit_await_on_a_clean_pipelined_daemon(daemon: Daemon, workload: Workload,
+                                                 runner: Runner, artifacts: Any) -> None:
     with daemon() as addr:
         flow = prove_many(GrpcDriver(addr), addr, workload, _burst(workload), name="burst",
                           concurrency=5, mode=Mode.SUBMIT_AWAIT,
@@ -40,6 +46,24 @@ def test_submit_await_on_a_clean_pipelined_daemon(daemon: Daemon, workload: Work
     extra = jobs[4]
     assert extra.await_only and extra.status is JobStatus.LOST and "NOT_FOUND" in extra.error
     assert not flow.stall
+    # the run's one `verify --serve`: per proof and per partition verdicts, batch after batch,
+    # a malformed proof's error its own; the same verdicts as `verify --input`
+    items = [verify_item(workload.job(jobs[i].job), str(i), jobs[i].proof) for i in range(4)]
+    other = workload.job(jobs[1].job)
+    bad = [{**verify_item(workload.job(jobs[0].job), "not-hex", b""), "proof": "zz"},
+           verify_item(other, "truncated", jobs[1].proof[:200]),
+           verify_item(other, "someone-else's", jobs[0].proof)]
+    served = ServedVerifier(runner, "verify", artifacts.param_cache, profile="host")
+    first, second = served.verify(items[:2]), served.verify([*items[2:], *bad])
+    assert served.starts == 1 and served.fallback is None
+    got = {**first, **second}
+    assert all(got[str(i)].valid and got[str(i)].partitions == (True, True) for i in range(4))
+    assert not got["not-hex"].valid and "not hex" in (got["not-hex"].error or "")
+    assert not got["truncated"].valid
+    assert got["someone-else's"].partitions == (False, False) and not got["someone-else's"].valid
+    once = ToolVerifier(runner, "verify", artifacts.param_cache, runtime=Runtime.PROCESS)
+    assert once.verify([*items, *bad]) == got
+    served.close()
 
 
 def test_queue_deadlock_names_the_stuck_ids(

@@ -3,6 +3,11 @@
 //! sector size filecoin-proofs registers (refprover::verify_any). Input and
 //! output formats are in README.md ("Verifier input and output"). Exit 0 when the input was
 //! read (whatever the verdicts), 2 otherwise.
+//!
+//! `verify --param-cache DIR --serve`: the same for many batches, one per stdin line, each
+//! answered by one stdout line (flushed), with the `.vk` files loaded once: one verifier per run
+//! instead of one process per flow. A line that is not a batch is answered
+//! `{"error": "..."}` and the next line is read; exit 0 at end of input.
 
 use anyhow::Result;
 use clap::Parser;
@@ -10,6 +15,7 @@ use refprover::verify_any::Verifier;
 use refprover::{faults::Faults, params, porep, wpost};
 use serde::Deserialize;
 use serde_json::json;
+use std::io::{BufRead, Write};
 
 #[derive(Parser)]
 #[command(name = "verify", about = "Verify proofs from public inputs and vk files")]
@@ -18,8 +24,11 @@ struct Args {
     #[arg(long)]
     param_cache: String,
     /// Batch file (JSON, {"items": [...]}).
+    #[arg(long, required_unless_present = "serve", conflicts_with = "serve")]
+    input: Option<String>,
+    /// Read batches from stdin, one JSON line each, and answer each with one line.
     #[arg(long)]
-    input: String,
+    serve: bool,
 }
 
 #[derive(Deserialize)]
@@ -111,19 +120,45 @@ fn verdict(parts: &[bool]) -> (bool, Option<&'static str>) {
     (parts.iter().all(|p| *p), None)
 }
 
+/// The results line of one batch (`lenient`: the lenient-verify fault, every proof valid).
+fn judge(verifier: &mut Verifier, lenient: bool, batch: &Batch) -> serde_json::Value {
+    let results: Vec<_> = batch
+        .items
+        .iter()
+        .map(|it| match if lenient { Ok(vec![true; expected_partitions(it)]) } else { verify_item(verifier, it) } {
+            Ok(parts) => {
+                let (valid, error) = verdict(&parts);
+                json!({"id": it.id, "valid": valid, "partitions": parts, "error": error})
+            }
+            Err(e) => json!({"id": it.id, "valid": false,
+                             "partitions": vec![false; expected_partitions(it)], "error": format!("{e:#}")}),
+        })
+        .collect();
+    json!({"results": results})
+}
+
+/// `--serve`: one answer line per stdin line until end of input.
+fn serve(verifier: &mut Verifier, lenient: bool) -> std::io::Result<()> {
+    let stdout = std::io::stdout();
+    for line in std::io::stdin().lock().lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let answer = match serde_json::from_str::<Batch>(&line) {
+            Ok(batch) => judge(verifier, lenient, &batch),
+            Err(e) => json!({"error": format!("cannot read batch: {e}")}),
+        };
+        let mut out = stdout.lock();
+        writeln!(out, "{answer}")?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
 fn main() {
     let args = Args::parse();
     params::set_param_cache(&args.param_cache);
-    let batch: Batch = match std::fs::read_to_string(&args.input)
-        .map_err(anyhow::Error::from)
-        .and_then(|t| serde_json::from_str(&t).map_err(anyhow::Error::from))
-    {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("verify: cannot read batch {}: {e}", args.input);
-            std::process::exit(2);
-        }
-    };
     // FAULT lenient-verify: a verifier that accepts every proof (a baseline image whose own
     // verify tool is broken; the gate's cross-check against its pinned verifier must say so).
     let lenient = match Faults::from_env() {
@@ -134,19 +169,24 @@ fn main() {
         }
     };
     let mut verifier = Verifier::default();
-    let results: Vec<_> = batch
-        .items
-        .iter()
-        .map(|it| match if lenient { Ok(vec![true; expected_partitions(it)]) } else { verify_item(&mut verifier, it) } {
-            Ok(parts) => {
-                let (valid, error) = verdict(&parts);
-                json!({"id": it.id, "valid": valid, "partitions": parts, "error": error})
-            }
-            Err(e) => json!({"id": it.id, "valid": false,
-                             "partitions": vec![false; expected_partitions(it)], "error": format!("{e:#}")}),
-        })
-        .collect();
-    println!("{}", json!({"results": results}));
+    let Some(input) = args.input else {
+        if let Err(e) = serve(&mut verifier, lenient) {
+            eprintln!("verify: --serve: {e}");
+            std::process::exit(2);
+        }
+        return;
+    };
+    let batch: Batch = match std::fs::read_to_string(&input)
+        .map_err(anyhow::Error::from)
+        .and_then(|t| serde_json::from_str(&t).map_err(anyhow::Error::from))
+    {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("verify: cannot read batch {input}: {e}");
+            std::process::exit(2);
+        }
+    };
+    println!("{}", judge(&mut verifier, lenient, &batch));
 }
 
 #[cfg(test)]
