@@ -55,7 +55,7 @@ def test_the_wheel_installs_only_proofdiff_names(wheel: Path) -> None:
         entry = next(n for n in z.namelist() if n.endswith(".dist-info/entry_points.txt"))
         points = z.read(entry).decode()
     assert tops == INSTALLED, tops
-    assert "proofdiff = proofdiff_pytest.plugin" in points and "proofdiff.cli:main" in points
+    assert "proofdiff = proofdiff_pytest.plugin" in points and "proofdiff.cli:entry" in points
 
 
 def test_pypi_fixtures_and_proofdiff_live_side_by_side(wheel: Path, tmp_path: Path) -> None:
