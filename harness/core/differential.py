@@ -82,7 +82,7 @@ def assemble(*, run_id: str, profiles: Mapping[str, Profile], records: Sequence[
     names = list(profiles)
     deltas: dict[str, ConfigDelta] = {}
     views: dict[str, dict[str, Any]] = {}
-    if names:  # deepdiff and the docker SDK: not for a run whose profiles did not load
+    if names:  # not for a run whose profiles did not load
         from proofdiff.core.profile_delta import profile_delta, profile_view
 
         deltas = {n: profile_delta(profiles[names[0]], profiles[n]) for n in names[1:]}

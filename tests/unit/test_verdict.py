@@ -104,7 +104,7 @@ def test_suspects_rank_the_evidence_first_and_leave_out_unused_items() -> None:
     ps = load_profiles("refprover", ["prod.config.pipline.enabled=true"])
     delta = profile_delta(ps["bench"], ps["prod"])
     keys = rec("preflight", "config-keys", "prod", F, names=("config.pipline.enabled",))
-    assert rank(delta, keys)[0].path == "config.pipline"  # a new table: deepdiff names the table
+    assert rank(delta, keys)[0].path == "config.pipline"  # a new table: the delta names the table
     assert rank(delta, keys)[0].why == "named in the evidence"
     iso = rec("isolation", "colliding-ids", "prod", F)
     assert "job_ids" not in [s.path for s in rank(delta, iso)]
