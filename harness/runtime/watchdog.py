@@ -100,6 +100,13 @@ class Watchdog:
                 proc.kill()
 
 
+def _engine_possible() -> bool:
+    """Whether a Docker engine could hold the owner's containers: ``DOCKER_HOST`` set or the
+    default socket present. Without one (a GPU host running processes) the sweep skips the
+    docker SDK, whose import and failed connect cost 0.5-0.7 s at every run's end (issue 18)."""
+    return bool(os.environ.get("DOCKER_HOST")) or os.path.exists("/var/run/docker.sock")
+
+
 def _sweep(owner: str, dirs: set[str], pgids: set[int], log: IO[str]) -> None:
     for pgid in sorted(pgids):
         try:
@@ -107,6 +114,10 @@ def _sweep(owner: str, dirs: set[str], pgids: set[int], log: IO[str]) -> None:
             print(f"killed process group {pgid}", file=log)
         except OSError:
             pass
+    if not _engine_possible():
+        for d in sorted(dirs):
+            shutil.rmtree(d, ignore_errors=True)
+        return
     try:
         from proofdiff.runtime.docker import reap
 
