@@ -117,9 +117,11 @@ class RichPanel:
     """
 
     def __init__(self, console: Console) -> None:
-        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"),
+        # names and notes are shown as they are: ``[prod] workload`` is no rich markup
+        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False),
                                  BarColumn(bar_width=24), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TextColumn("{task.fields[note]}"),
+                                 TimeElapsedColumn(),
+                                 TextColumn("{task.fields[note]}", markup=False),
                                  console=console, refresh_per_second=4, transient=True)
         self._lock = threading.Lock()
         self._rows: dict[int, TaskID] = {}

@@ -69,7 +69,7 @@ def test_plain_lines_of_a_real_build_step_keep_the_rate_bound(tmp_path: Path) ->
     assert len(out.lines) == len(said)  # nothing else printed
 
 
-def test_rich_panel_over_a_real_dd_bisection() -> None:
+def test_rich_panel_over_a_real_dd_bisection(tmp_path: Path) -> None:
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=140, color_system=None)
     cause = {2, 5}
@@ -80,9 +80,13 @@ def test_rich_panel_over_a_real_dd_bisection() -> None:
         judged.extend(configs)
         return [FAIL if cause <= c else PASS for c in configs]
 
+    script = "import time\nfor i in range(3):\n    print(f'[{i}/3] linking', flush=True)\n" \
+        "    time.sleep(0.8)\n"
     with progress_display(console):
         console.print("a log line above the panel")
         res = isolate(8, tester)
+        build_steps.run("[refprover] link", [sys.executable, "-c", script], timeout_s=60,
+                        log=print, fix="-", log_path=tmp_path / "l.log")
     assert res.status == "found" and sorted(res.change) == sorted(cause)
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", buf.getvalue())
     rows = [line for line in re.split(r"[\r\n]", text) if "bisect dd over 8 units" in line]
@@ -93,6 +97,9 @@ def test_rich_panel_over_a_real_dd_bisection() -> None:
     assert any(re.search(r"0:00:0\d", r) for r in rows)  # how long it has been running
     assert any("last: PASS" in r or "last: FAIL" in r for r in rows)
     assert "a log line above the panel" in text
+    # a name and a note with brackets are shown as they are, not read as rich markup
+    assert re.search(r"build \[refprover\] link .*\[\d/3\] linking", text), [
+        r for r in re.split(r"[\r\n]", text) if "link" in r][-3:]
 
 
 def test_with_no_display_a_task_is_silent_and_the_core_loads_no_rich(tmp_path: Path) -> None:
