@@ -49,6 +49,8 @@ HERE = Path(__file__).resolve().parents[1]
 # The child: times each phase with an exclusive per-thread stack, then prints one JSON line.
 CHILD = r"""
 import json, sys, threading, time
+sys.path.insert(0, 'benchmarks')
+from spans import union
 t_start = time.perf_counter()
 import proofdiff.cli
 t_imported = time.perf_counter()
@@ -89,15 +91,6 @@ try:
 except SystemExit as exc:
     rc = exc.code
 t_end = time.perf_counter()
-
-def union(spans):
-    out = []
-    for a, b in sorted(spans):
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return out
 
 def minus(spans, cut):
     # the parts of disjoint ``spans`` outside the disjoint, sorted ``cut``

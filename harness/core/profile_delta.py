@@ -1,18 +1,20 @@
-"""The effective difference between two profiles (or two containers).
+"""The effective difference between two profiles (or two containers), with deepdiff.
 
 :func:`profile_delta` diffs the effective settings of two profiles and gives one item per
 difference (``config.pipeline.enabled: False -> True``); :func:`inspect_delta` does the same for
 two ``docker inspect`` snapshots (env, command, mounts, limits).
 
-The views are plain data that proofdiff builds itself (dicts, lists, scalars), so the diff is a
-short walk of the two trees here. It was deepdiff's, whose import (numpy with it) cost 0.6 s on
-the H200 and 1.3 s here per run, for two dicts of a few dozen keys (issue 18).
+deepdiff's import (numpy with it: 0.6 s on the H200, 1.3 s here) is taken off a run's critical
+path by :mod:`proofdiff.core.preload`, which loads it while the daemons start and prove.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from deepdiff import DeepDiff
+from deepdiff.helper import NotPresent
 
 from proofdiff.model.config_delta import ABSENT, ConfigDelta, DeltaItem
 from proofdiff.model.profile import Profile
@@ -55,39 +57,23 @@ def _get(tree: Any, parts: Sequence[Any]) -> Any:
             tree = tree[p]
         except (KeyError, IndexError, TypeError):
             return ABSENT
-    return tree
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal and of the same type all the way down (``1`` is not ``1.0``, nor ``True``)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, Mapping):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return bool(a == b)
-
-
-def _paths(left: Any, right: Any, at: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-    """Where two plain-data trees differ: a key on one side only, or a value (a list is one
-    value: ``command: [...] -> [...]``) of another type or content; dicts are walked into."""
-    if not (isinstance(left, Mapping) and isinstance(right, Mapping)):
-        return [] if _same(left, right) else [at]
-    out: list[tuple[Any, ...]] = []
-    for k in {*left, *right}:
-        if k in left and k in right:
-            out += _paths(left[k], right[k], (*at, k))
-        else:
-            out.append((*at, k))
-    return out
+    return ABSENT if isinstance(tree, NotPresent) else tree
 
 
 def diff_views(left: Mapping[str, Any], right: Mapping[str, Any], left_label: str = "left",
                right_label: str = "right") -> ConfigDelta:
     """Diff two plain-data views; lists are compared whole (``command: [...] -> [...]``), a
     table on one side only is one item (``config.pipline: <absent> -> {...}``)."""
-    paths = _paths(dict(left), dict(right), ())
+    dd = DeepDiff(dict(left), dict(right), view="tree", threshold_to_diff_deeper=0)
+    paths: set[tuple[Any, ...]] = set()
+    for levels in dd.values():
+        for level in levels:
+            parts = level.path(output_format="list")
+            for i, p in enumerate(parts):  # a list element stands for the whole list
+                if isinstance(p, int):
+                    parts = parts[:i]
+                    break
+            paths.add(tuple(parts))
     items = tuple(DeltaItem(path=_dotted(ps), left=_get(left, ps), right=_get(right, ps))
                   for ps in sorted(paths, key=_dotted))
     return ConfigDelta(left=left_label, right=right_label, items=items)

@@ -1,0 +1,50 @@
+"""Heavy imports off a run's critical path (issue 18).
+
+A run's result assembly and report need scipy (the oracles' statistics), deepdiff (the config
+delta) and matplotlib with its SVG backend (the report's plots): seconds of imports on a busy
+host, 0.6-1.1 s each on the H200. :func:`start` imports them on a daemon thread while the main
+thread starts daemons and waits on gRPC for proofs; when the main thread later imports one, it
+finds it loaded, or waits on Python's per-module import lock for the thread to finish it (a
+module is never imported twice). Only third-party libraries are listed: they never import
+proofdiff, so the two threads cannot take module locks in opposite orders.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+
+__all__ = ["HEAVY", "start"]
+
+#: What a run imports later anyway, slowest first.
+HEAVY: tuple[str, ...] = (
+    "scipy.stats",  # proofdiff.stats: the warmup, behaviour and timing oracles
+    "deepdiff",  # proofdiff.core.profile_delta
+    "matplotlib.figure",  # proofdiff.report.figures
+    "matplotlib.backends.backend_svg",  # Figure.savefig(format="svg")
+    "matplotlib.font_manager",  # the font list, read on the first text drawn
+)
+
+_started = threading.Lock()
+_thread: threading.Thread | None = None
+
+
+def _load(modules: tuple[str, ...]) -> None:
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - the main thread's own import reports it
+            pass
+
+
+def start(modules: tuple[str, ...] = HEAVY) -> threading.Thread:
+    """Import ``modules`` on a daemon thread, once per process (a later call returns the
+    first call's thread). Never raises: a module that fails to import here fails again, with
+    its error, where the run imports it."""
+    global _thread
+    with _started:
+        if _thread is None:
+            _thread = threading.Thread(target=_load, args=(modules,), name="proofdiff-preload",
+                                       daemon=True)
+            _thread.start()
+        return _thread
