@@ -24,13 +24,18 @@ from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
 from proofdiff.model.status import Outcome
 
-__all__ = ["bisect_first_divergence", "bisectable"]
+__all__ = ["bisect_divergence", "can_bisect", "bisect_first_divergence", "bisectable"]
+
+
+def can_bisect(d: Divergence) -> bool:
+    """A bisection can judge ``d``: its profile FAILs the check (an ERROR is no failure to
+    isolate) and the baseline has a record of it."""
+    return d.outcome is Outcome.FAIL and d.baseline_outcome is not None
 
 
 def bisectable(result: DifferentialResult) -> Divergence | None:
     """The first divergence a bisection can judge (module docstring), or ``None``."""
-    return next((d for d in result.divergences if d.outcome is Outcome.FAIL
-                 and d.baseline_outcome is not None), None)
+    return next((d for d in result.divergences if can_bisect(d)), None)
 
 
 def bisect_first_divergence(result: DifferentialResult, options: RunOptions, *,
@@ -54,12 +59,26 @@ def bisect_first_divergence(result: DifferentialResult, options: RunOptions, *,
                "no divergence a bisection can judge: each is an ERROR or a comparison the "
                "baseline has no record of")
         return _with(result, {"status": "not run", "line": why}), None
+    return bisect_divergence(result, div, options, run_id=f"{result.run_id}-bisect", log=log)
+
+
+def bisect_divergence(result: DifferentialResult, div: Divergence, options: RunOptions, *,
+                      run_id: str, log: Callable[[str], None] = lambda _l: None,
+                      ) -> tuple[DifferentialResult, BisectResult]:
+    """Bisect one bisectable divergence ``div`` of ``result`` (module docstring) as the
+    bisection ``run_id`` (its report: ``<report root>/<run_id>/``), within
+    ``options.bisect_budget_s``.
+
+    Returns:
+        ``(result, bisection)``: the result with the proven change as ``div``'s suspects when
+        found, and ``extra["bisect"]`` (the last bisection's note).
+    """
     check = f"{div.suite}/{div.oracle}"
     log(f"bisect: {check} on {div.workload}, {div.baseline} -> {div.profile}, within "
         f"{options.bisect_budget_s:.0f} s")
     overrides = (*options.overrides, *([f'*.image="{div.image}"'] if div.image else []))
     bis = bisect_profiles(
-        msgspec.structs.replace(options, run_id=f"{result.run_id}-bisect", overrides=overrides,
+        msgspec.structs.replace(options, run_id=run_id, overrides=overrides,
                                 workloads=(div.workload,), select=(), images=()),
         good=div.baseline, bad=div.profile, oracle=check, log=log)
     note = {"status": bis.status, "line": bis.line, "run_id": bis.run_id,

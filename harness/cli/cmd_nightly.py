@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from proofdiff.cli.cmd_run import console_log, notify_webhook, raise_interrupt
 from proofdiff.cli.option_flags import EVERY_GROUP, add_run_options, run_options
+from proofdiff.model.run_options import RunOptions
 from proofdiff.oracles.suite_table import SUITES
 
 if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
@@ -29,8 +30,31 @@ EXIT_HELP = """exit codes:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of ``proofdiff nightly``: every run option (``--history`` defaults to
-    REPORT_DIR/history.sqlite, ``--suite`` to the default suites and timing)."""
-    add_run_options(p, EVERY_GROUP, choices={"suite": [*SUITES, "all"]})
+    REPORT_DIR/history.sqlite, ``--suite`` to the default suites and timing) but the single
+    bisection's ``--bisect-budget``, which the night's ``--bisect-budget-s`` replaces."""
+    p.add_argument("--bisect-budget-s", metavar="SECONDS", type=_seconds_or_zero,
+                   default=RunOptions().bisect_budget_s,
+                   help="wall-clock budget of the bisections of tonight's NEW divergences "
+                        "(each from its baseline to its profile, its check as the oracle), "
+                        "one after another: each gets what is left, no probe starts after "
+                        "it, and a divergence not reached is reported as not bisected "
+                        "(budget spent); 0 disables bisection. Default: "
+                        f"{RunOptions().bisect_budget_s:.0f}, the single bisection's (one of "
+                        "partition-race on wpost-2k took 68-198 s on 2 cores, README)")
+    add_run_options(p, [g for g in EVERY_GROUP if g != "bisect"],
+                    choices={"suite": [*SUITES, "all"]})
+    add_run_options(p, ("bisect",), only=("bisect-jobs",))
+
+
+def _seconds_or_zero(text: str) -> float:
+    """A budget in seconds: 0 or more (argparse's type; a bad value is its usage error)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: give 0 (no bisection) or more seconds")
+    return value
 
 
 def nightly(args: argparse.Namespace, console: Console) -> int:
@@ -44,7 +68,7 @@ def nightly(args: argparse.Namespace, console: Console) -> int:
 
     signal.signal(signal.SIGTERM, raise_interrupt)
     opts = run_options(args)
-    result = run_nightly(opts, log=console_log(console))
+    result = run_nightly(opts, log=console_log(console), bisect_budget_s=args.bisect_budget_s)
     for c in result.checks:
         style = {Standing.NEW: "bold red", Standing.FIXED: "green"}.get(c.standing, "yellow")
         before = ", ".join(o or "-" for o in c.past) or "no earlier night"
@@ -54,6 +78,9 @@ def nightly(args: argparse.Namespace, console: Console) -> int:
     for s in result.slowdowns:
         console.print(Text(f"  slower: {s.metric} on {s.profile}/{s.workload}: {s.headline}",
                            style="bold red"), soft_wrap=True)
+    for b in result.bisections:
+        console.print(Text(f"  bisected: {b.summary()}" if b.found else f"  {b.summary()}",
+                           style="bold" if b.found else "yellow"), soft_wrap=True)
     for a in result.accepted:
         console.print(Text(f"  accepted: {a}", style="yellow"), soft_wrap=True)
     for e in result.errors:

@@ -12,6 +12,9 @@ before it on the same machine.
    whatever its verdict), and each timing series is analysed with and without it.
 3. :mod:`proofdiff.nightly.compare`: each check's standing (new, still failing, flaky, fixed)
    and the new slowdowns; the decision and its exit code.
+4. :mod:`proofdiff.nightly.night_bisect`: each new divergence bisected within the night's
+   budget (``--bisect-budget-s``), so the decision names the proven minimal change, or says
+   why there is none; an interrupted bisection makes the night INTERRUPTED.
 
 The night's report (summary.json, index.html, junit.xml, allure-results) is written in every
 case, a history that fails included (decision ERROR, exit 3).
@@ -41,10 +44,13 @@ from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
 from proofdiff.nightly.compare import Key, decide, new_slowdowns, outcomes_of, standings
-from proofdiff.nightly.nightly_result import NightlyResult, Slowdown
+from proofdiff.nightly.night_bisect import bisect_new, bisect_suffix
+from proofdiff.nightly.nightly_result import (NightBisection, NightDecision, NightlyResult,
+                                              Slowdown)
 from proofdiff.oracles.suite_table import DEFAULT_SUITES
 
-__all__ = ["NIGHTS", "NIGHT_METRICS", "compare_night", "nightly_options", "run_nightly"]
+__all__ = ["NIGHTS", "NIGHT_METRICS", "compare_night", "nightly_options", "run_nightly",
+           "with_bisections"]
 
 #: Earlier nights compared, at most.
 NIGHTS = 10
@@ -156,15 +162,34 @@ def compare_night(diff: DifferentialResult, *, history: str, report_root: Path,
         errors=tuple(errors), wall_s=round(wall_s, 3))
 
 
+def with_bisections(result: NightlyResult, bisections: list[NightBisection], *,
+                    budget_s: float, wall_s: float) -> NightlyResult:
+    """``result`` with its bisections: the decision line names what they proved (and how many
+    were not resolved); an interrupted bisection makes the night INTERRUPTED (exit 130)."""
+    decision, line = result.decision, result.decision_line
+    if any(b.status == "interrupted" for b in bisections):
+        decision = NightDecision.INTERRUPTED
+        line = "INTERRUPTED while bisecting: the report holds what was done"
+    elif suffix := bisect_suffix(bisections):
+        line = f"{line}; {suffix}"
+    return msgspec.structs.replace(result, decision=decision, decision_line=line,
+                                   exit_code=decision.exit_code, bisections=tuple(bisections),
+                                   bisect_budget_s=budget_s, wall_s=round(wall_s, 3))
+
+
 def run_nightly(options: RunOptions | None = None, *,
                 log: Callable[[str], None] = lambda _line: None,
-                write_report: bool = True) -> NightlyResult:
+                write_report: bool = True,
+                bisect_budget_s: float | None = None) -> NightlyResult:
     """Tonight's differential, stored and compared (module docstring).
 
     Args:
         options: as for a differential (:class:`~proofdiff.model.run_options.RunOptions`),
             with :func:`nightly_options`'s defaults; ``<report_dir>/<run id>/`` holds the
             night's report and ``differential/``.
+        bisect_budget_s: the wall-clock budget, s, of the new divergences' bisections
+            (:mod:`proofdiff.nightly.night_bisect`; 0 disables them); default the options'
+            ``bisect_budget_s`` (1800).
 
     Returns:
         The :class:`~proofdiff.nightly.nightly_result.NightlyResult`; a history that fails
@@ -181,6 +206,11 @@ def run_nightly(options: RunOptions | None = None, *,
     result = compare_night(diff, history=opts.history, report_root=opts.report_root,
                            run_id=rid, wall_s=time.monotonic() - t0)
     log(f"nightly: {result.history}: compared with {len(result.nights)} earlier night(s)")
+    budget = opts.bisect_budget_s if bisect_budget_s is None else bisect_budget_s
+    if result.decision is NightDecision.NEW:  # not when the comparison failed or was cut
+        result = with_bisections(result, bisect_new(
+            diff, result.checks, opts, budget_s=budget, run_dir=run_dir, log=log),
+            budget_s=budget, wall_s=time.monotonic() - t0)
     if write_report:
         from proofdiff.nightly.nightly_view import write_nightly_report
 

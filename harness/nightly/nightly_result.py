@@ -12,11 +12,13 @@ from enum import StrEnum
 
 import msgspec
 
-__all__ = ["NIGHTLY_SCHEMA_VERSION", "CheckStanding", "NightDecision", "NightlyResult",
-           "Slowdown", "Standing"]
+from proofdiff.bisect.bisect_result import ChangeItem
 
-#: Version of the nightly's summary.json schema.
-NIGHTLY_SCHEMA_VERSION = 1
+__all__ = ["NIGHTLY_SCHEMA_VERSION", "CheckStanding", "NightBisection", "NightDecision",
+           "NightlyResult", "Slowdown", "Standing"]
+
+#: Version of the nightly's summary.json schema (2: ``bisections``, ``bisect_budget_s``).
+NIGHTLY_SCHEMA_VERSION = 2
 
 
 class NightDecision(StrEnum):
@@ -83,6 +85,46 @@ class Slowdown(msgspec.Struct, frozen=True, kw_only=True):
     evidence: str
 
 
+class NightBisection(msgspec.Struct, frozen=True, kw_only=True):
+    """What the night did about one new divergence (:mod:`proofdiff.nightly.night_bisect`).
+
+    Attributes:
+        check, workload: the divergence's check (``suite/oracle``) and workload; baseline,
+            profile: the passing and the failing profile. status: the bisection's
+            (:class:`~proofdiff.bisect.bisect_result.BisectResult`: ``found``, ``unresolved``,
+            ``budget``, ``good-fails``, ``bad-passes``, ``error``, ``interrupted``), or the
+            night's reason for not starting one: ``budget-spent`` (the night's
+            ``--bisect-budget-s`` was spent), ``disabled`` (``--bisect-budget-s 0``),
+            ``not-bisectable`` (an ERROR, or a comparison the baseline has no record of).
+        line: the one-line conclusion. change: the proven 1-minimal change (``found`` only;
+            never a ranking). run_id: the bisection's report folder beside the night's
+            summary.json ('' when none ran). probes: its probes. wall_s: its wall time, s.
+    """
+
+    check: str
+    workload: str
+    baseline: str
+    profile: str
+    status: str
+    line: str
+    change: tuple[ChangeItem, ...] = ()
+    run_id: str = ""
+    probes: int = 0
+    wall_s: float = 0.0
+
+    @property
+    def found(self) -> bool:
+        """A proven minimal change."""
+        return self.status == "found"
+
+    def summary(self) -> str:
+        """``CHECK on PROFILE/WORKLOAD: PATH + PATH`` (found), else ``...: UNRESOLVED (why)``."""
+        where = f"{self.check} on {self.profile}/{self.workload}"
+        if self.found:
+            return f"{where}: " + " + ".join(c.path for c in self.change)
+        return f"{where}: {self.status.upper()}: {self.line}"
+
+
 class NightlyResult(msgspec.Struct, frozen=True, kw_only=True):
     """Everything a nightly established.
 
@@ -93,7 +135,9 @@ class NightlyResult(msgspec.Struct, frozen=True, kw_only=True):
         machine: the machine fingerprint's label; history: the database (URL, password
             hidden). nights: the earlier nights compared (their run ids, oldest first).
         checks: every failing check's standing, and the checks fixed since last night.
-        slowdowns: new timing steps. accepted: allowlist entries that accepted a failure
+        slowdowns: new timing steps. bisections: each new divergence's bisection (or why
+            none ran), in the divergences' order; bisect_budget_s: the night's budget for them
+            (0 = disabled). accepted: allowlist entries that accepted a failure
             tonight (``check on profile/workload: entry``). errors: why the night could not
             run or not be compared. wall_s: the night's wall time, s.
     """
@@ -111,6 +155,8 @@ class NightlyResult(msgspec.Struct, frozen=True, kw_only=True):
     nights: tuple[str, ...] = ()
     checks: tuple[CheckStanding, ...] = ()
     slowdowns: tuple[Slowdown, ...] = ()
+    bisections: tuple[NightBisection, ...] = ()
+    bisect_budget_s: float = 0.0
     accepted: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
     wall_s: float = 0.0

@@ -1,9 +1,8 @@
 """The nightly's report view: summary.json (:class:`~proofdiff.nightly.nightly_result.
 NightlyResult`), the page (``nightly.html.j2``: the decision and its exit code first, then new
-failures (each with tonight's failing jobs and suspects) and slowdowns, then the history's
-trend with its change points, flaky, still failing and fixed checks folded below, a link to
-tonight's differential), and
-its checks for junit.xml and allure-results: a new failure or slowdown is FAILED, a flaky or
+failures (each with tonight's failing jobs and suspects) and slowdowns, with each new
+divergence's bisection, then the history's trend with its change points, flaky, still failing
+and fixed checks folded below, a link to tonight's differential), and its checks for junit.xml and allure-results: a new failure or slowdown is FAILED, a flaky or
 still failing check UNKNOWN (reported, not new), a fixed one PASSED, so CI's test views agree
 with the exit code."""
 
@@ -26,6 +25,12 @@ __all__ = ["EXIT_MEANING", "nightly_view", "write_nightly_report"]
 _STATUS = {Standing.NEW: CheckStatus.FAILED, Standing.STILL_FAILING: CheckStatus.UNKNOWN,
            Standing.FLAKY: CheckStatus.UNKNOWN, Standing.FIXED: CheckStatus.PASSED}
 
+#: A bisection's check: a proven change PASSED (the failure is FAILED on its own row); one
+#: that could not run BROKEN; not started SKIPPED; any other end (unresolved, budget) UNKNOWN.
+_BISECT = {"found": CheckStatus.PASSED, "error": CheckStatus.BROKEN,
+           "interrupted": CheckStatus.BROKEN, "disabled": CheckStatus.SKIPPED,
+           "budget-spent": CheckStatus.SKIPPED, "not-bisectable": CheckStatus.SKIPPED}
+
 
 def _checks(r: NightlyResult) -> list[Check]:
     t = int(r.created_unix_s * 1000)
@@ -44,6 +49,13 @@ def _checks(r: NightlyResult) -> list[Check]:
         out.append(Check(suite="timing-history", name=s.metric, status=CheckStatus.FAILED,
                          message=s.headline, text=f"{s.headline}\n{s.evidence}",
                          profile=s.profile, workload=s.workload, start_ms=t, stop_ms=t))
+    for b in r.bisections:
+        text = "\n".join([b.summary(), *(f"{c.path}: {c.good!r} -> {c.bad!r} ({c.unit})"
+                                          for c in b.change),
+                          f"report: {b.run_id}/index.html" if b.run_id else ""]).strip()
+        out.append(Check(suite="bisect", name=b.check, status=_BISECT.get(
+            b.status, CheckStatus.UNKNOWN), message=b.summary(), text=text, profile=b.profile,
+            workload=b.workload, start_ms=t, stop_ms=t + int(b.wall_s * 1000)))
     status = (CheckStatus.PASSED if r.exit_code == 0 else CheckStatus.BROKEN
               if r.exit_code in (3, 130) else CheckStatus.FAILED)
     out.append(Check(suite="nightly", name="decision", status=status, message=r.decision_line,

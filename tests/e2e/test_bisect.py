@@ -3,7 +3,8 @@ a config combination are isolated to exactly that combination, confirmed 1-minim
 probes (the change fails again, and each of its units removed passes). The fault is switched on
 in both profiles (``*.env``), so the switch itself is no part of the delta: what is found is the
 config change that triggers it. ``proofdiff run --bisect`` bisects the run's first divergence
-and puts the proven change in place of its ranked suspects."""
+and puts the proven change in place of its ranked suspects; ``proofdiff nightly`` bisects each
+new divergence within its budget, and not one still failing the next night."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 
 from proofdiff.bisect import BisectResult
 from proofdiff.model import serde
+from proofdiff.nightly.nightly_result import NightlyResult
 
 from tests.e2e.conftest import REPO, CliRun, unique
 
@@ -101,3 +103,40 @@ def test_a_good_profile_that_already_fails_stops_at_once_and_says_so(
                         "--good", "prod", "--bad", "bench", "--oracle", "preflight/params")
     assert rc == 1 and r.status == "good-fails", out
     assert r.n_probes == 2 and "'prod' already fails preflight/params" in r.reason, r.reason
+
+
+def nightly(tmp_path: Path, run_id: str, *args: str) -> tuple[int, str, NightlyResult]:
+    cmd = [sys.executable, "-m", "proofdiff", "nightly", "--report-dir", str(tmp_path),
+           "--run-id", run_id, "--bisect-jobs", "1", *args]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
+    out = proc.stdout + proc.stderr
+    summary = tmp_path / run_id / "summary.json"
+    assert summary.is_file(), f"no report from {cmd}:\n{out}"
+    return proc.returncode, out, serde.read(summary, NightlyResult)
+
+
+def test_the_nightly_bisects_a_new_divergence_and_not_one_still_failing(
+        artifacts: Any, tmp_path: Path) -> None:
+    # the fault on both profiles, so what differs is config: prod's params path (preflight
+    # only, the cheapest real divergence with a known minimal change: 5 probes)
+    args = ("--suite", "preflight", "--set", "*.env.REFPROVER_FAULTS=param-path-default",
+            "--history", str(tmp_path / "h.sqlite"))
+    rc, out, r = nightly(tmp_path, unique("night-1"), *args)
+    assert rc == 1 and r.decision.value == "new", out
+    (b,) = r.bisections
+    assert (b.check, b.baseline, b.profile, b.status) == ("preflight/params", "bench", "prod",
+                                                          "found"), b
+    paths = {"mounts.params", "config.srs.param_cache", "env.FIL_PROOFS_PARAMETER_CACHE"}
+    assert {c.path for c in b.change} == paths, b.change
+    assert "bisected preflight/params on prod: " in r.decision_line, r.decision_line
+    assert all(p in r.decision_line for p in paths), r.decision_line
+    assert 0 < b.wall_s < r.bisect_budget_s == 1800 and b.probes >= 5, b
+    bis = serde.read(tmp_path / r.run_id / b.run_id / "summary.json", BisectResult)
+    assert_confirmed_1_minimal(bis)
+    page = (tmp_path / r.run_id / "index.html").read_text(encoding="utf-8")
+    assert "<code>mounts.params</code>" in page and f'href="{b.run_id}/index.html"' in page
+    assert "bisected: preflight/params on prod/wpost-2k: " in out
+    # the next night it still fails: not new, so not bisected again
+    rc, out, r2 = nightly(tmp_path, unique("night-2"), *args)
+    assert rc == 0 and r2.decision.value == "clean" and not r2.bisections, out
+    assert [c.standing.value for c in r2.checks] == ["still-failing"], r2.checks

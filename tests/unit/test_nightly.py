@@ -16,12 +16,16 @@ from proofdiff.cli import main
 from proofdiff.history.database import history_url, open_history
 from proofdiff.history.query import run_count
 
-from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.bisect.bisect_result import ChangeItem
+from proofdiff.model.oracle_records import Divergence, OracleRecord
+from proofdiff.model.run_options import RunOptions
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.status import Outcome, Verdict
 from proofdiff.nightly.compare import FLAKY_FLIPS, decide, standings
-from proofdiff.nightly.nightly import compare_night
-from proofdiff.nightly.nightly_result import CheckStanding, NightDecision, Standing
+from proofdiff.nightly.night_bisect import bisect_new, new_divergences
+from proofdiff.nightly.nightly import compare_night, with_bisections
+from proofdiff.nightly.nightly_result import (CheckStanding, NightBisection, NightDecision,
+                                              Standing)
 from proofdiff.nightly.nightly_view import write_nightly_report
 from tests.unit.test_history_store import result, timed_run
 from tests.unit.test_notify import Hook, hook  # noqa: F401 - the served webhook fixture
@@ -167,3 +171,63 @@ def test_a_night_that_cannot_run_exits_3_is_stored_and_notifies(
     body = hook.got[0]["body"]
     assert (body["kind"], body["decision"], body["exit_code"]) == ("nightly", "error", 3)
     assert body["report"] == str(run_dir / "index.html")
+
+
+def _div(check: str, profile: str = "prod", outcome: Outcome = Outcome.FAIL,
+         baseline: Outcome | None = Outcome.PASS) -> Divergence:
+    suite, oracle = check.split("/")
+    return Divergence(suite=suite, oracle=oracle, workload="wpost-2k", baseline="bench",
+                      profile=profile, outcome=outcome, baseline_outcome=baseline)
+
+
+def _standing(key: tuple[str, str, str], standing: Standing) -> CheckStanding:
+    return CheckStanding(check=key[0], profile=key[1], workload=key[2], standing=standing,
+                         outcome="fail")
+
+
+def test_only_new_divergences_are_bisected_within_the_budget(tmp_path: Path) -> None:
+    diff = msgspec.structs.replace(
+        result("n1"), divergences=(_div(A[0]), _div(B[0]), _div(C[0], outcome=Outcome.ERROR),
+                                   _div(D[0], baseline=None)))
+    checks = [_standing(A, Standing.NEW), _standing(B, Standing.STILL_FAILING),
+              _standing(C, Standing.NEW), _standing(D, Standing.NEW)]
+    assert [d.oracle for d in new_divergences(diff, checks)] == ["proofs", "priority",
+                                                                  "first-proof"]
+    off = bisect_new(diff, checks, RunOptions(), budget_s=0, run_dir=tmp_path)
+    assert [(b.check, b.status) for b in off] == [
+        (A[0], "disabled"), (C[0], "not-bisectable"), (D[0], "not-bisectable")]
+    assert off[0].line == "not bisected: --bisect-budget-s 0"
+    assert off[1].line == "not bisected: prod is error, not a failure to isolate"
+    assert off[2].line == "not bisected: bench has no record of warmup/first-proof"
+    # a budget spent before the first probe: no bisection starts, none is guessed
+    spent = bisect_new(diff, checks, RunOptions(), budget_s=1e-9, run_dir=tmp_path)
+    assert spent[0].status == "budget-spent" and not spent[0].change and not spent[0].run_id
+    assert not list(tmp_path.iterdir())  # no bisection report: none ran
+
+
+def test_the_decision_names_the_proven_change_and_an_interrupt_ends_the_night(
+        tmp_path: Path) -> None:
+    night = compare_night(_night("n1", 1, prod=Outcome.FAIL), history=str(tmp_path / "h.db"),
+                          report_root=tmp_path, run_id="n1")
+    found = NightBisection(check=A[0], workload=A[2], baseline="bench", profile="prod",
+                           status="found", line="found", run_id="bisect-1", probes=8,
+                           change=(ChangeItem(path="config.pipeline.enabled", good=False,
+                                              bad=True, unit="config.pipeline"),))
+    unresolved = msgspec.structs.replace(found, check=B[0], status="unresolved", change=(),
+                                         line="UNRESOLVED: probe 3 broke")
+    r = with_bisections(night, [found, unresolved], budget_s=1800, wall_s=99.0)
+    assert r.decision is NightDecision.NEW and r.exit_code == 1
+    assert r.decision_line.endswith("validity/proofs on prod/wpost-2k fails (fail); bisected "
+                               "validity/proofs on prod: config.pipeline.enabled; 1 not "
+                                   "resolved by bisection"), r.decision_line
+    out = write_nightly_report(r, tmp_path / "n1")
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "<code>config.pipeline.enabled</code>: False &rarr; True" in page
+    assert "UNRESOLVED</span>: UNRESOLVED: probe 3 broke" in page
+    allure = {json.loads(p.read_text())["name"]: json.loads(p.read_text())["status"]
+              for p in (out / "allure-results").glob("*-result.json")}
+    assert allure["bisect/validity/proofs [prod]"] == "passed"
+    assert allure["bisect/isolation/colliding-ids [prod]"] == "unknown"
+    cut = with_bisections(night, [msgspec.structs.replace(found, status="interrupted")],
+                          budget_s=1800, wall_s=1.0)
+    assert cut.decision is NightDecision.INTERRUPTED and cut.exit_code == 130
