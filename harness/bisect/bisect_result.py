@@ -45,7 +45,8 @@ class BisectResult(msgspec.Struct, frozen=True, kw_only=True):
         units: every unit label, most suspect first. probes: the probe table; n_probes its
             length. evidence: the bad profile's failing record (check and first line).
         steps: dd's decisions. reason: why it is not ``found``. profiles: good and bad as
-            resolved. wall_s: seconds. machine: the host.
+            resolved. wall_s: seconds. machine: the host. started_unix_s: when it started
+            (created_unix_s: when it ended).
     """
 
     run_id: str
@@ -71,5 +72,6 @@ class BisectResult(msgspec.Struct, frozen=True, kw_only=True):
     profiles: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
     wall_s: float = 0.0
     machine: dict[str, Any] = msgspec.field(default_factory=dict)
+    started_unix_s: float = 0.0
 
 

@@ -38,13 +38,15 @@ def bisect_view(result: BisectResult) -> ReportView:
                     message=f"{' + '.join(p.units) or result.good}: {p.outcome} {p.reason}"[:300],
                     text=f"units applied to {result.good}: {' + '.join(p.units) or '(none)'}\n"
                          f"outcome {p.outcome}: {', '.join(p.failing)}\n{p.reason}",
-                    start_ms=t, stop_ms=t + int(p.wall_s * 1000)) for p in result.probes]
+                    start_ms=int(p.started_unix_s * 1000) or t,
+                    stop_ms=int(p.stopped_unix_s * 1000) or t) for p in result.probes]
     checks.append(Check(suite="bisect", name="conclusion",
                         status=(CheckStatus.PASSED if result.status == "found" else
                                 CheckStatus.BROKEN if result.status in ("error", "interrupted")
                                 else CheckStatus.FAILED), message=result.line,
                         text=result.line + (f"\n{result.reason}" if result.reason else ""),
-                        start_ms=t, stop_ms=t + int(result.wall_s * 1000)))
+                        start_ms=int(result.started_unix_s * 1000)
+                        or t - int(result.wall_s * 1000), stop_ms=t))
     return ReportView(run_id=result.run_id, kind="bisect", decision=result.status,
                       decision_line=result.line, exit_code=result.exit_code,
                       exit_meaning=EXIT_MEANING.get(result.status, ""), result=result,

@@ -99,7 +99,7 @@ def bisect_profiles(options: RunOptions | None = None, *, good: str = "bench",
         The :class:`BisectResult`; bad input comes back as status ``error`` with the cause,
         and the report is written in every case.
     """
-    t0 = time.monotonic()
+    t0, started = time.monotonic(), time.time()
     opts = (options or RunOptions()).with_env()
     rid = opts.run_id or f"bisect-{new_run_id()}"
     run_dir = opts.report_root / rid
@@ -200,7 +200,7 @@ def bisect_profiles(options: RunOptions | None = None, *, good: str = "bench",
         confirmed_probes=confirmed, units=tuple(units[i].label for i in order)
         or tuple(u.label for u in units), probes=probes, n_probes=n, evidence=evidence,
         steps=steps, reason=reason, profiles=views, wall_s=round(time.monotonic() - t0, 1),
-        machine=machine_facts())
+        machine=machine_facts(), started_unix_s=started)
     if write_report:
         write_bisect_report(result, run_dir)
     return result

@@ -69,7 +69,8 @@ class Probe(msgspec.Struct, frozen=True, kw_only=True):
         index: 1-based probe number. units: the applied units' labels (empty = the good
             profile). config: their indices. outcome: PASS | FAIL | UNRESOLVED. failing: the
             checks that failed (or broke, for UNRESOLVED). reason: one line on the outcome.
-        wall_s: the probe's wall time, s. run_id: its report under ``probes/``. fresh: a
+        wall_s: the probe's wall time, s. started_unix_s, stopped_unix_s: when it ran (s
+            since the epoch). run_id: its report under ``probes/``. fresh: a
             re-run that bypassed the cache (confirmation).
     """
 
@@ -82,6 +83,8 @@ class Probe(msgspec.Struct, frozen=True, kw_only=True):
     wall_s: float = 0.0
     run_id: str = ""
     fresh: bool = False
+    started_unix_s: float = 0.0
+    stopped_unix_s: float = 0.0
 
 
 def suites_for(oracle: str | None) -> tuple[str, ...]:
@@ -235,7 +238,7 @@ class Prober:
             index = len(self.probes) + 1
             self.probes.append(Probe(index=index, units=(), config=(), outcome="running"))
         labels = tuple(self.units[i].label for i in sorted(cfg))
-        t0 = time.monotonic()
+        t0, started = time.monotonic(), time.time()
         rid = f"probe-{index:02d}"
         probe = self.profile(cfg)
         result = run_differential(msgspec.structs.replace(
@@ -247,13 +250,13 @@ class Prober:
                 self.probes[index - 1] = Probe(
                     index=index, units=labels, config=tuple(sorted(cfg)), outcome=UNRESOLVED,
                     reason="interrupted", wall_s=round(time.monotonic() - t0, 1), run_id=rid,
-                    fresh=fresh)
+                    fresh=fresh, started_unix_s=started, stopped_unix_s=time.time())
             raise KeyboardInterrupt
         outcome, checks, reason, record = judge(result, "probe", self.oracle,
                                                 oracle_applies(self.oracle, probe), self.expect)
         row = Probe(index=index, units=labels, config=tuple(sorted(cfg)), outcome=outcome,
                     failing=checks, reason=reason, wall_s=round(time.monotonic() - t0, 1),
-                    run_id=rid, fresh=fresh)
+                    run_id=rid, fresh=fresh, started_unix_s=started, stopped_unix_s=time.time())
         with self._lock:
             self.probes[index - 1] = row
             self.records[cfg] = record

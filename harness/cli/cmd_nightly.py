@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from proofdiff.cli.cmd_run import console_log, notify_webhook, raise_interrupt
@@ -41,9 +42,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(budget spent); 0 disables bisection. Default: "
                         f"{RunOptions().bisect_budget_s:.0f}, the single bisection's (one of "
                         "partition-race on wpost-2k took 68-198 s on 2 cores, README)")
+    p.add_argument("--allure-history", metavar="DIR", type=_allure_dir, default="",
+                   help="the previous night's Allure history, copied into tonight's "
+                        "allure-results/history/ so that `allure generate` continues each "
+                        "check's history and the trends: the report `allure generate` made of "
+                        "the previous night (or its history/ folder); a DIR that does not "
+                        "exist yet is the first night. Default: the latest earlier night's "
+                        "REPORT_DIR/<night>/allure-report/history/ (or the history its "
+                        "allure-results carried)")
     add_run_options(p, [g for g in EVERY_GROUP if g != "bisect"],
                     choices={"suite": [*SUITES, "all"]})
     add_run_options(p, ("bisect",), only=("bisect-jobs",))
+
+
+def _allure_dir(text: str) -> str:
+    """``--allure-history``: a folder, or a path that does not exist yet (argparse's type)."""
+    path = Path(text).expanduser()
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a folder: give the Allure report folder of the previous night "
+            "(or its history/ folder)")
+    return text
 
 
 def _seconds_or_zero(text: str) -> float:
@@ -68,7 +87,8 @@ def nightly(args: argparse.Namespace, console: Console) -> int:
 
     signal.signal(signal.SIGTERM, raise_interrupt)
     opts = run_options(args)
-    result = run_nightly(opts, log=console_log(console), bisect_budget_s=args.bisect_budget_s)
+    result = run_nightly(opts, log=console_log(console), bisect_budget_s=args.bisect_budget_s,
+                         allure_history=args.allure_history)
     for c in result.checks:
         style = {Standing.NEW: "bold red", Standing.FIXED: "green"}.get(c.standing, "yellow")
         before = ", ".join(o or "-" for o in c.past) or "no earlier night"

@@ -33,23 +33,29 @@ def findings_of(diff: DifferentialResult) -> list[Finding]:
     (the gate needs at least one profile's proofs verified), and any other divergence from
     the baseline profile."""
     out = [Finding(check=f"{r.suite}/{r.oracle}", profile=r.profile, workload=r.workload,
-                   message=r.message, kind="check", evidence=dict(r.evidence))
+                   message=r.message, kind="check", evidence=dict(r.evidence),
+                   started_unix_s=r.started_unix_s, stopped_unix_s=r.stopped_unix_s)
            for r in diff.records
            if r.suite in CHECKED_SUITES and r.outcome in (Outcome.FAIL, Outcome.ERROR)]
     out += [Finding(check=f"{r.suite}/{r.oracle}", profile=r.profile, workload=r.workload,
                     message=f"no profile's proofs were verified on {r.workload}, and the gate "
                     f"needs at least one: {r.profile}'s client hands out none "
-                    f"({r.evidence['unverifiable']})", kind="check", evidence=dict(r.evidence))
+                    f"({r.evidence['unverifiable']})", kind="check", evidence=dict(r.evidence),
+                    started_unix_s=r.started_unix_s, stopped_unix_s=r.stopped_unix_s)
             for r in unverifiable(diff.records)[1]]
     seen = {(f.check, f.profile, f.workload) for f in out}
+    judged = {(r.check, r.profile, r.workload, r.image): r for r in diff.records}
     for d in diff.divergences:
         if (f"{d.suite}/{d.oracle}", d.profile, d.workload) in seen:
             continue
         top = f"; top suspect {d.suspects[0].path}" if d.suspects else ""
+        rec = judged.get((f"{d.suite}/{d.oracle}", d.profile, d.workload, d.image))
         out.append(Finding(check=f"{d.suite}/{d.oracle}", profile=d.profile,
                            workload=d.workload, message=f"{d.headline}: {d.message}{top}",
                            kind="divergence",
-                           evidence={"suspects": [s.path for s in d.suspects[:5]]}))
+                           evidence={"suspects": [s.path for s in d.suspects[:5]]},
+                           started_unix_s=rec.started_unix_s if rec else 0.0,
+                           stopped_unix_s=rec.stopped_unix_s if rec else 0.0))
     return out
 
 

@@ -47,6 +47,8 @@ class VerifierCheck(msgspec.Struct, frozen=True, kw_only=True):
             tampered copy included). agreed: every verdict equal; ``None`` when not checked.
         disagreements: one line per proof on which they differ (pinned vs baseline's).
         note: why it was not checked, when it was not.
+        started_unix_s, stopped_unix_s: when it ran (the baseline's run included), s since
+            the epoch (Allure's timeline).
     """
 
     baseline_image: str
@@ -54,6 +56,8 @@ class VerifierCheck(msgspec.Struct, frozen=True, kw_only=True):
     agreed: bool | None = None
     disagreements: tuple[str, ...] = ()
     note: str = ""
+    started_unix_s: float = 0.0
+    stopped_unix_s: float = 0.0
 
 
 class ProfileTiming(msgspec.Struct, frozen=True, kw_only=True):
@@ -61,7 +65,8 @@ class ProfileTiming(msgspec.Struct, frozen=True, kw_only=True):
     drawn (one round = one batch of ``concurrency`` proofs on each side, in alternating
     order), why sampling stopped early ('' = it did not), the candidate's jobs that failed,
     were lost or gave a proof that does not verify in this arm (``faults``: each blocks the
-    gate) and the wall time it took (s)."""
+    gate), the wall time it took (s), and when it started and stopped (s since the epoch; its
+    session's start, cross-check and warm-up included)."""
 
     profile: str
     workload: str
@@ -71,12 +76,16 @@ class ProfileTiming(msgspec.Struct, frozen=True, kw_only=True):
     stopped: str = ""
     faults: tuple[str, ...] = ()
     wall_s: float = 0.0
+    started_unix_s: float = 0.0
+    stopped_unix_s: float = 0.0
 
 
 class Finding(msgspec.Struct, frozen=True, kw_only=True):
     """One reason to block: ``check`` (``suite/oracle``, ``timing/<metric>`` or ``divergence/
     suite/oracle``), the profile and workload, what was seen, its evidence, and, when an
-    allowlist entry accepts it, that entry's reason and link (``accepted`` true)."""
+    allowlist entry accepts it, that entry's reason and link (``accepted`` true), and when the
+    check that found it was judged (its record's times, a timing finding's arm's; s since the
+    epoch, 0 = unknown)."""
 
     check: str
     profile: str
@@ -88,13 +97,16 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
     accepted_by: str = ""
     reason: str = ""
     link: str = ""
+    started_unix_s: float = 0.0
+    stopped_unix_s: float = 0.0
 
 
 class GateResult(msgspec.Struct, frozen=True, kw_only=True):
     """Everything a gate established, tied to both image digests.
 
     Attributes:
-        schema_version: :data:`GATE_SCHEMA_VERSION`. run_id, created_unix_s: as a differential.
+        schema_version: :data:`GATE_SCHEMA_VERSION`. run_id, created_unix_s: as a differential
+            (created = when decided); started_unix_s: when the gate started.
         decision, decision_line, exit_code: the conclusion (``exit_code`` = decision's).
         candidate, baseline: the two images with their ids. aa: both are one digest (an A/A
         gate: any difference found is the method's false alarm).
@@ -150,6 +162,7 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
     undecided: tuple[str, ...] = ()
     history: str = ""
     history_error: str = ""
+    started_unix_s: float = 0.0
 
     def blocking(self) -> list[Finding]:
         """Findings no allowlist entry accepted."""

@@ -85,26 +85,33 @@ def intoto_statement(result: GateResult) -> dict[str, Any]:
     }
 
 
+def _ms(unix_s: float, default_ms: int) -> int:
+    """``unix_s`` in ms since the epoch; ``default_ms`` when unknown (0)."""
+    return int(unix_s * 1000) if unix_s > 0 else default_ms
+
+
 def _checks(result: GateResult) -> list[Check]:
     """One check per finding (FAILED; PASSED with the entry's reason when the allowlist accepts
     it), per timing verdict (FAILED on a regression, UNKNOWN when INCONCLUSIVE), the verifier
     cross-check and the decision."""
     t = int(result.created_unix_s * 1000)
     out = []
-    for f in result.findings:
+    for f in result.findings:  # each at its own real times (Allure's timeline); 0 = unknown
         text = (f"accepted by {f.accepted_by}: {f.reason} ({f.link})\n\n{f.message}"
                 if f.accepted else f.message)
         out.append(Check(suite=f"gate-{f.kind}", name=f.check, profile=f.profile,
                          workload=f.workload, status=CheckStatus.PASSED if f.accepted
                          else CheckStatus.FAILED, message=text.splitlines()[0] if text else "",
-                         text=text, start_ms=t, stop_ms=t))
+                         text=text, start_ms=_ms(f.started_unix_s, t),
+                         stop_ms=_ms(f.stopped_unix_s, t)))
     for pt in result.timing:
         for m in pt.metrics:
             status = (CheckStatus.FAILED if m.regression else CheckStatus.UNKNOWN
                       if m.verdict is Comparison.INCONCLUSIVE else CheckStatus.PASSED)
             out.append(Check(suite="gate-timing", name=m.metric, profile=pt.profile,
                              workload=pt.workload, status=status, message=m.line(),
-                             text=m.render(), start_ms=t, stop_ms=t + int(pt.wall_s * 1000)))
+                             text=m.render(), start_ms=_ms(pt.started_unix_s, t),
+                             stop_ms=_ms(pt.stopped_unix_s, t)))
     c = result.verifier_check
     if c is not None:
         status = (CheckStatus.SKIPPED if c.agreed is None else CheckStatus.PASSED if c.agreed
@@ -112,13 +119,14 @@ def _checks(result: GateResult) -> list[Check]:
         text = c.note or (f"{c.proofs} proofs, the pinned verifier and {c.baseline_image}'s "
                           "agree" if c.agreed else "\n".join(c.disagreements))
         out.append(Check(suite="gate-verifier", name="cross-check", status=status,
-                         message=text.splitlines()[0] if text else "", text=text, start_ms=t,
-                         stop_ms=t))
+                         message=text.splitlines()[0] if text else "", text=text,
+                         start_ms=_ms(c.started_unix_s, t), stop_ms=_ms(c.stopped_unix_s, t)))
     status = (CheckStatus.PASSED if result.exit_code == 0 else CheckStatus.BROKEN
               if result.decision in (Decision.ERROR, Decision.INTERRUPTED) else CheckStatus.FAILED)
     out.append(Check(suite="gate", name="decision", status=status, message=result.decision_line,
-                     text=result.decision_line, start_ms=t,
-                     stop_ms=t + int(result.wall_s * 1000)))
+                     text=result.decision_line,
+                     start_ms=_ms(result.started_unix_s, t - int(result.wall_s * 1000)),
+                     stop_ms=t))
     return out
 
 

@@ -79,6 +79,7 @@ def _side(runner: Runner, role: str, tag: str) -> ImageInfo:
 def _cross_check(session: Session, side: str, workload: str, baseline: ImageInfo,
                  checks: list[VerifierCheck], log: Callable[[str], None],
                  runtime: Runtime = Runtime.DOCKER) -> None:
+    t0 = time.time()
     session.run(side, workload)
     theirs = (baseline.tag if runtime is Runtime.DOCKER
               else str(Path(baseline.tag) / DEFAULT_VERIFIER))
@@ -86,6 +87,7 @@ def _cross_check(session: Session, side: str, workload: str, baseline: ImageInfo
                         session.verifier(side), session.runner, theirs,
                         session.plan.param_cache, timeout_s=session.plan.verify_timeout_s,
                         runtime=runtime)
+    check = msgspec.structs.replace(check, started_unix_s=t0, stopped_unix_s=time.time())
     log(f"gate: verifier cross-check on {check.proofs} proof(s): "
         f"{check.note or ('agree' if check.agreed else 'DISAGREE')}")
     checks.append(check)
@@ -143,10 +145,12 @@ def _timing(profiles: dict[str, Profile], workloads: Sequence[str],
     deadline = time.monotonic() + budget_s
     for name, p in profiles.items():
         for wl in workloads or [p.workload]:
+            t0 = time.time()
             if name in broken:
                 out.append(ProfileTiming(profile=name, workload=wl, concurrency=p.concurrency,
                                          stopped="not timed: the candidate fails its checks "
-                                         "on this profile"))
+                                         "on this profile", started_unix_s=t0,
+                                         stopped_unix_s=t0))
                 continue
             session, (b_side, c_side) = _pair_session(name, p, wl, sides, opts, verifier, log)
             try:
@@ -160,16 +164,19 @@ def _timing(profiles: dict[str, Profile], workloads: Sequence[str],
                     out.append(ProfileTiming(profile=name, workload=wl,
                                              concurrency=p.concurrency, faults=tuple(warm),
                                              stopped="not timed: the candidate's warm-up run "
-                                                     "failed"))
+                                                     "failed", started_unix_s=t0,
+                                             stopped_unix_s=time.time()))
                     continue
 
                 def send(side: str, specs: list[JobSpec], label: str) -> FlowRecord:
                     return session.send(side, wl, specs, name="gate", label=label,
                                         concurrency=len(specs))
-                out.append(measure_profile(send, profile=name, workload=wl, jobs=jobs,
-                                           sides=(b_side, c_side), concurrency=p.concurrency,
-                                           deadline=deadline, floors=p.timing_floor,
-                                           family=family, log=log))
+                arm = measure_profile(send, profile=name, workload=wl, jobs=jobs,
+                                      sides=(b_side, c_side), concurrency=p.concurrency,
+                                      deadline=deadline, floors=p.timing_floor, family=family,
+                                      log=log)
+                out.append(msgspec.structs.replace(arm, started_unix_s=t0,
+                                                   stopped_unix_s=time.time()))
             finally:
                 if runs is not None:
                     runs.extend(msgspec.structs.replace(r, flows=tuple(
@@ -247,11 +254,13 @@ def timing_findings(timing: Sequence[ProfileTiming]) -> list[Finding]:
     out = [Finding(check=f"timing/{m.metric}", profile=t.profile, workload=t.workload,
                    message=m.render(), kind="timing",
                    evidence={"ratio": m.ratio, "ratio_ci": list(m.ratio_ci),
-                             "p_value": m.p_value})
+                             "p_value": m.p_value},
+                   started_unix_s=t.started_unix_s, stopped_unix_s=t.stopped_unix_s)
            for t in timing for m in t.metrics if m.regression]
     out += [Finding(check="timing-batch/jobs", profile=t.profile, workload=t.workload,
                     message=f"the candidate's timing batch: {fault}", kind="check",
-                    evidence={"rounds": t.rounds})
+                    evidence={"rounds": t.rounds}, started_unix_s=t.started_unix_s,
+                    stopped_unix_s=t.stopped_unix_s)
             for t in timing for fault in t.faults]
     return out
 
@@ -286,7 +295,7 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
         differential) as INTERRUPTED (exit 130) with no timing round started, and the report
         is written in every case.
     """
-    t0 = time.monotonic()
+    t0, started = time.monotonic(), time.time()
     opts = (options or RunOptions()).with_env()
     rid = opts.run_id or new_run_id()
     opts = msgspec.structs.replace(opts, run_id=rid)
@@ -382,7 +391,8 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
         errors=tuple(errors),
         commit=dict(get_commit_info("proofdiff")),  # type: ignore[no-untyped-call]
         machine=machine_facts(), budget_s=budget_s, wall_s=round(time.monotonic() - t0, 3),
-        alpha=GATE_ALPHA, no_timing=no_timing, undecided=tuple(undecided))
+        alpha=GATE_ALPHA, no_timing=no_timing, undecided=tuple(undecided),
+        started_unix_s=started)
     if opts.history:
         from proofdiff.gate.gate_history import store_gate
 

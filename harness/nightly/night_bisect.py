@@ -37,16 +37,19 @@ def new_divergences(diff: DifferentialResult,
             if (f"{d.suite}/{d.oracle}", d.profile, d.workload) in new]
 
 
-def _record(d: Divergence, status: str, line: str,
-            bis: BisectResult | None = None) -> NightBisection:
+def _record(d: Divergence, status: str, line: str, bis: BisectResult | None = None,
+            started: float = 0.0) -> NightBisection:
+    now = time.time()
     if bis is None:
         return NightBisection(check=f"{d.suite}/{d.oracle}", workload=d.workload,
-                              baseline=d.baseline, profile=d.profile, status=status, line=line)
+                              baseline=d.baseline, profile=d.profile, status=status, line=line,
+                              started_unix_s=started or now, stopped_unix_s=now)
     return NightBisection(check=f"{d.suite}/{d.oracle}", workload=d.workload,
                           baseline=d.baseline, profile=d.profile, status=bis.status,
                           line=bis.line or bis.reason,
                           change=bis.change if bis.status == "found" else (),
-                          run_id=bis.run_id, probes=bis.n_probes, wall_s=bis.wall_s)
+                          run_id=bis.run_id, probes=bis.n_probes, wall_s=bis.wall_s,
+                          started_unix_s=started, stopped_unix_s=now)
 
 
 def bisect_new(diff: DifferentialResult, checks: Sequence[CheckStanding], opts: RunOptions,
@@ -82,12 +85,14 @@ def bisect_new(diff: DifferentialResult, checks: Sequence[CheckStanding], opts: 
         else:
             options = msgspec.structs.replace(opts, report_dir=str(run_dir),
                                               bisect_budget_s=left)
+            started = time.time()
             try:
                 _, bis = bisect_divergence(diff, d, options, run_id=f"bisect-{n}", log=log)
             except KeyboardInterrupt:
-                out.append(_record(d, "interrupted", "interrupted before its report"))
+                out.append(_record(d, "interrupted", "interrupted before its report",
+                                   started=started))
                 break
-            out.append(_record(d, bis.status, "", bis))
+            out.append(_record(d, bis.status, "", bis, started))
             log(f"nightly: bisect {out[-1].summary()}")
             if bis.status == "interrupted":
                 break

@@ -12,7 +12,9 @@ before it on the same machine.
    whatever its verdict), and each timing series is analysed with and without it.
 3. :mod:`proofdiff.nightly.compare`: each check's standing (new, still failing, flaky, fixed)
    and the new slowdowns; the decision and its exit code.
-4. :mod:`proofdiff.nightly.night_bisect`: each new divergence bisected within the night's
+4. The report (summary.json, index.html, junit.xml, allure-results with the previous night's
+   Allure ``history/`` carried over: :mod:`proofdiff.nightly.allure_history`).
+5. :mod:`proofdiff.nightly.night_bisect`: each new divergence bisected within the night's
    budget (``--bisect-budget-s``), so the decision names the proven minimal change, or says
    why there is none; an interrupted bisection makes the night INTERRUPTED.
 
@@ -43,6 +45,7 @@ from proofdiff.history.view import SeriesView, analyse
 from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
+from proofdiff.nightly.allure_history import carry_night, find_history
 from proofdiff.nightly.compare import Key, decide, new_slowdowns, outcomes_of, standings
 from proofdiff.nightly.night_bisect import bisect_new, bisect_suffix
 from proofdiff.nightly.nightly_result import (NightBisection, NightDecision, NightlyResult,
@@ -132,6 +135,7 @@ def compare_night(diff: DifferentialResult, *, history: str, report_root: Path,
     """
     night = msgspec.structs.replace(diff, run_id=run_id)
     errors = list(diff.errors)
+    started = time.time()
     url = history_url(history, report_root)
     shown, ids, past = url, list[str](), list[dict[Key, str]]()
     slowdowns: list[Slowdown] = []
@@ -143,13 +147,19 @@ def compare_night(diff: DifferentialResult, *, history: str, report_root: Path,
             ids, past = _past_nights(db, key.fingerprint, run_id)
             before = _series(db, key.fingerprint, night)
             store_result(db, night, command="nightly")
-            slowdowns = new_slowdowns(before, _series(db, key.fingerprint, night))
+            slowdowns = [msgspec.structs.replace(s, started_unix_s=started,
+                                                 stopped_unix_s=time.time())
+                         for s in new_slowdowns(before, _series(db, key.fingerprint, night))]
         finally:
             db.close()
     except HistoryError as exc:
         errors.append(str(exc))
     accepted: set[Key] = {(a.check, a.profile, a.workload) for a in diff.accepted}
-    checks = standings(outcomes_of(diff.records), past, accepted)
+    spans = {(r.check, r.profile, r.workload): (r.started_unix_s, r.stopped_unix_s)
+             for r in diff.records}
+    checks = [msgspec.structs.replace(c, started_unix_s=spans[k][0], stopped_unix_s=spans[k][1])
+              if (k := (c.check, c.profile, c.workload)) in spans else c
+              for c in standings(outcomes_of(diff.records), past, accepted)]
     decision, line = decide(verdict=diff.verdict, verdict_line=diff.verdict_line, checks=checks,
                             slowdowns=slowdowns, nights=len(ids), errors=errors)
     return NightlyResult(
@@ -180,7 +190,7 @@ def with_bisections(result: NightlyResult, bisections: list[NightBisection], *,
 def run_nightly(options: RunOptions | None = None, *,
                 log: Callable[[str], None] = lambda _line: None,
                 write_report: bool = True,
-                bisect_budget_s: float | None = None) -> NightlyResult:
+                bisect_budget_s: float | None = None, allure_history: str = "") -> NightlyResult:
     """Tonight's differential, stored and compared (module docstring).
 
     Args:
@@ -190,13 +200,16 @@ def run_nightly(options: RunOptions | None = None, *,
         bisect_budget_s: the wall-clock budget, s, of the new divergences' bisections
             (:mod:`proofdiff.nightly.night_bisect`; 0 disables them); default the options'
             ``bisect_budget_s`` (1800).
+        allure_history: the previous night's Allure history (a generated report or its
+            ``history/``) to carry into ``allure-results/history/``; '' = the latest earlier
+            night's report folder's (:mod:`proofdiff.nightly.allure_history`).
 
     Returns:
         The :class:`~proofdiff.nightly.nightly_result.NightlyResult`; a history that fails
         (locked, corrupt, newer schema, unreachable) and a differential that could not run
         come back as decision ERROR with the cause.
     """
-    t0 = time.monotonic()
+    t0, started = time.monotonic(), time.time()
     opts = (options or RunOptions()).with_env()
     rid = opts.run_id or new_run_id()
     opts = nightly_options(msgspec.structs.replace(opts, run_id=rid))
@@ -211,8 +224,11 @@ def run_nightly(options: RunOptions | None = None, *,
         result = with_bisections(result, bisect_new(
             diff, result.checks, opts, budget_s=budget, run_dir=run_dir, log=log),
             budget_s=budget, wall_s=time.monotonic() - t0)
+    source, where = find_history(allure_history, opts.report_root, result.nights)
+    result = msgspec.structs.replace(result, started_unix_s=started, allure_history=where)
     if write_report:
         from proofdiff.nightly.nightly_view import write_nightly_report
 
         write_nightly_report(result, run_dir)
+        log(carry_night(source, run_dir))
     return result

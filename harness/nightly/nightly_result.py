@@ -55,6 +55,8 @@ class CheckStanding(msgspec.Struct, frozen=True, kw_only=True):
             evidence). standing: :class:`Standing`. outcome: tonight's outcome.
         past: its outcomes over the nights compared, oldest first ('' where a night did not
             run it). flips: pass <-> fail changes over ``past`` and tonight.
+        started_unix_s, stopped_unix_s: when tonight's record was judged (s since the epoch;
+            Allure's timeline).
     """
 
     check: str
@@ -64,6 +66,8 @@ class CheckStanding(msgspec.Struct, frozen=True, kw_only=True):
     outcome: str
     past: tuple[str, ...] = ()
     flips: int = 0
+    started_unix_s: float = 0.0
+    stopped_unix_s: float = 0.0
 
 
 class Slowdown(msgspec.Struct, frozen=True, kw_only=True):
@@ -74,6 +78,7 @@ class Slowdown(msgspec.Struct, frozen=True, kw_only=True):
         metric, unit, profile, workload: the series (on this machine). run_id: the first run
             of the new level. headline: run, relative step and images before and after.
             evidence: means, medians, spread, the t-test's p and the runs on each side.
+        started_unix_s, stopped_unix_s: when the history was read and analysed.
     """
 
     metric: str
@@ -83,6 +88,8 @@ class Slowdown(msgspec.Struct, frozen=True, kw_only=True):
     run_id: str
     headline: str
     evidence: str
+    started_unix_s: float = 0.0
+    stopped_unix_s: float = 0.0
 
 
 class NightBisection(msgspec.Struct, frozen=True, kw_only=True):
@@ -99,6 +106,7 @@ class NightBisection(msgspec.Struct, frozen=True, kw_only=True):
         line: the one-line conclusion. change: the proven 1-minimal change (``found`` only;
             never a ranking). run_id: the bisection's report folder beside the night's
             summary.json ('' when none ran). probes: its probes. wall_s: its wall time, s.
+        started_unix_s, stopped_unix_s: when it started and ended (s since the epoch).
     """
 
     check: str
@@ -111,6 +119,8 @@ class NightBisection(msgspec.Struct, frozen=True, kw_only=True):
     run_id: str = ""
     probes: int = 0
     wall_s: float = 0.0
+    started_unix_s: float = 0.0
+    stopped_unix_s: float = 0.0
 
     @property
     def found(self) -> bool:
@@ -129,7 +139,8 @@ class NightlyResult(msgspec.Struct, frozen=True, kw_only=True):
     """Everything a nightly established.
 
     Attributes:
-        schema_version: :data:`NIGHTLY_SCHEMA_VERSION`. run_id, created_unix_s: the night's.
+        schema_version: :data:`NIGHTLY_SCHEMA_VERSION`. run_id, created_unix_s: the night's
+            (created = when decided); started_unix_s: when it started.
         decision, decision_line, exit_code: the conclusion (``exit_code`` = decision's).
         verdict, verdict_line: tonight's differential (its report: ``differential/``).
         machine: the machine fingerprint's label; history: the database (URL, password
@@ -139,7 +150,9 @@ class NightlyResult(msgspec.Struct, frozen=True, kw_only=True):
             none ran), in the divergences' order; bisect_budget_s: the night's budget for them
             (0 = disabled). accepted: allowlist entries that accepted a failure
             tonight (``check on profile/workload: entry``). errors: why the night could not
-            run or not be compared. wall_s: the night's wall time, s.
+            run or not be compared. wall_s: the night's wall time, s. allure_history: where
+            allure-results/history/ was carried from (the previous night's Allure history),
+            or why it was not ('' = not asked).
     """
 
     run_id: str
@@ -160,6 +173,8 @@ class NightlyResult(msgspec.Struct, frozen=True, kw_only=True):
     accepted: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
     wall_s: float = 0.0
+    started_unix_s: float = 0.0
+    allure_history: str = ""
 
     def of(self, standing: Standing) -> list[CheckStanding]:
         """The checks of one standing."""

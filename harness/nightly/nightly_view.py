@@ -32,6 +32,11 @@ _BISECT = {"found": CheckStatus.PASSED, "error": CheckStatus.BROKEN,
            "budget-spent": CheckStatus.SKIPPED, "not-bisectable": CheckStatus.SKIPPED}
 
 
+def _ms(unix_s: float, default_ms: int) -> int:
+    """``unix_s`` in ms since the epoch (Allure's timeline); ``default_ms`` when unknown (0)."""
+    return int(unix_s * 1000) if unix_s > 0 else default_ms
+
+
 def _checks(r: NightlyResult) -> list[Check]:
     t = int(r.created_unix_s * 1000)
     out = []
@@ -42,25 +47,28 @@ def _checks(r: NightlyResult) -> list[Check]:
                 "the record: differential/index.html")
         suite, name = c.check.split("/", 1)
         out.append(Check(suite=suite, name=name, status=_STATUS[c.standing], message=text,
-                         text=text, profile=c.profile, workload=c.workload, start_ms=t,
-                         stop_ms=t, history_id=hashlib.md5(
+                         text=text, profile=c.profile, workload=c.workload,
+                         start_ms=_ms(c.started_unix_s, t), stop_ms=_ms(c.stopped_unix_s, t),
+                         history_id=hashlib.md5(
                              f"{c.check}[{c.profile}-{c.workload}]".encode()).hexdigest()))
     for s in r.slowdowns:
         out.append(Check(suite="timing-history", name=s.metric, status=CheckStatus.FAILED,
                          message=s.headline, text=f"{s.headline}\n{s.evidence}",
-                         profile=s.profile, workload=s.workload, start_ms=t, stop_ms=t))
+                         profile=s.profile, workload=s.workload,
+                         start_ms=_ms(s.started_unix_s, t), stop_ms=_ms(s.stopped_unix_s, t)))
     for b in r.bisections:
         text = "\n".join([b.summary(), *(f"{c.path}: {c.good!r} -> {c.bad!r} ({c.unit})"
                                           for c in b.change),
                           f"report: {b.run_id}/index.html" if b.run_id else ""]).strip()
         out.append(Check(suite="bisect", name=b.check, status=_BISECT.get(
             b.status, CheckStatus.UNKNOWN), message=b.summary(), text=text, profile=b.profile,
-            workload=b.workload, start_ms=t, stop_ms=t + int(b.wall_s * 1000)))
+            workload=b.workload, start_ms=_ms(b.started_unix_s, t),
+            stop_ms=_ms(b.stopped_unix_s, t)))
     status = (CheckStatus.PASSED if r.exit_code == 0 else CheckStatus.BROKEN
               if r.exit_code in (3, 130) else CheckStatus.FAILED)
     out.append(Check(suite="nightly", name="decision", status=status, message=r.decision_line,
-                     text="\n".join([r.decision_line, *r.errors]), start_ms=t,
-                     stop_ms=t + int(r.wall_s * 1000)))
+                     text="\n".join([r.decision_line, *r.errors]),
+                     start_ms=_ms(r.started_unix_s, t - int(r.wall_s * 1000)), stop_ms=t))
     return out
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import uuid
 from pathlib import Path
 
@@ -14,7 +15,12 @@ from allure_commons.model2 import Attachment, Label, Parameter, StatusDetails, T
 
 from proofdiff.report.view import ReportView
 
-__all__ = ["write_allure"]
+__all__ = ["carry_history", "history_folder", "write_allure"]
+
+#: Allure's history folder: in a generated report (``allure generate``'s output) and, carried
+#: over, in the next run's results (``allure-results/history/``), which the next ``allure
+#: generate`` reads for its trends and each test's history.
+HISTORY = "history"
 
 
 def write_allure(view: ReportView, run_dir: Path) -> Path:
@@ -46,3 +52,28 @@ def write_allure(view: ReportView, run_dir: Path) -> Path:
         (out / "categories.json").write_text(json.dumps(list(view.categories), indent=1),
                                              encoding="utf-8")
     return out
+
+
+def history_folder(path: Path) -> Path | None:
+    """The Allure history folder that ``path`` names: ``path/history`` (a generated report, or
+    a results folder that carried one), else ``path`` itself when it holds Allure's
+    ``history.json`` (the history folder); ``None`` when neither exists."""
+    if (path / HISTORY).is_dir():
+        return path / HISTORY
+    return path if (path / "history.json").is_file() else None
+
+
+def carry_history(source: Path, results_dir: Path) -> list[str]:
+    """Copy the files of the Allure history folder ``source`` into
+    ``results_dir/history/`` (after the results are written: writing them cleans the folder),
+    so the next ``allure generate`` continues the trends. Returns the names copied.
+
+    Raises:
+        OSError: a file could not be read or written.
+    """
+    out = results_dir / HISTORY
+    out.mkdir(parents=True, exist_ok=True)
+    names = sorted(p.name for p in source.iterdir() if p.is_file())
+    for name in names:
+        shutil.copyfile(source / name, out / name)
+    return names

@@ -152,3 +152,7 @@ def test_the_proofdiff_command_lines_parse(script: str, env: dict[str, str],
                  "--notify"):
         assert flag in argv, f"{flag} missing from {argv}"
     assert not [a for a in argv if a.startswith("sample-") and a.endswith("RUN_ID")]
+    if command == "nightly":  # the previous night's Allure history (README "CI recipes")
+        assert argv[argv.index("--allure-history") + 1] in (
+            str(tmp_path / ".local/share/proofdiff/allure-history"),  # the default
+            "sample-PROOFDIFF_ALLURE_HISTORY"), argv

@@ -11,12 +11,14 @@ import time
 from pathlib import Path
 
 import jsonschema
+import msgspec
 import numpy as np
 import pytest
 
 from proofdiff.model.image import ImageInfo
 from proofdiff.gate.allowlist import AllowlistError, apply_allowlist, load_allowlist
-from proofdiff.gate.gate_result import (GATE_SCHEMA_VERSION, Decision, Finding, GateResult, ProfileTiming)
+from proofdiff.gate.gate_result import (GATE_SCHEMA_VERSION, Decision, Finding, GateResult, ProfileTiming,
+                                        VerifierCheck)
 from proofdiff.gate.gate_view import SCHEMA_FILE, intoto_statement, schema, write_gate_report
 from proofdiff.gate.gating import decide, findings_of, timing_findings, unjudged
 from proofdiff.gate.timing_rounds import BUDGET_PAIRS, Family, measure_profile
@@ -387,3 +389,35 @@ def test_a_host_build_is_its_folders_programs_by_digest(tmp_path: Path) -> None:
 def file_digest(path: Path) -> str:
     import hashlib
     return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_allure_results_carry_each_checks_real_start_and_stop(tmp_path: Path) -> None:
+    """Allure's timeline: a finding at its record's times (the divergence at its failing
+    record's), a timing verdict at its arm's, the cross-check at its own, the decision over
+    the whole gate; none at the decision's instant."""
+    rec = OracleRecord(suite="validity", oracle="proofs", profile="prod", workload="wpost-2k",
+                       outcome=Outcome.FAIL, message="partition 1 invalid",
+                       started_unix_s=1_764_000_010.25, stopped_unix_s=1_764_000_042.5)
+    diff = DifferentialResult(run_id="d", created_unix_s=1_764_000_050.0,
+                              verdict=Verdict.FAILED, verdict_line="", exit_code=2,
+                              records=(rec,))
+    (found,) = findings_of(diff)
+    arm = msgspec.structs.replace(_measure(_Daemons(ratio=1.25)), started_unix_s=1_764_000_060.0,
+                                  stopped_unix_s=1_764_000_300.0)
+    check = VerifierCheck(baseline_image="img:base", proofs=3, agreed=True,
+                          started_unix_s=1_764_000_055.0, stopped_unix_s=1_764_000_059.0)
+    findings = [found, *timing_findings([arm])]
+    decision, line, _ = decide(findings, [], [arm], aa=False)
+    r = GateResult(run_id="g1", created_unix_s=1_764_000_301.0, decision=decision,
+                   decision_line=line, exit_code=decision.exit_code,
+                   candidate=ImageInfo(tag="c"), baseline=ImageInfo(tag="b"),
+                   findings=tuple(findings), timing=(arm,), verifier_check=check,
+                   started_unix_s=1_764_000_000.0, wall_s=301.0)
+    write_gate_report(r, tmp_path)
+    got = {(x["name"]): (x["start"], x["stop"]) for x in (
+        json.loads(p.read_text()) for p in (tmp_path / "allure-results").glob("*-result.json"))}
+    assert got["gate-check/validity/proofs [prod]"] == (1_764_000_010_250, 1_764_000_042_500)
+    assert got["gate-timing/timing/latency [bench]"] == (1_764_000_060_000, 1_764_000_300_000)
+    assert got["gate-timing/latency [bench]"] == (1_764_000_060_000, 1_764_000_300_000)
+    assert got["gate-verifier/cross-check"] == (1_764_000_055_000, 1_764_000_059_000)
+    assert got["gate/decision"] == (1_764_000_000_000, 1_764_000_301_000)

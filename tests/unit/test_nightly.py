@@ -7,6 +7,7 @@ shows it, and not again the night after."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import msgspec
@@ -231,3 +232,73 @@ def test_the_decision_names_the_proven_change_and_an_interrupt_ends_the_night(
     cut = with_bisections(night, [msgspec.structs.replace(found, status="interrupted")],
                           budget_s=1800, wall_s=1.0)
     assert cut.decision is NightDecision.INTERRUPTED and cut.exit_code == 130
+
+
+def test_allure_results_carry_each_checks_real_start_and_stop(tmp_path: Path) -> None:
+    diff = _night("n1", 1, prod=Outcome.FAIL)
+    diff = msgspec.structs.replace(diff, records=tuple(
+        msgspec.structs.replace(r, started_unix_s=1_764_086_400.5, stopped_unix_s=1_764_086_460.0)
+        for r in diff.records))
+    night = compare_night(diff, history=str(tmp_path / "h.db"), report_root=tmp_path,
+                          run_id="n1")
+    bis = NightBisection(check=A[0], workload=A[2], baseline="bench", profile="prod",
+                         status="budget", line="BUDGET after 4 probes", probes=4,
+                         started_unix_s=1_764_086_500.0, stopped_unix_s=1_764_086_700.0)
+    r = msgspec.structs.replace(with_bisections(night, [bis], budget_s=200, wall_s=400.0),
+                                started_unix_s=1_764_086_300.0, created_unix_s=1_764_086_701.0)
+    out = write_nightly_report(r, tmp_path / "n1")
+    got = {x["name"]: (x["start"], x["stop"]) for x in (
+        json.loads(p.read_text()) for p in (out / "allure-results").glob("*-result.json"))}
+    assert got["validity/proofs [prod]"] == (1_764_086_400_500, 1_764_086_460_000)
+    assert got["bisect/validity/proofs [prod]"] == (1_764_086_500_000, 1_764_086_700_000)
+    assert got["nightly/decision"] == (1_764_086_300_000, 1_764_086_701_000)
+
+
+#: Allure 2's history.json as `allure generate` writes it (one test's entry).
+ALLURE_HISTORY = {"5f2a": {"statistic": {"failed": 1, "broken": 0, "skipped": 0, "passed": 2,
+                                         "unknown": 0, "total": 3},
+                           "items": [{"uid": "a1", "status": "failed",
+                                      "time": {"start": 1, "stop": 2, "duration": 1}}]}}
+
+
+def test_the_previous_nights_allure_history_is_carried_into_tonights_results(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Through the CLI, on nights that cannot run (a bad profile file: no Docker needed, the
+    report is still written): --allure-history that does not exist yet is the first night;
+    a generated report's history/ is carried; without the option, the latest earlier night's
+    report folder's allure-report/history/ is found through the history database."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[profiles.bench\n", encoding="utf-8")
+    rep, kept = tmp_path / "rep", tmp_path / "kept"
+
+    def night(rid: str, *more: str) -> Path:
+        assert main(["nightly", "--profiles", str(bad), "--report-dir", str(rep), "--run-id",
+                     rid, *more]) == 3
+        return rep / rid
+
+    n1 = night("night-1", "--allure-history", str(kept))
+    assert "none yet" in json.loads((n1 / "summary.json").read_text())["allure_history"]
+    assert not (n1 / "allure-results" / "history").exists()
+    # CI generated night 1's Allure report and kept its history/ (README "CI recipes")
+    (kept / "history").mkdir(parents=True)
+    for name in ("history.json", "history-trend.json"):
+        (kept / "history" / name).write_text(json.dumps(ALLURE_HISTORY), encoding="utf-8")
+    n2 = night("night-2", "--allure-history", str(kept))
+    carried = n2 / "allure-results" / "history"
+    assert sorted(p.name for p in carried.iterdir()) == ["history-trend.json", "history.json"]
+    assert json.loads((carried / "history.json").read_text()) == ALLURE_HISTORY
+    assert list((n2 / "allure-results").glob("*-result.json"))  # tonight's results kept
+    assert "allure history: carried 2 file(s)" in capsys.readouterr().out
+    # no option: the latest earlier night (from the history) whose folder holds a generated
+    # report; night-2's own report generated there
+    (n2 / "allure-report").mkdir()
+    shutil.copytree(kept / "history", n2 / "allure-report" / "history")
+    (n2 / "allure-report" / "history" / "duration-trend.json").write_text("[]")
+    n3 = night("night-3")
+    assert sorted(p.name for p in (n3 / "allure-results" / "history").iterdir()) == [
+        "duration-trend.json", "history-trend.json", "history.json"]
+    assert json.loads((n3 / "summary.json").read_text())["allure_history"] == str(
+        n2 / "allure-report" / "history")
+    with pytest.raises(SystemExit):  # a file is no history folder: argparse's usage error
+        main(["nightly", "--allure-history", str(bad)])
+    assert "is not a folder" in capsys.readouterr().err
