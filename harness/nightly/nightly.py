@@ -12,11 +12,11 @@ before it on the same machine.
    whatever its verdict), and each timing series is analysed with and without it.
 3. :mod:`proofdiff.nightly.compare`: each check's standing (new, still failing, flaky, fixed)
    and the new slowdowns; the decision and its exit code.
-4. The report (summary.json, index.html, junit.xml, allure-results with the previous night's
-   Allure ``history/`` carried over: :mod:`proofdiff.nightly.allure_history`).
-5. :mod:`proofdiff.nightly.night_bisect`: each new divergence bisected within the night's
+4. :mod:`proofdiff.nightly.night_bisect`: each new divergence bisected within the night's
    budget (``--bisect-budget-s``), so the decision names the proven minimal change, or says
    why there is none; an interrupted bisection makes the night INTERRUPTED.
+5. The report (summary.json, index.html, junit.xml, allure-results with the previous night's
+   Allure ``history/`` carried over: :mod:`proofdiff.nightly.allure_history`).
 
 The night's report (summary.json, index.html, junit.xml, allure-results) is written in every
 case, a history that fails included (decision ERROR, exit 3).
@@ -174,8 +174,9 @@ def compare_night(diff: DifferentialResult, *, history: str, report_root: Path,
 
 def with_bisections(result: NightlyResult, bisections: list[NightBisection], *,
                     budget_s: float, wall_s: float) -> NightlyResult:
-    """``result`` with its bisections: the decision line names what they proved (and how many
-    were not resolved); an interrupted bisection makes the night INTERRUPTED (exit 130)."""
+    """``result`` with its bisections, decided now: the decision line names what they proved
+    (and how many were not resolved); an interrupted bisection makes the night INTERRUPTED
+    (exit 130)."""
     decision, line = result.decision, result.decision_line
     if any(b.status == "interrupted" for b in bisections):
         decision = NightDecision.INTERRUPTED
@@ -184,7 +185,8 @@ def with_bisections(result: NightlyResult, bisections: list[NightBisection], *,
         line = f"{line}; {suffix}"
     return msgspec.structs.replace(result, decision=decision, decision_line=line,
                                    exit_code=decision.exit_code, bisections=tuple(bisections),
-                                   bisect_budget_s=budget_s, wall_s=round(wall_s, 3))
+                                   bisect_budget_s=budget_s, wall_s=round(wall_s, 3),
+                                   created_unix_s=time.time())  # decided after them
 
 
 def run_nightly(options: RunOptions | None = None, *,

@@ -8,6 +8,7 @@ new divergence within its budget, and not one still failing the next night."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -136,6 +137,15 @@ def test_the_nightly_bisects_a_new_divergence_and_not_one_still_failing(
     page = (tmp_path / r.run_id / "index.html").read_text(encoding="utf-8")
     assert "<code>mounts.params</code>" in page and f'href="{b.run_id}/index.html"' in page
     assert "bisected: preflight/params on prod/wpost-2k: " in out
+    # allure's timeline: the new failure at its record's real times, the bisection after it,
+    # both within the night
+    got = {x["name"]: (x["start"], x["stop"]) for x in (
+        json.loads(p.read_text()) for p in (tmp_path / r.run_id / "allure-results")
+        .glob("*-result.json"))}
+    night = got["nightly/decision"]
+    fail, bis_span = got["preflight/params [prod]"], got["bisect/preflight/params [prod]"]
+    assert night[0] <= fail[0] <= fail[1] <= bis_span[0] < bis_span[1] <= night[1], got
+    assert bis_span[1] - bis_span[0] == pytest.approx(b.wall_s * 1000, abs=2000), got
     # the next night it still fails: not new, so not bisected again
     rc, out, r2 = nightly(tmp_path, unique("night-2"), *args)
     assert rc == 0 and r2.decision.value == "clean" and not r2.bisections, out

@@ -242,7 +242,7 @@ def test_one_ctrl_c_while_a_daemon_wedges_ends_the_gate_before_any_timing_round(
     tag = artifacts.image_tag
     cmd = [sys.executable, "-m", "proofdiff", "gate", "--report-dir", str(tmp_path), "--run-id",
            rid, "--candidate", tag, "--baseline", tag, "--set",
-           "prod.env.REFPROVER_FAULTS=queue-deadlock"]
+           "prod.env.REFPROVER_FAULTS=queue-deadlock", "--history"]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "400"})
@@ -278,3 +278,6 @@ def test_one_ctrl_c_while_a_daemon_wedges_ends_the_gate_before_any_timing_round(
     assert diff["verdict"] == "INTERRUPTED"
     left = docker.from_env().containers.list(all=True, filters={"name": rid})
     assert not left, [c.name for c in left]
+    # --history: stored as interrupted (with the runs the differential had finished)
+    run, _ = stored_gate(tmp_path / "history.sqlite", rid)
+    assert run == ("gate", "interrupted", 130), run
