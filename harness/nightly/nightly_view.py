@@ -2,9 +2,10 @@
 NightlyResult`), the page (``nightly.html.j2``: the decision and its exit code first, then new
 failures (each with tonight's failing jobs and suspects) and slowdowns, with each new
 divergence's bisection, then the history's trend with its change points, flaky, still failing
-and fixed checks folded below, a link to tonight's differential), and its checks for junit.xml and allure-results: a new failure or slowdown is FAILED, a flaky or
-still failing check UNKNOWN (reported, not new), a fixed one PASSED, so CI's test views agree
-with the exit code."""
+and fixed checks folded below, a link to tonight's differential), and its checks for
+junit.xml and allure-results: a new failure or slowdown is FAILED, a flaky or still failing
+check UNKNOWN (reported, not new), a fixed one PASSED, so CI's test views agree with the exit
+code."""
 
 from __future__ import annotations
 
