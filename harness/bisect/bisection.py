@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,6 +31,7 @@ from proofdiff.bisect.units import Unit, units_of
 from proofdiff.core.plan import new_run_id, pin_artifacts
 from proofdiff.core.profile_delta import profile_delta, profile_view
 from proofdiff.core.suspects import rank
+from proofdiff.fleet.executor import open_executor
 from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.image import ImageInfo
 from proofdiff.model.profile import Profile
@@ -92,7 +94,8 @@ def bisect_profiles(options: RunOptions | None = None, *, good: str = "bench",
             profile's), the artifacts, the report dir (``<report_dir>/<run id>/`` gets
             summary.json, index.html and ``probes/``), the run id, and the bisection's budget
             (``bisect_budget_s``: no probe starts after it) and probes side by side
-            (``probe_jobs``).
+            (``probe_jobs`` threads, or the Dask cluster of ``cluster`` / ``hosts``: each
+            probe a unit, :mod:`proofdiff.fleet`).
         good, bad: profile names. oracle: ``suite/oracle`` or ``suite``; default any failure.
 
     Returns:
@@ -116,6 +119,7 @@ def bisect_profiles(options: RunOptions | None = None, *, good: str = "bench",
     wl = ""
     image = ImageInfo(tag="")
     views: dict[str, dict[str, Any]] = {}
+    stack = ExitStack()  # the executor of the probes (threads, or a Dask cluster)
     try:
         checked = check_oracle(oracle)
         chosen = select_profiles(resolved or load_profiles(opts.profiles, opts.overrides),
@@ -141,9 +145,10 @@ def bisect_profiles(options: RunOptions | None = None, *, good: str = "bench",
             raise BisectError(exc.headline, fix=exc.fix) from None
         delta = profile_delta(g, b)
         units = units_of(delta)
+        executor = stack.enter_context(open_executor(opts, jobs=opts.probe_jobs, log=log))
         prober = Prober(g, units, workload=wl, oracle=checked or None, image_digest=image.digest,
                         run_dir=run_dir, deadline=t0 + opts.bisect_budget_s,
-                        jobs=opts.probe_jobs, log=log, options=opts)
+                        executor=executor, log=log, options=opts)
         full = frozenset(range(len(units)))
         log(f"bisect {rid}: {len(delta.items)} delta items in {len(units)} units, {good} -> "
             f"{bad} on {wl}, oracle {checked or 'any failure'}")
@@ -168,7 +173,7 @@ def bisect_profiles(options: RunOptions | None = None, *, good: str = "bench",
         else:
             suspects = [s.path for s in rank(delta, record)] if record else []
             order = _ordered(units, suspects)
-            res = isolate(len(units), prober, order=order, batch=opts.probe_jobs > 1)
+            res = isolate(len(units), prober, order=order, batch=prober.jobs > 1)
             status, reason, steps, confirmed = res.status, res.reason, res.steps, res.confirmed
             broken = _broken(res, prober.probes)
             if broken:
@@ -185,6 +190,8 @@ def bisect_profiles(options: RunOptions | None = None, *, good: str = "bench",
         status, reason = "interrupted", "interrupted: the report holds the probes so far"
     except ProofdiffError as exc:
         status, reason = "error", str(exc)
+    finally:
+        stack.close()
     probes = tuple(prober.probes) if prober else ()
     n = len(probes)
     if status == "found":

@@ -30,12 +30,11 @@ import threading
 import time
 from typing import Any
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import msgspec
 
-from proofdiff.model import progress
+from proofdiff.fleet.executor import Executor, ThreadExecutor
 from proofdiff.model.errors import ProofdiffError
 from proofdiff.core.failure_signature import matches, signature
 from proofdiff.core.profile_delta import profile_view
@@ -51,8 +50,8 @@ from proofdiff.oracles.suite_table import applies
 from proofdiff.bisect.dd import FAIL, PASS, UNRESOLVED, Config
 from proofdiff.bisect.units import Unit, apply_units
 
-__all__ = ["ANY_FAILURE_SUITES", "BudgetExceeded", "Failure", "Probe", "Prober", "failures_of",
-           "judge", "oracle_applies", "suites_for"]
+__all__ = ["ANY_FAILURE_SUITES", "BudgetExceeded", "Failure", "Probe", "ProbeUnit", "Prober",
+           "failures_of", "judge", "oracle_applies", "run_probe", "suites_for"]
 
 #: The suites probed for "any failure" (no ``--oracle``): the checks a gate requires.
 ANY_FAILURE_SUITES = ("preflight", "validity", "warmup", "isolation")
@@ -191,6 +190,20 @@ def judge(result: DifferentialResult, profile: str, oracle: str | None,
     return PASS, (), f"{len(passed)} check(s) passed", None
 
 
+class ProbeUnit(msgspec.Struct, frozen=True, kw_only=True):
+    """What one probe's unit is given: its run options (workload, suites, run id) and the
+    intermediate profile."""
+
+    options: RunOptions
+    profile: Profile
+
+
+def run_probe(unit: ProbeUnit) -> DifferentialResult:
+    """One probe, where the executor puts it (a thread here, or a Dask worker): the real run,
+    its report left to the caller (:meth:`Prober.__call__` writes it under ``probes/``)."""
+    return run_differential(unit.options, profiles={"probe": unit.profile}, write_report=False)
+
+
 class Prober:
     """Runs probes for :func:`proofdiff.bisect.dd.isolate` (``tester``) and keeps the table.
 
@@ -210,10 +223,12 @@ class Prober:
     def __init__(self, good: Profile, units: Sequence[Unit], *, workload: str,
                  oracle: str | None, image_digest: str, run_dir: Path,
                  options: RunOptions, deadline: float, jobs: int = 1,
+                 executor: Executor | None = None,
                  log: Callable[[str], None] = lambda _l: None) -> None:
         self.good, self.units, self.workload, self.oracle = good, list(units), workload, oracle
         self.digest, self.run_dir, self.options = image_digest, run_dir, options
-        self.deadline, self.jobs, self.log = deadline, max(1, jobs), log
+        self.executor = executor or ThreadExecutor(jobs)
+        self.deadline, self.jobs, self.log = deadline, self.executor.slots, log
         self.probes: list[Probe] = []
         self.records: dict[Config, OracleRecord | None] = {}
         self.expect: tuple[Failure, ...] | None = None
@@ -230,33 +245,51 @@ class Prober:
         return json.dumps([self.digest, view, self.workload, self.oracle], sort_keys=True,
                           default=str)
 
-    def _run(self, cfg: Config, fresh: bool) -> Probe:
+    def _start(self, cfg: Config) -> tuple[int, ProbeUnit]:
+        """A probe's row (``running``) and its unit.
+
+        Raises:
+            BudgetExceeded: the deadline passed.
+        """
         if time.monotonic() >= self.deadline:
             raise BudgetExceeded("the bisection's time budget (--bisect-budget) ran out",
                                  fix="rerun with a larger --bisect-budget")
         with self._lock:
             index = len(self.probes) + 1
             self.probes.append(Probe(index=index, units=(), config=(), outcome="running"))
-        labels = tuple(self.units[i].label for i in sorted(cfg))
-        t0, started = time.monotonic(), time.time()
-        rid = f"probe-{index:02d}"
-        probe = self.profile(cfg)
-        result = run_differential(msgspec.structs.replace(
+        unit = ProbeUnit(options=msgspec.structs.replace(
             self.options, workloads=(self.workload,), suites=suites_for(self.oracle),
-            report_dir=str(self.run_dir / "probes"), run_id=rid, select=(), images=()),
-            profiles={"probe": probe})
+            report_dir=str(self.run_dir / "probes"), run_id=f"probe-{index:02d}", select=(),
+            images=(), cluster="", hosts=""), profile=self.profile(cfg))
+        return index, unit
+
+    def _finish(self, cfg: Config, fresh: bool, index: int, unit: ProbeUnit,
+                result: DifferentialResult) -> Probe:
+        """Judge a probe's run, write its report (here, on the caller's side), fill its row.
+
+        Raises:
+            KeyboardInterrupt: the probe was interrupted (its row says so first).
+        """
+        from proofdiff.report.writer import write_report
+
+        write_report(result, self.run_dir / "probes")
+        labels = tuple(self.units[i].label for i in sorted(cfg))
+        rid, wall = unit.options.run_id, round(result.wall_s, 1)
+        # when it ran, by the clock of the host that ran it (the result is made at its end)
+        started, stopped = result.created_unix_s - result.wall_s, result.created_unix_s
         if result.verdict is Verdict.INTERRUPTED:
             with self._lock:
                 self.probes[index - 1] = Probe(
                     index=index, units=labels, config=tuple(sorted(cfg)), outcome=UNRESOLVED,
-                    reason="interrupted", wall_s=round(time.monotonic() - t0, 1), run_id=rid,
-                    fresh=fresh, started_unix_s=started, stopped_unix_s=time.time())
+                    reason="interrupted", wall_s=wall, run_id=rid, fresh=fresh,
+                    started_unix_s=started, stopped_unix_s=stopped)
             raise KeyboardInterrupt
         outcome, checks, reason, record = judge(result, "probe", self.oracle,
-                                                oracle_applies(self.oracle, probe), self.expect)
+                                                oracle_applies(self.oracle, unit.profile),
+                                                self.expect)
         row = Probe(index=index, units=labels, config=tuple(sorted(cfg)), outcome=outcome,
-                    failing=checks, reason=reason, wall_s=round(time.monotonic() - t0, 1),
-                    run_id=rid, fresh=fresh, started_unix_s=started, stopped_unix_s=time.time())
+                    failing=checks, reason=reason, wall_s=wall, run_id=rid, fresh=fresh,
+                    started_unix_s=started, stopped_unix_s=stopped)
         with self._lock:
             self.probes[index - 1] = row
             self.records[cfg] = record
@@ -295,13 +328,15 @@ class Prober:
         keys = [self._key(c) for c in configs]
         todo = list(dict.fromkeys(k for k in keys if fresh or k not in self._cache))
         cfg_of = {k: c for k, c in zip(keys, configs, strict=True)}
-        if self.jobs > 1 and len(todo) > 1:
-            with ThreadPoolExecutor(max_workers=self.jobs) as pool:
-                def one(key: str) -> Probe:
-                    return self._run(cfg_of[key], fresh)
-                done = list(pool.map(progress.carried(one), todo))
-        else:
-            done = [self._run(cfg_of[k], fresh) for k in todo]
+        # one slot: one probe after the other, so a Ctrl-C stops the batch at its probe
+        step = len(todo) if self.executor.slots > 1 else 1
+        done: list[Probe] = []
+        for at in range(0, len(todo), step):
+            batch = todo[at:at + step]
+            started = [self._start(cfg_of[k]) for k in batch]
+            results = self.executor.map(run_probe, [u for _i, u in started], name="probe")
+            done += [self._finish(cfg_of[k], fresh, i, u, r)
+                     for k, (i, u), r in zip(batch, started, results, strict=True)]
         got = dict(zip(todo, done, strict=True))
         if not fresh:
             self._cache.update(got)

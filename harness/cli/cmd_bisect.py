@@ -34,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="what counts as failing, e.g. validity/proofs or a whole suite "
                         "(isolation). Default: any failure of preflight, validity, warmup, "
                         "isolation")
-    add_run_options(p, ("select", "artifacts", "report", "deadlines", "bisect"))
+    add_run_options(p, ("select", "artifacts", "report", "deadlines", "bisect", "fleet"))
 
 
 def bisect(args: argparse.Namespace, console: Console) -> int:

@@ -57,7 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bisect", action="store_true", help="also bisect good -> the failing profile")
     p.add_argument("--out", metavar="DIR", type=Path, default=Path("regressions"),
                    help="where case folders go. Default: ./regressions")
-    add_run_options(p, ("select", "artifacts", "report", "deadlines", "bisect"))
+    add_run_options(p, ("select", "artifacts", "report", "deadlines", "bisect", "fleet"))
 
 
 def repro(args: argparse.Namespace, console: Console) -> int:

@@ -39,7 +39,8 @@ EXIT_HELP = """exit codes:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of ``proofdiff run``."""
-    add_run_options(p, EVERY_GROUP, choices={"suite": [*SUITES, "all", "regressions"]})
+    add_run_options(p, (*EVERY_GROUP, "fleet"),
+                    choices={"suite": [*SUITES, "all", "regressions"]})
     p.add_argument("--full", action="store_true", help="every workload, the slow PoRep tier "
                    "included (porep-2k, porep-2k-2p: ~1.7 GB of params, a minute or more per "
                    f"proof on 2 cores). Default suites: {', '.join(DEFAULT_SUITES)}; "
@@ -78,9 +79,14 @@ def notify_webhook(console: Console, url: str, view: ReportView, page: Path) -> 
 def _regressions(opts: RunOptions, console: Console) -> int:
     from rich.table import Table
 
+    from proofdiff.model.errors import ProofdiffError
     from proofdiff.regressions.replay_all import exit_code, replay_all
 
-    verdicts = replay_all(opts, log=console_log(console))
+    try:
+        verdicts = replay_all(opts, log=console_log(console))
+    except ProofdiffError as exc:  # the cluster cannot be used: no case was replayed
+        console.print(f"proofdiff: ERROR: {exc}", markup=False, highlight=False)
+        return 3
     table = Table(title=f"regression cases in {opts.regressions_dir}")
     for col in ("case", "status", "verdict", "what happened"):
         table.add_column(col)
@@ -94,7 +100,6 @@ def _regressions(opts: RunOptions, console: Console) -> int:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     """Run, print the table and the verdict, return the verdict's exit code."""
-    from proofdiff.core.differential import run_differential
     from proofdiff.report.console import print_result
 
     signal.signal(signal.SIGTERM, raise_interrupt)
@@ -106,7 +111,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
         opts = msgspec.structs.replace(opts, workloads=tuple(WORKLOADS))
     if not args.bisect:
-        result = run_differential(opts, log=console_log(console))
+        result = _differential(opts, console_log(console), write_report=True)
     else:
         result = _run_and_bisect(opts, console)
     page = opts.report_root / result.run_id / "index.html"
@@ -119,16 +124,27 @@ def run(args: argparse.Namespace, console: Console) -> int:
     return exit_with_history(result.exit_code, stored)
 
 
+def _differential(opts: RunOptions, log: Callable[[str], None], *,
+                  write_report: bool) -> DifferentialResult:
+    """The differential: here, or as one unit on the cluster of ``--cluster`` / ``--hosts``."""
+    if opts.cluster or opts.hosts:
+        from proofdiff.fleet.differential import differential_on_fleet
+
+        return differential_on_fleet(opts, log=log, write_report=write_report)
+    from proofdiff.core.differential import run_differential
+
+    return run_differential(opts, log=log, write_report=write_report)
+
+
 def _run_and_bisect(opts: RunOptions, console: Console) -> DifferentialResult:
     """The differential, then the bisection of its first divergence; the run's report is
     written once, with the bisection's result in it (even when the bisection is interrupted)."""
     from proofdiff.bisect.bisect_view import print_bisect
     from proofdiff.bisect.on_divergence import bisect_first_divergence
-    from proofdiff.core.differential import run_differential
     from proofdiff.model.status import Verdict
     from proofdiff.report.writer import write_report
 
-    result = run_differential(opts, log=console_log(console), write_report=False)
+    result = _differential(opts, console_log(console), write_report=False)
     try:
         if result.verdict is not Verdict.INTERRUPTED:  # a Ctrl-C ends the run, bisect too
             result, bis = bisect_first_divergence(result, opts, log=console_log(console))

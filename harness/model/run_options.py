@@ -63,6 +63,9 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
         bisect_budget_s: no probe starts after this many seconds (default 1800).
         bisect_jobs: probes side by side (0, the default: a quarter of the cores, at least 1;
             :attr:`probe_jobs`).
+    Fleet (:mod:`proofdiff.fleet`; both '' = threads on this machine):
+        cluster: a Dask scheduler's address (``tcp://HOST:PORT``) whose workers run the units.
+        hosts: a hosts file (:mod:`proofdiff.fleet.hosts`) to start a Dask ``SSHCluster`` over.
     Schedule:
         side_by_side: whether the profiles' workload runs prove at the same time on disjoint
             CPU sets (:class:`~proofdiff.model.choices.SideBySide`; default ``auto``).
@@ -94,6 +97,8 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     bisect_budget_s: float = 1800.0
     bisect_jobs: int = 0
     side_by_side: SideBySide = SideBySide.AUTO
+    cluster: str = ""
+    hosts: str = ""
     cache_root: str = ""
     crate_dir: str = ""
     regressions_dir: str = ""
@@ -221,7 +226,7 @@ class OptionSpec:
             line, ``--proofdiff-param-cache`` in pytest). field: the RunOptions field it sets.
         group: ``select`` (profiles, set, workload), ``select-profile`` (``--profile``),
             ``suites``, ``images``, ``artifacts``, ``report``, ``history``, ``outcome``
-            (allowlist, notify), ``deadlines``, ``bisect``: a command takes the groups that
+            (allowlist, notify), ``deadlines``, ``bisect``, ``fleet``: a command takes the groups that
             apply to it. metavar: what the value is (``SECONDS``, ``DIR``). help: what it does and its
             default (``Default: ...``).
         parse: argparse ``type``. repeat: repeatable (``action=append``). bare: the value of

@@ -30,6 +30,7 @@ from proofdiff.core.failure_signature import matches
 from proofdiff.core.plan import pin_artifacts
 from proofdiff.model.image import ImageInfo
 from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
 from proofdiff.model.status import Outcome
 from proofdiff.model.workload import POREP, Workload, WorkloadError, load_workload
@@ -39,7 +40,7 @@ from proofdiff.runtime.runner import Runner
 
 from proofdiff.regressions.case import RegressionCase
 
-__all__ = ["CaseOutcome", "build_for", "matches", "params_workload", "replay"]
+__all__ = ["CaseOutcome", "build_for", "matches", "params_workload", "replay", "replay_run"]
 
 
 class CaseOutcome(msgspec.Struct, frozen=True, kw_only=True):
@@ -134,7 +135,25 @@ def _binaries(case: RegressionCase, bin_dir: str) -> str | None:
 
 def replay(case: RegressionCase, options: RunOptions | None = None, *, fixed: bool = False,
            log: Callable[[str], None] = lambda _l: None) -> CaseOutcome:
-    """Replay ``case`` once (module docstring); ``fixed``: with its ``[fix] overrides``.
+    """:func:`replay_run`, with the run's report written (under ``options.report_dir``).
+
+    Raises:
+        proofdiff.regressions.case.CaseError: the pinned profiles are not valid profiles.
+    """
+    got, result = replay_run(case, options, fixed=fixed, log=log)
+    if result is not None:
+        from proofdiff.report.writer import write_report
+
+        write_report(result, (options or RunOptions()).report_root)
+    return got
+
+
+def replay_run(case: RegressionCase, options: RunOptions | None = None, *, fixed: bool = False,
+               log: Callable[[str], None] = lambda _l: None,
+               ) -> tuple[CaseOutcome, DifferentialResult | None]:
+    """Replay ``case`` once (module docstring); ``fixed``: with its ``[fix] overrides``. The
+    run's report is left to the caller (a case replayed on a Dask worker comes back whole):
+    the second item is the run's result, ``None`` where nothing ran.
 
     ``options``: the report dir and the artifacts; what it gives wins over the build's (a case
     on a cuzk image proves with the official params: ``--param-cache``; its own verifier:
@@ -142,7 +161,8 @@ def replay(case: RegressionCase, options: RunOptions | None = None, *, fixed: bo
     the pinned profiles (after the fix), as in a run.
 
     Returns:
-        The :class:`CaseOutcome` (never raises on a missing image or input: ``missing``).
+        The :class:`CaseOutcome` (never raises on a missing image or input: ``missing``), and
+        the run's result.
 
     Raises:
         proofdiff.regressions.case.CaseError: the pinned profiles are not valid profiles.
@@ -150,9 +170,12 @@ def replay(case: RegressionCase, options: RunOptions | None = None, *, fixed: bo
     t0 = time.monotonic()
     opts = (options or RunOptions()).with_env()
 
-    def out(status: str, message: str, **kw: Any) -> CaseOutcome:
+    result: DifferentialResult | None = None
+
+    def out(status: str, message: str,
+            **kw: Any) -> tuple[CaseOutcome, DifferentialResult | None]:
         return CaseOutcome(case=case.id, status=status, message=message, fixed=fixed,
-                           wall_s=round(time.monotonic() - t0, 1), **kw)
+                           wall_s=round(time.monotonic() - t0, 1), **kw), result
 
     if case.binaries and (why := _binaries(case, opts.bin_dir)) is not None:
         return out("missing", why)
@@ -187,7 +210,7 @@ def replay(case: RegressionCase, options: RunOptions | None = None, *, fixed: bo
     rid = f"case-{case.id}{'-fixed' if fixed else ''}-{int(time.time())}"
     result = run_differential(msgspec.structs.replace(
         opts, workloads=(wl_name,), suites=suites_for(case.oracle), run_id=rid, select=(),
-        images=()), profiles={case.profile: p}, log=log)
+        images=()), profiles={case.profile: p}, log=log, write_report=False)
     kw: dict[str, Any] = {"image": ImageInfo(tag=tag, digest=digest or (
         result.images[0].digest if result.images else "")), "report": str(opts.report_root / rid)}
     rec = next((r for r in result.records if r.check == case.oracle

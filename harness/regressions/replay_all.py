@@ -12,15 +12,19 @@ run that could not judge: a build that failed, an oracle that could not decide).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import msgspec
 
+from proofdiff.fleet.executor import Executor, open_executor
+from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
 from proofdiff.regressions.case import CaseError, discover, load_case
-from proofdiff.regressions.replay import CaseOutcome, replay
+from proofdiff.regressions.replay import CaseOutcome, replay_run
 
-__all__ = ["ALL_SKIPPED_EXIT", "CaseVerdict", "exit_code", "judge_case", "replay_all"]
+__all__ = ["ALL_SKIPPED_EXIT", "CaseRun", "CaseUnit", "CaseVerdict", "exit_code", "judge_case",
+           "replay_all", "replay_case"]
 
 #: The exit code of a replay in which every case was skipped: nothing was judged, so never 0
 #: (the verdict's INCOMPLETE code; ``suites/conftest.py`` gives pytest the same).
@@ -69,25 +73,67 @@ def judge_case(status: str, got: CaseOutcome, fixed: CaseOutcome | None) -> tupl
                    f"{fixed.message}")
 
 
+class CaseUnit(msgspec.Struct, frozen=True, kw_only=True):
+    """One case's unit: its folder and the run options (report dir, artifacts)."""
+
+    folder: str
+    options: RunOptions
+
+
+class CaseRun(msgspec.Struct, frozen=True, kw_only=True):
+    """What one case's unit gives back: its verdict and the results of its replays (their
+    reports are the caller's to write)."""
+
+    verdict: CaseVerdict
+    results: tuple[DifferentialResult, ...] = ()
+
+
+def replay_case(unit: CaseUnit, log: Callable[[str], None] = lambda _l: None) -> CaseRun:
+    """Replay one case as pinned and, where it records a fix, with it (module docstring),
+    where the executor puts it: both replays on one host."""
+    try:
+        case = load_case(unit.folder)
+    except CaseError as exc:
+        name = unit.folder.rstrip("/").rsplit("/", 1)[-1]
+        return CaseRun(verdict=CaseVerdict(case=name, verdict="ERROR", message=str(exc)))
+    got, res = replay_run(case, unit.options, log=log)
+    fixed, res_fixed = ((replay_run(case, unit.options, fixed=True, log=log)
+                         if case.fix and got.status not in ("missing", "broken")
+                         else (None, None)))
+    verdict, message = judge_case(case.status, got, fixed)
+    return CaseRun(verdict=CaseVerdict(case=case.id, verdict=verdict, status=case.status,
+                                       message=message, outcome=got, with_fix=fixed),
+                   results=tuple(r for r in (res, res_fixed) if r is not None))
+
+
 def replay_all(options: RunOptions | None = None, *,
-               log: Callable[[str], None] = lambda _l: None) -> list[CaseVerdict]:
+               log: Callable[[str], None] = lambda _l: None,
+               executor: Executor | None = None) -> list[CaseVerdict]:
     """Replay every case under ``options.regressions_dir``, in name order, as pinned and with
-    its fix (the report dir and the artifacts are ``options``')."""
+    its fix (the report dir and the artifacts are ``options``'), each case a unit of
+    ``executor`` (default: :func:`~proofdiff.fleet.executor.open_executor` of ``options``:
+    one case after the other here, or the Dask cluster of ``cluster`` / ``hosts``). Every
+    replay's report is written here, on the caller's side.
+
+    Raises:
+        proofdiff.fleet.executor.FleetError: the cluster cannot be used (before any case).
+    """
     opts = (options or RunOptions()).with_env()
-    out = []
-    for folder in discover(opts.regressions_dir):
-        try:
-            case = load_case(folder)
-        except CaseError as exc:
-            out.append(CaseVerdict(case=folder.name, verdict="ERROR", message=str(exc)))
-            continue
-        got = replay(case, opts, log=log)
-        fixed = (replay(case, opts, fixed=True, log=log)
-                 if case.fix and got.status not in ("missing", "broken") else None)
-        verdict, message = judge_case(case.status, got, fixed)
-        out.append(CaseVerdict(case=case.id, verdict=verdict, status=case.status,
-                               message=message, outcome=got, with_fix=fixed))
-    return out
+    units = [CaseUnit(folder=str(f), options=msgspec.structs.replace(opts, cluster="",
+                                                                       hosts=""))
+             for f in discover(opts.regressions_dir)]
+    if executor is None:
+        with open_executor(opts, log=log) as ex:
+            return replay_all(opts, log=log, executor=ex)
+    # progress lines reach the log only from this process's threads
+    fn = replay_case if executor.remote else functools.partial(replay_case, log=log)
+    runs = executor.map(fn, units, name="case")
+    from proofdiff.report.writer import write_report
+
+    for run in runs:
+        for res in run.results:
+            write_report(res, opts.report_root)
+    return [r.verdict for r in runs]
 
 
 def exit_code(verdicts: list[CaseVerdict]) -> int:

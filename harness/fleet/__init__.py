@@ -1,0 +1,11 @@
+"""A fleet of hosts: one executor for every workflow's units (threads, or a Dask cluster), and
+the hosts file an SSHCluster starts over. README: A fleet of hosts."""
+
+from __future__ import annotations
+
+from proofdiff.fleet.executor import (DaskExecutor, Executor, FleetError, ThreadExecutor,
+                                      open_executor)
+from proofdiff.fleet.hosts import Host, Hosts, HostsError, load_hosts, parse_hosts
+
+__all__ = ["DaskExecutor", "Executor", "FleetError", "Host", "Hosts", "HostsError",
+           "ThreadExecutor", "load_hosts", "open_executor", "parse_hosts"]

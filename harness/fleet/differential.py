@@ -1,0 +1,58 @@
+"""A differential as one unit of the fleet: every profile of the run on one host (bench and
+prod must share a host and its GPU model), the result back here, the report written here."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import msgspec
+
+from proofdiff.fleet.executor import open_executor
+from proofdiff.model.errors import ProofdiffError
+from proofdiff.model.result import DifferentialResult
+from proofdiff.model.run_options import RunOptions
+
+__all__ = ["differential_on_fleet", "differential_unit"]
+
+
+def differential_unit(options: RunOptions) -> DifferentialResult:
+    """The unit: :func:`~proofdiff.core.differential.run_differential` of ``options`` where the
+    executor puts it, its report left to the caller."""
+    from proofdiff.core.differential import run_differential
+
+    return run_differential(options, write_report=False)
+
+
+def differential_on_fleet(options: RunOptions, *, log: Callable[[str], None] = lambda _l: None,
+                          write_report: bool = True) -> DifferentialResult:
+    """The differential of ``options`` as one unit of its executor (``cluster`` or ``hosts``:
+    a Dask worker; else this machine's thread), the report written here.
+
+    Returns:
+        The worker's :class:`DifferentialResult`; a cluster that cannot be used (unreachable,
+        no worker, another proofdiff on a worker) comes back as verdict ERROR with the cause
+        and the fix, as every bad input of :func:`run_differential` does. The worker's
+        progress lines are not relayed (only this side's).
+    """
+    from proofdiff.core.differential import assemble
+    from proofdiff.core.plan import new_run_id
+    from proofdiff.runtime.host import machine_facts
+
+    t0 = time.monotonic()
+    opts = options.with_env()
+    opts = msgspec.structs.replace(opts, run_id=opts.run_id or new_run_id())
+    unit = msgspec.structs.replace(opts, cluster="", hosts="")
+    try:
+        with open_executor(opts, log=log) as ex:
+            [result] = ex.map(differential_unit, [unit], name="differential")
+            log(f"the differential ran on {ex.placed[-1][1]}")
+    except ProofdiffError as exc:
+        result = assemble(run_id=opts.run_id, profiles={}, records=[], runs=[],
+                          errors=[str(exc)], wall_s=time.monotonic() - t0,
+                          machine=machine_facts())
+    if write_report:
+        from proofdiff.report.writer import write_report as write
+
+        write(result, opts.report_root)
+    return result

@@ -1,0 +1,267 @@
+"""One executor for every workflow's units: threads on this machine, or a Dask cluster.
+
+A workflow splits its work into units (a differential, a bisection probe, a regression case)
+and hands them to :meth:`Executor.map`; each unit is a module-level function of one argument
+that returns the model's msgspec structs (they pickle, so they come back from a Dask worker
+unchanged). The caller judges the results and writes the report, once, on its side.
+
+:func:`open_executor` picks the executor from the run options:
+
+* neither ``cluster`` nor ``hosts``: :class:`ThreadExecutor` (``jobs`` threads; one unit, or
+  one job, runs in the caller's own thread, so a Ctrl-C reaches it as before);
+* ``cluster`` (``tcp://HOST:PORT``): a ``distributed.Client`` joins that scheduler;
+* ``hosts`` (a hosts file, :mod:`proofdiff.fleet.hosts`): a Dask ``SSHCluster`` is started over
+  those hosts (:mod:`proofdiff.fleet.ssh`) and a client joins it.
+
+Before any unit runs, the cluster must answer within ``connect_timeout_s`` and have a worker,
+and every worker must run the caller's proofdiff (:func:`~proofdiff.fleet.version.
+proofdiff_version`: the version and a digest of the source); anything else is a
+:class:`FleetError` naming the cause and the fix. ``distributed`` is imported only then, so a
+run on threads never loads it.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any, Protocol, TypeVar
+
+from proofdiff.fleet.version import proofdiff_version
+from proofdiff.model import progress
+from proofdiff.model.errors import ProofdiffError
+from proofdiff.model.run_options import RunOptions
+
+__all__ = ["CONNECT_TIMEOUT_S", "DaskExecutor", "Executor", "FleetError", "ThreadExecutor",
+           "check_versions", "connect", "open_executor"]
+
+#: How long a scheduler has to answer, and to have a worker, s.
+CONNECT_TIMEOUT_S = 30.0
+#: How long the cluster may have no worker while units wait, s, before they are given up.
+NO_WORKER_S = 120.0
+_ADDRESS = re.compile(r"^(tcp|tls)://[A-Za-z0-9.\-\[\]:]+:\d{1,5}$")
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class FleetError(ProofdiffError):
+    """The cluster cannot run the units: unreachable, no worker, another proofdiff on a
+    worker, a worker lost for good."""
+
+
+class Executor(Protocol):
+    """Runs units. ``slots``: units at once; ``remote``: units run in other processes (no
+    closure over this process's objects reaches them); ``placed``: ``(unit key, where it
+    ran)`` of every unit so far (``local``, or the Dask worker's name)."""
+
+    description: str
+    slots: int
+    remote: bool
+    placed: list[tuple[str, str]]
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T], *, name: str) -> list[R]:
+        """``[fn(item) for item in items]``, the units side by side, results in order.
+        A unit's exception is raised here (the first, in order)."""
+        ...
+
+
+class ThreadExecutor:
+    """Units on threads of this process (``jobs`` at once; ``jobs`` = 1 or one unit: in the
+    caller's thread)."""
+
+    def __init__(self, jobs: int = 1) -> None:
+        self.slots = max(1, jobs)
+        self.remote = False
+        self.description = f"threads on this machine ({self.slots} at once)"
+        self.placed: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T], *, name: str) -> list[R]:
+        def one(pair: tuple[int, T]) -> R:
+            out = fn(pair[1])
+            with self._lock:
+                self.placed.append((f"{name}-{pair[0]}", "local"))
+            return out
+
+        pairs = list(enumerate(items))
+        if self.slots == 1 or len(pairs) <= 1:
+            return [one(p) for p in pairs]
+        with ThreadPoolExecutor(max_workers=min(self.slots, len(pairs))) as pool:
+            return list(pool.map(progress.carried(one), pairs))  # progress reaches the pool
+
+
+def _on_worker(fn: Callable[[Any], Any], item: Any) -> tuple[str, Any]:
+    """A unit on a Dask worker: ``(the worker's name, fn(item))``."""
+    from distributed import get_worker
+
+    return str(get_worker().name), fn(item)
+
+
+class DaskExecutor:
+    """Units as tasks of a Dask cluster through ``client`` (a ``distributed.Client``, typed
+    ``Any``: distributed is only partly typed; one task per unit, never cached: ``pure=False``);
+    ``cluster``: the SSHCluster this run started, if any."""
+
+    def __init__(self, client: Any, cluster: Any = None,
+                 no_worker_s: float = NO_WORKER_S) -> None:
+        self.client, self.cluster, self.no_worker_s = client, cluster, no_worker_s
+        self.remote = True
+        workers: dict[str, int] = client.nthreads()  # every worker (scheduler_info lists 5)
+        self.slots = max(1, sum(workers.values()))
+        self.description = (f"Dask cluster {client.scheduler.address} ({len(workers)} "
+                            f"worker(s), {self.slots} slot(s))")
+        self.placed: list[tuple[str, str]] = []
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T], *, name: str) -> list[R]:
+        if not items:
+            return []
+        token = uuid.uuid4().hex[:8]
+        keys = [f"{name}-{i}-{token}" for i in range(len(items))]
+        futures = self.client.map(_on_worker, [fn] * len(items), list(items), key=keys,
+                                  pure=False)
+        try:
+            self._wait(futures)
+            got = self.client.gather(futures)
+        except BaseException:
+            self.client.cancel(futures)
+            raise
+        self.placed.extend((f"{name}-{i}", where) for i, (where, _v) in enumerate(got))
+        return [v for _w, v in got]
+
+    def _wait(self, futures: Sequence[Any]) -> None:
+        """Until every future is done; a cluster left without any worker for
+        ``no_worker_s`` ends the wait.
+
+        Raises:
+            FleetError: no worker for ``no_worker_s`` (the units still pending named).
+        """
+        alone_since: float | None = None
+        while True:
+            if all(f.done() for f in futures):  # errored units count as done
+                return
+            time.sleep(0.5)  # a unit is a run of seconds at least
+            if self.client.nthreads():
+                alone_since = None
+                continue
+            alone_since = alone_since or time.monotonic()
+            if time.monotonic() - alone_since > self.no_worker_s:
+                pending = [f for f in futures if not f.done()]
+                raise FleetError(
+                    f"the Dask cluster {self.client.scheduler.address} has had no worker for "
+                    f"{self.no_worker_s:.0f} s; {len(pending)} unit(s) never finished: "
+                    + ", ".join(sorted(str(f.key) for f in pending)[:5]),
+                    fix="restart the workers (dask worker tcp://...), or run without --cluster")
+
+
+def connect(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Any:
+    """A client of the scheduler at ``address``, with a worker, within ``timeout_s``.
+
+    Raises:
+        FleetError: a malformed address; no scheduler answered, or it had no worker, within
+            ``timeout_s`` (each with the fix).
+    """
+    if not _ADDRESS.match(address):
+        raise FleetError(f"--cluster {address!r} is no scheduler address",
+                         fix="give tcp://HOST:PORT, as `dask scheduler` prints it, e.g. "
+                             "tcp://127.0.0.1:8786 (or --hosts FILE to start one over SSH)")
+    from distributed import Client as DaskClient
+
+    new_client: Any = DaskClient  # distributed is only partly typed
+    try:
+        client: Any = new_client(address, timeout=f"{timeout_s}s", set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        raise FleetError(f"no Dask scheduler answered at {address} within {timeout_s:.0f} s "
+                         f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]})",
+                         fix="start one there (dask scheduler --host 127.0.0.1 --port PORT) "
+                             "with its workers, or fix --cluster") from None
+    _with_worker(client, address, timeout_s)
+    return client
+
+
+def _with_worker(client: Any, address: str, timeout_s: float) -> None:
+    try:
+        client.wait_for_workers(1, timeout=timeout_s)
+    except TimeoutError:
+        client.close()
+        raise FleetError(f"the Dask scheduler at {address} has no worker (waited "
+                         f"{timeout_s:.0f} s)",
+                         fix=f"start one: dask worker {address} (where proofdiff is "
+                             "installed)") from None
+
+
+def check_versions(client: Any) -> None:
+    """Every worker runs the caller's proofdiff (:func:`proofdiff_version`).
+
+    Raises:
+        FleetError: a worker on another proofdiff, or one that cannot import it (each worker
+            named, with both versions).
+    """
+    mine = proofdiff_version()
+    try:
+        theirs: dict[str, str] = client.run(proofdiff_version)
+    except Exception as exc:  # noqa: BLE001 - whatever broke on a worker: it cannot run units
+        raise FleetError(f"a worker of {client.scheduler.address} cannot run proofdiff: "
+                         f"{type(exc).__name__}: {exc}",
+                         fix="install this proofdiff on every worker (pip install . from "
+                             "this checkout) and restart them") from None
+    wrong = {w: v for w, v in theirs.items() if v != mine}
+    if wrong:
+        raise FleetError(
+            f"{len(wrong)} of {len(theirs)} worker(s) of {client.scheduler.address} run "
+            f"another proofdiff than this caller's {mine}: "
+            + ", ".join(f"{w} has {v}" for w, v in sorted(wrong.items())),
+            fix="install this checkout's proofdiff on those workers (pip install .) and "
+                "restart them; no unit was run")
+
+
+@contextmanager
+def open_executor(options: RunOptions, *, jobs: int = 1,
+                  connect_timeout_s: float = CONNECT_TIMEOUT_S,
+                  log: Callable[[str], None] = lambda _l: None) -> Iterator[Executor]:
+    """The executor of ``options`` (module docstring), closed on exit (the client, and a
+    cluster this call started).
+
+    Args:
+        jobs: threads of the default executor. connect_timeout_s: the deadline of joining
+            (or starting) the cluster and finding a worker.
+
+    Raises:
+        FleetError: both ``cluster`` and ``hosts``; the cluster unreachable, without a
+            worker, or a worker on another proofdiff (before any unit runs).
+        proofdiff.fleet.hosts.HostsError: a hosts file that does not validate.
+    """
+    if options.cluster and options.hosts:
+        raise FleetError("both --cluster and --hosts were given",
+                         fix="give --cluster tcp://HOST:PORT to join a running scheduler, or "
+                             "--hosts FILE to start one over SSH, not both")
+    if not options.cluster and not options.hosts:
+        yield ThreadExecutor(jobs)
+        return
+    cluster: Any = None
+    if options.hosts:
+        from proofdiff.fleet.hosts import load_hosts
+        from proofdiff.fleet.ssh import start_ssh_cluster
+
+        hosts = load_hosts(options.hosts)
+        cluster = start_ssh_cluster(hosts, timeout_s=connect_timeout_s, log=log)
+        from distributed import Client as DaskClient
+
+        new_client: Any = DaskClient
+        client: Any = new_client(cluster, timeout=f"{connect_timeout_s}s", set_as_default=False)
+        _with_worker(client, str(cluster.scheduler_address), connect_timeout_s)
+    else:
+        client = connect(options.cluster, connect_timeout_s)
+    try:
+        check_versions(client)
+        ex = DaskExecutor(client, cluster)
+        log(f"units on the {ex.description}")
+        yield ex
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

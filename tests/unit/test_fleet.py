@@ -1,0 +1,173 @@
+"""The fleet (harness/fleet): the hosts file's validation, and the executor on a real Dask
+``LocalCluster`` (worker processes on 127.0.0.1, no dashboard), joined by its scheduler's
+address as ``--cluster`` joins one: units come back as the model's structs from both workers,
+a worker on other proofdiff code and an unreachable scheduler are refused before any unit."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from proofdiff.fleet.differential import differential_unit
+from proofdiff.fleet.executor import FleetError, ThreadExecutor, connect, open_executor
+from proofdiff.fleet.hosts import HOST_KEYS, HostsError, parse_hosts
+from proofdiff.fleet.version import proofdiff_version
+from proofdiff.model.result import DifferentialResult
+from proofdiff.model.run_options import RunOptions
+from proofdiff.model.status import Verdict
+from proofdiff.regressions.replay_all import CaseRun, CaseUnit, replay_case
+
+HOSTS = """\
+scheduler = "127.0.0.1"
+
+[[host]]
+name = "h200-a"
+ssh = "root@gpu-a.example:2222"
+labels = ["h200"]
+gpu_uuids = ["GPU-5d1c0000-0000-0000-0000-000000000001", "GPU-5d1c0000-0000-0000-0000-000000000002"]
+slots = 2
+runtime = "process"
+bin_dir = "/opt/refprover/bin"
+
+[[host]]
+name = "h200-b"
+ssh = "gpu-b.example"
+gpus = 1
+runtime = "docker"
+"""
+
+
+def test_a_hosts_file_reads_into_hosts() -> None:
+    hosts = parse_hosts(HOSTS, "fleet.toml")
+    a, b = hosts.hosts
+    assert (a.name, a.gpus, a.slots, a.runtime, a.bin_dir) == ("h200-a", 2, 2, "process",
+                                                               "/opt/refprover/bin")
+    assert a.ssh_host == "gpu-a.example" and a.connect_options == {"username": "root",
+                                                                   "port": 2222}
+    assert (b.gpus, b.gpu_uuids, b.docker_socket) == (1, (), "unix:///var/run/docker.sock")
+    assert b.connect_options == {} and hosts.scheduler == "127.0.0.1"
+
+
+@pytest.mark.parametrize(("edit", "line", "words"), [
+    (("labels = [\"h200\"]", "label = [\"h200\"]"), 6, "unknown key 'label'"),
+    (("name = \"h200-b\"", "name = \"h200-a\""), 13, "duplicate host name 'h200-a'"),
+    (("gpus = 1", "gpus = 1\ngpu_uuids = [\"GPU-1\"]"), 16, "both a GPU count"),
+    (("scheduler = ", "schedular = "), 1, "unknown key 'schedular' at the top"),
+    (("bin_dir = \"/opt/refprover/bin\"", ""), 9, "names no bin_dir"),
+    (("slots = 2", "slots = 0"), 8, "slots = 0"),
+])
+def test_a_bad_hosts_file_names_its_line_and_the_valid_keys(
+        edit: tuple[str, str], line: int, words: str) -> None:
+    with pytest.raises(HostsError) as err:
+        parse_hosts(HOSTS.replace(*edit), "fleet.toml")
+    assert str(err.value).startswith(f"fleet.toml:{line}: "), str(err.value)
+    assert words in str(err.value)
+    if "unknown key" in words or "both" in words:
+        assert ", ".join(HOST_KEYS) in err.value.fix
+
+
+def test_malformed_toml_names_its_line() -> None:
+    with pytest.raises(HostsError, match=r"^fleet.toml:3: not valid TOML"):
+        parse_hosts("[[host]]\nname = \"a\"\nssh = \n", "fleet.toml")
+
+
+def test_the_ssh_cluster_spec_gives_each_host_its_own_worker() -> None:
+    from proofdiff.fleet.ssh import cluster_spec
+
+    workers, scheduler = cluster_spec(parse_hosts(HOSTS), timeout_s=5)
+    assert scheduler["options"]["address"] == "127.0.0.1"
+    assert scheduler["options"]["kwargs"] == {"port": 8786, "dashboard_address": None}
+    a, b = workers["h200-a"]["options"], workers["h200-b"]["options"]
+    assert (a["address"], a["kwargs"]) == ("gpu-a.example", {"nthreads": 2,
+                                                              "resources": {"GPU": 2}})
+    assert a["connect_options"]["port"] == 2222 and a["connect_options"]["connect_timeout"] == 5
+    assert b["kwargs"] == {"nthreads": 1, "resources": {"GPU": 1}}
+
+
+def test_threads_run_units_here() -> None:
+    ex = ThreadExecutor(2)
+    assert ex.map(str.upper, ["a", "b", "c"], name="u") == ["A", "B", "C"]
+    assert sorted(ex.placed) == [("u-0", "local"), ("u-1", "local"), ("u-2", "local")]
+
+
+# -- a real Dask cluster ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """A LocalCluster: 2 worker processes, 1 thread each, on 127.0.0.1, no dashboard; its
+    scheduler's address. Stopped after the module."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None, worker_dashboard_address=None) as lc:
+        yield str(lc.scheduler_address)
+
+
+def test_units_on_a_dask_cluster_come_back_as_structs_from_every_worker(
+        cluster: str, tmp_path: Path) -> None:
+    broken = tmp_path / "broken-case"
+    broken.mkdir()
+    (broken / "case.toml").write_text("id = \n", encoding="utf-8")
+    bad = RunOptions.from_env(profiles=str(tmp_path / "missing.toml"), report_dir=str(tmp_path))
+    with open_executor(RunOptions(cluster=cluster), connect_timeout_s=20) as ex:
+        assert ex.remote and ex.slots == 2
+        # a differential whose profile file is missing: the real run_differential, ERROR
+        results = ex.map(differential_unit, [bad] * 4, name="differential")
+        cases = ex.map(replay_case, [CaseUnit(folder=str(broken), options=bad)], name="case")
+    assert all(isinstance(r, DifferentialResult) and r.verdict is Verdict.ERROR
+               and "missing.toml" in r.errors[0] for r in results), results
+    assert isinstance(cases[0], CaseRun) and cases[0].verdict.verdict == "ERROR"
+    workers = {where for _key, where in ex.placed}
+    assert len(workers) == 2, ex.placed  # each worker ran its share
+    assert all(r.machine["hostname"] == socket.gethostname() for r in results)
+
+
+def test_a_worker_on_other_proofdiff_code_is_refused_before_any_unit(
+        cluster: str, tmp_path: Path) -> None:
+    copy = tmp_path / "site" / "proofdiff"
+    shutil.copytree(Path(sys.modules["proofdiff"].__file__ or "").parent, copy,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    with (copy / "fleet" / "version.py").open("a", encoding="utf-8") as f:
+        f.write("# another build\n")
+    dask = Path(sys.executable).with_name("dask")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    worker = subprocess.Popen([str(dask), "worker", cluster, "--nthreads", "1", "--name",
+                               "other-build", "--no-dashboard", "--host", "127.0.0.1"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        from distributed import Client
+
+        with Client(cluster, set_as_default=False) as c:
+            c.wait_for_workers(3, timeout=60)
+        with pytest.raises(FleetError) as err:
+            with open_executor(RunOptions(cluster=cluster)):
+                pytest.fail("a unit could have run")
+        assert f"another proofdiff than this caller's {proofdiff_version()}" in str(err.value)
+        assert "1 of 3 worker(s)" in str(err.value) and "pip install" in err.value.fix
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+
+
+def test_an_unreachable_scheduler_is_an_error_within_the_deadline() -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.monotonic()
+    with pytest.raises(FleetError, match=r"no Dask scheduler answered at tcp://127.0.0.1:\d+ "
+                                         r"within 2 s"):
+        connect(f"tcp://127.0.0.1:{port}", timeout_s=2)
+    assert time.monotonic() - t0 < 10
+    with pytest.raises(FleetError, match="no scheduler address"):
+        connect("127.0.0.1:8786")
+    with pytest.raises(FleetError, match="both --cluster and --hosts"):
+        with open_executor(RunOptions(cluster="tcp://127.0.0.1:1", hosts="h.toml")):
+            pass
