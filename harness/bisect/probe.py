@@ -69,8 +69,9 @@ class Probe(msgspec.Struct, frozen=True, kw_only=True):
             profile). config: their indices. outcome: PASS | FAIL | UNRESOLVED. failing: the
             checks that failed (or broke, for UNRESOLVED). reason: one line on the outcome.
         wall_s: the probe's wall time, s. started_unix_s, stopped_unix_s: when it ran (s
-            since the epoch). run_id: its report under ``probes/``. fresh: a
-            re-run that bypassed the cache (confirmation).
+            since the epoch, by the clock of the host that ran it). run_id: its report under
+            ``probes/``. fresh: a re-run that bypassed the cache (confirmation). host: where
+            it ran (``local``, or the Dask worker's name: :mod:`proofdiff.fleet`).
     """
 
     index: int
@@ -84,6 +85,7 @@ class Probe(msgspec.Struct, frozen=True, kw_only=True):
     fresh: bool = False
     started_unix_s: float = 0.0
     stopped_unix_s: float = 0.0
+    host: str = ""
 
 
 def suites_for(oracle: str | None) -> tuple[str, ...]:
@@ -264,7 +266,7 @@ class Prober:
         return index, unit
 
     def _finish(self, cfg: Config, fresh: bool, index: int, unit: ProbeUnit,
-                result: DifferentialResult) -> Probe:
+                result: DifferentialResult, host: str) -> Probe:
         """Judge a probe's run, write its report (here, on the caller's side), fill its row.
 
         Raises:
@@ -282,14 +284,14 @@ class Prober:
                 self.probes[index - 1] = Probe(
                     index=index, units=labels, config=tuple(sorted(cfg)), outcome=UNRESOLVED,
                     reason="interrupted", wall_s=wall, run_id=rid, fresh=fresh,
-                    started_unix_s=started, stopped_unix_s=stopped)
+                    started_unix_s=started, stopped_unix_s=stopped, host=host)
             raise KeyboardInterrupt
         outcome, checks, reason, record = judge(result, "probe", self.oracle,
                                                 oracle_applies(self.oracle, unit.profile),
                                                 self.expect)
         row = Probe(index=index, units=labels, config=tuple(sorted(cfg)), outcome=outcome,
                     failing=checks, reason=reason, wall_s=wall, run_id=rid, fresh=fresh,
-                    started_unix_s=started, stopped_unix_s=stopped)
+                    started_unix_s=started, stopped_unix_s=stopped, host=host)
         with self._lock:
             self.probes[index - 1] = row
             self.records[cfg] = record
@@ -334,9 +336,10 @@ class Prober:
         for at in range(0, len(todo), step):
             batch = todo[at:at + step]
             started = [self._start(cfg_of[k]) for k in batch]
-            results = self.executor.map(run_probe, [u for _i, u in started], name="probe")
-            done += [self._finish(cfg_of[k], fresh, i, u, r)
-                     for k, (i, u), r in zip(batch, started, results, strict=True)]
+            results = self.executor.map_placed(run_probe, [u for _i, u in started],
+                                               name="probe")
+            done += [self._finish(cfg_of[k], fresh, i, u, r, host)
+                     for k, (i, u), (host, r) in zip(batch, started, results, strict=True)]
         got = dict(zip(todo, done, strict=True))
         if not fresh:
             self._cache.update(got)

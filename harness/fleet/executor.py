@@ -69,6 +69,11 @@ class Executor(Protocol):
         A unit's exception is raised here (the first, in order)."""
         ...
 
+    def map_placed(self, fn: Callable[[T], R], items: Sequence[T], *,
+                   name: str) -> list[tuple[str, R]]:
+        """:meth:`map`, each result with where it ran (``local``, or the worker's name)."""
+        ...
+
 
 class ThreadExecutor:
     """Units on threads of this process (``jobs`` at once; ``jobs`` = 1 or one unit: in the
@@ -82,11 +87,15 @@ class ThreadExecutor:
         self._lock = threading.Lock()
 
     def map(self, fn: Callable[[T], R], items: Sequence[T], *, name: str) -> list[R]:
-        def one(pair: tuple[int, T]) -> R:
+        return [v for _w, v in self.map_placed(fn, items, name=name)]
+
+    def map_placed(self, fn: Callable[[T], R], items: Sequence[T], *,
+                   name: str) -> list[tuple[str, R]]:
+        def one(pair: tuple[int, T]) -> tuple[str, R]:
             out = fn(pair[1])
             with self._lock:
                 self.placed.append((f"{name}-{pair[0]}", "local"))
-            return out
+            return "local", out
 
         pairs = list(enumerate(items))
         if self.slots == 1 or len(pairs) <= 1:
@@ -118,6 +127,10 @@ class DaskExecutor:
         self.placed: list[tuple[str, str]] = []
 
     def map(self, fn: Callable[[T], R], items: Sequence[T], *, name: str) -> list[R]:
+        return [v for _w, v in self.map_placed(fn, items, name=name)]
+
+    def map_placed(self, fn: Callable[[T], R], items: Sequence[T], *,
+                   name: str) -> list[tuple[str, R]]:
         if not items:
             return []
         token = uuid.uuid4().hex[:8]
@@ -131,7 +144,7 @@ class DaskExecutor:
             self.client.cancel(futures)
             raise
         self.placed.extend((f"{name}-{i}", where) for i, (where, _v) in enumerate(got))
-        return [v for _w, v in got]
+        return [(str(w), v) for w, v in got]
 
     def _wait(self, futures: Sequence[Any]) -> None:
         """Until every future is done; a cluster left without any worker for

@@ -1,0 +1,75 @@
+"""proofdiff's workflows on a real Dask cluster (README: A fleet of hosts): a ``LocalCluster`` of
+two worker processes on 127.0.0.1 (no dashboard), started here and stopped after, joined by
+``--cluster`` as a scheduler of GPU hosts would be. The daemons run as processes (refprover's
+binaries: the process runtime, as on a host without Docker).
+
+One bisection whose probes are units (two at a time, one per worker) and one differential as
+a unit (both profiles on one worker), each report written by the caller; nothing is left
+running."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from proofdiff.bisect import BisectResult
+from proofdiff.model import serde
+from proofdiff.model.status import Verdict
+from proofdiff.report.summary_json import load_summary
+
+from tests.e2e.conftest import REPO, unique
+from tests.e2e.test_process_target import _leftovers
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def cluster() -> Iterator[str]:
+    """A LocalCluster: 2 worker processes (named 0 and 1), 1 thread each, on 127.0.0.1, no
+    dashboard; its scheduler's address."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None, worker_dashboard_address=None) as lc:
+        yield str(lc.scheduler_address)
+
+
+def _proofdiff(tmp_path: Path, *args: str) -> tuple[int, str, Path]:
+    rid = unique(f"fleet-{args[0]}")
+    cmd = [sys.executable, "-m", "proofdiff", *args, "--report-dir", str(tmp_path),
+           "--run-id", rid]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert (tmp_path / rid / "summary.json").is_file(), f"no report from {cmd}:\n{out}"
+    return proc.returncode, out, tmp_path / rid
+
+
+def test_a_bisection_and_a_differential_run_their_units_on_a_dask_cluster(
+        artifacts: Any, cluster: str, tmp_path: Path) -> None:
+    procs = ("--cluster", cluster, "--bin-dir", str(artifacts.bin_dir), "--set",
+             "*.runtime=process")
+    rc, out, rdir = _proofdiff(tmp_path, "bisect", *procs, "--set",
+                               "*.env.REFPROVER_FAULTS=param-path-default",
+                               "--oracle", "preflight/params")
+    r = serde.read(rdir / "summary.json", BisectResult)
+    assert rc == 0 and r.status == "found", out
+    assert {c.path for c in r.change} == {"mounts.params", "config.srs.param_cache",
+                                          "env.FIL_PROOFS_PARAMETER_CACHE"}, r.steps
+    # each worker ran its share: the good and bad profiles, and the confirmation, side by side
+    assert {p.host for p in r.probes} == {"0", "1"}, [(p.index, p.host) for p in r.probes]
+    assert all((rdir / "probes" / p.run_id / "summary.json").is_file() for p in r.probes)
+
+    rc, out, rdir = _proofdiff(tmp_path, "run", *procs, "--suite", "validity")
+    res = load_summary(rdir)
+    assert rc == 0 and res.verdict is Verdict.SAME, (res.verdict_line, out)
+    assert "the differential ran on" in out and "units on the Dask cluster" in out, out
+    assert {run.profile for run in res.runs} == {"bench", "prod"}
+    assert all(run.daemon is not None and run.daemon.runtime == "process" for run in res.runs)
+    [proofs] = res.records_of("validity", "prod", "wpost-2k", "proofs")
+    assert proofs.counts is not None and proofs.counts.valid == 4, proofs
+    assert not _leftovers(), "daemon processes outlived the units"
