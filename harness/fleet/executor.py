@@ -137,9 +137,17 @@ class DaskExecutor:
         keys = [f"{name}-{i}-{token}" for i in range(len(items))]
         futures = self.client.map(_on_worker, [fn] * len(items), list(items), key=keys,
                                   pure=False)
+        from distributed import KilledWorker
+
         try:
             self._wait(futures)
             got = self.client.gather(futures)
+        except KilledWorker as exc:  # Dask re-ran it on other workers; each of them died too
+            self.client.cancel(futures)
+            raise FleetError(f"a unit of {name} killed every worker it ran on: {exc}",
+                             fix="read the workers' logs (dask worker ...) for the cause; "
+                                 "the unit is retried on another worker up to "
+                                 "distributed.scheduler.allowed-failures times") from None
         except BaseException:
             self.client.cancel(futures)
             raise
