@@ -82,8 +82,13 @@ def _regressions(opts: RunOptions, console: Console) -> int:
     from proofdiff.model.errors import ProofdiffError
     from proofdiff.regressions.replay_all import exit_code, replay_all
 
+    stored = [True]
+
+    def store(res: DifferentialResult) -> None:  # each replay, where --history asks
+        stored[0] &= append_history(opts, res, console, command="replay")
+
     try:
-        verdicts = replay_all(opts, log=console_log(console))
+        verdicts = replay_all(opts, log=console_log(console), on_result=store)
     except ProofdiffError as exc:  # the cluster cannot be used: no case was replayed
         console.print(f"proofdiff: ERROR: {exc}", markup=False, highlight=False)
         return 3
@@ -93,7 +98,7 @@ def _regressions(opts: RunOptions, console: Console) -> int:
     for v in verdicts:
         table.add_row(v.case, v.status, v.verdict, v.message[:400])
     console.print(table)
-    code = exit_code(verdicts)
+    code = exit_with_history(exit_code(verdicts), stored[0])
     console.print(f"{len(verdicts)} case(s); exit {code}", markup=False)
     return code
 

@@ -108,12 +108,15 @@ def replay_case(unit: CaseUnit, log: Callable[[str], None] = lambda _l: None) ->
 
 def replay_all(options: RunOptions | None = None, *,
                log: Callable[[str], None] = lambda _l: None,
-               executor: Executor | None = None) -> list[CaseVerdict]:
+               executor: Executor | None = None,
+               on_result: Callable[[DifferentialResult], None] = lambda _r: None,
+               ) -> list[CaseVerdict]:
     """Replay every case under ``options.regressions_dir``, in name order, as pinned and with
     its fix (the report dir and the artifacts are ``options``'), each case a unit of
     ``executor`` (default: :func:`~proofdiff.fleet.executor.open_executor` of ``options``:
     one case after the other here, or the Dask cluster of ``cluster`` / ``hosts``). Every
-    replay's report is written here, on the caller's side.
+    replay's report is written here, on the caller's side, then the run is handed to
+    ``on_result`` (the CLI stores it in ``--history``).
 
     Raises:
         proofdiff.fleet.executor.FleetError: the cluster cannot be used (before any case).
@@ -124,7 +127,7 @@ def replay_all(options: RunOptions | None = None, *,
              for f in discover(opts.regressions_dir)]
     if executor is None:
         with open_executor(opts, log=log) as ex:
-            return replay_all(opts, log=log, executor=ex)
+            return replay_all(opts, log=log, executor=ex, on_result=on_result)
     # progress lines reach the log only from this process's threads
     fn = replay_case if executor.remote else functools.partial(replay_case, log=log)
     runs = executor.map(fn, units, name="case")
@@ -133,6 +136,7 @@ def replay_all(options: RunOptions | None = None, *,
     for run in runs:
         for res in run.results:
             write_report(res, opts.report_root)
+            on_result(res)
     return [r.verdict for r in runs]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -77,10 +78,15 @@ def test_proofdiff_run_suite_regressions_judges_as_the_suite(artifacts: Any,
     env = {**os.environ, "PROOFDIFF_REGRESSIONS": str(_one_case(tmp_path, CHEAP,
                                                                 fixed_in_image=False))}
     proc = subprocess.run([sys.executable, "-m", "proofdiff", "run", "--suite", "regressions",
-                           "--report-dir", str(tmp_path / "r")], cwd=REPO, env=env,
+                           "--report-dir", str(tmp_path / "r"), "--history"], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert CHEAP in proc.stdout and " ok " in proc.stdout.replace("│", " "), proc.stdout
+    # both replays (as pinned, failing; with the fix, passing) are in the history as such
+    with sqlite3.connect(tmp_path / "r" / "history.sqlite") as db:
+        rows = db.execute("SELECT command, exit_code FROM runs ORDER BY created_at").fetchall()
+    assert [c for c, _ in rows] == ["replay", "replay"], rows
+    assert rows[0][1] != 0 and rows[1][1] == 0, rows  # the bug as pinned; its fix holds
 
 
 def test_a_case_whose_image_is_missing_is_skipped_with_how_to_get_it(run_opts: RunOptions,
