@@ -100,23 +100,40 @@ def unreadable(daemon: Daemon, directory: str, files: Sequence[str]) -> list[str
     return list(files) if "__NODIR__" in lines else [x for x in lines if x in files]
 
 
+#: How many times a digest command is run when its output comes back without every file:
+#: Docker's exec can lose a short-lived process's output while reporting exit 0 (docker-py
+#: issue 2042, moby issue 27289); a lost answer is no evidence about the files.
+DIGEST_TRIES = 3
+
+
 def daemon_digests(daemon: Daemon, directory: str, files: Sequence[str]) -> dict[str, str]:
     """The parameters.json digest (first 32 hex digits of BLAKE2b-512, as ``b2sum`` prints)
     of each file where the daemon reads it, computed beside the daemon from its own copy.
 
     Raises:
-        ProofdiffError: ``b2sum`` could not run there.
+        ProofdiffError: ``b2sum`` could not run there, or its output named fewer files than
+            asked in :data:`DIGEST_TRIES` tries (an engine that lost the output).
     """
-    code, out = daemon.handle.exec(["sh", "-c", 'cd "$1" && shift && b2sum "$@"', "sh",
-                                    directory, *files])
-    if code != 0:
-        raise ProofdiffError(f"b2sum beside the daemon ({daemon.what}) exited {code}: "
-                             f"{out.strip()[:300]}", fix="is the daemon still running? see its log")
-    got = {}
-    for line in out.splitlines():
-        digest, _, name = line.partition("  ")
-        got[name.strip()] = digest[:32]
-    return got
+    got: dict[str, str] = {}
+    for _ in range(DIGEST_TRIES):
+        code, out = daemon.handle.exec(["sh", "-c", 'cd "$1" && shift && b2sum "$@"', "sh",
+                                        directory, *files])
+        if code != 0:
+            raise ProofdiffError(f"b2sum beside the daemon ({daemon.what}) exited {code}: "
+                                 f"{out.strip()[:300]}",
+                                 fix="is the daemon still running? see its log")
+        got = {}
+        for line in out.splitlines():
+            digest, _, name = line.partition("  ")
+            got[name.strip()] = digest[:32]
+        if all(f in got for f in files):
+            return got
+    missing = [f for f in files if f not in got]
+    raise ProofdiffError(f"b2sum beside the daemon ({daemon.what}) exited 0 but named "
+                         f"{len(files) - len(missing)} of {len(files)} file(s) in "
+                         f"{DIGEST_TRIES} tries (missing: {', '.join(missing[:3])}): the "
+                         "engine lost its output", fix="run again; if it persists, run b2sum "
+                         "in the container by hand and see the engine's log")
 
 
 def host_digests(param_cache: Path, files: Sequence[str],

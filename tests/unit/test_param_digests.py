@@ -6,6 +6,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from proofdiff.oracles.preflight import integrity_problems
@@ -86,3 +87,40 @@ def test_integrity_reads_the_daemons_own_copies_not_the_verifiers_table(tmp_path
     assert got.outcome is Outcome.FAIL
     assert "a.params: digest a0 at /var/tmp/filecoin-proof-parameters (where the daemon reads " \
         "it), the manifest says aa" in got.message
+
+
+class _LossyHandle:
+    """Runs the command for real here (coreutils' b2sum), but the first ``lose`` answers come
+    back empty with exit 0, as Docker's exec sometimes answers (docker-py 2042, moby 27289)."""
+
+    runtime, short_id = "attach", "127.0.0.1:9820"  # named by its address in messages
+
+    def __init__(self, lose: int) -> None:
+        self.lose, self.calls = lose, 0
+
+    def exec(self, argv: list[str]) -> tuple[int, str]:
+        import subprocess
+
+        self.calls += 1
+        out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        return 0, "" if self.calls <= self.lose else out
+
+
+def test_a_lost_digest_answer_is_asked_again_and_never_read_as_a_bad_file(
+        tmp_path: Path) -> None:
+    from proofdiff.core.probes import DIGEST_TRIES, daemon_digests
+    from proofdiff.model.errors import ProofdiffError
+    from proofdiff.model.profile_file import load_profiles
+    from proofdiff.runtime.daemon import Daemon
+
+    names = ["a.params", "b.vk"]
+    for n in names:
+        (tmp_path / n).write_bytes(n.encode() * 100)
+    prod = msgspec.structs.replace(load_profiles("refprover")["prod"],
+                                   image="proofdiff/refprover:test")
+    once = _LossyHandle(lose=1)
+    got = daemon_digests(Daemon(profile=prod, handle=once), str(tmp_path), names)  # type: ignore[arg-type]
+    assert got == {n: file_digest(tmp_path / n) for n in names} and once.calls == 2
+    always = _LossyHandle(lose=DIGEST_TRIES)
+    with pytest.raises(ProofdiffError, match=r"named 0 of 2 file\(s\) in 3 tries"):
+        daemon_digests(Daemon(profile=prod, handle=always), str(tmp_path), names)  # type: ignore[arg-type]
