@@ -82,28 +82,35 @@ def required_param_files(runner: Runner, param_cache: Path, *, program: str, run
                    f"{' '.join(spec.circuits)}")
 
 
+#: How many times a command beside the daemon is run when its answer comes back incomplete:
+#: Docker's exec can lose a short-lived process's output while reporting exit 0 (docker-py
+#: issue 2042, moby issue 27289); a lost answer is no evidence about the files either way.
+EXEC_TRIES = 3
+
+
 def unreadable(daemon: Daemon, directory: str, files: Sequence[str]) -> list[str]:
     """The ``files`` not readable in ``directory`` beside the daemon, as its user (all of them
     when the directory does not exist).
 
     Raises:
         ProofdiffError: ``sh`` could not run there (the daemon exited, an attached daemon on
-            another host).
+            another host), or its answer lacked its last line in :data:`EXEC_TRIES` tries (an
+            empty answer would otherwise read as "every file readable").
     """
-    script = ('cd "$1" 2>/dev/null || { echo "__NODIR__"; exit 0; }; shift; '
-              'for f; do [ -r "$f" ] || echo "$f"; done')
-    code, out = daemon.handle.exec(["sh", "-c", script, "sh", directory, *files])
-    if code != 0:
-        raise ProofdiffError(f"`sh` beside the daemon ({daemon.what}) exited {code}: "
-                             f"{out.strip()[:300]}", fix="is the daemon still running? see its log")
-    lines = [x.strip() for x in out.splitlines() if x.strip()]
-    return list(files) if "__NODIR__" in lines else [x for x in lines if x in files]
-
-
-#: How many times a digest command is run when its output comes back without every file:
-#: Docker's exec can lose a short-lived process's output while reporting exit 0 (docker-py
-#: issue 2042, moby issue 27289); a lost answer is no evidence about the files.
-DIGEST_TRIES = 3
+    script = ('cd "$1" 2>/dev/null || { echo "__NODIR__"; echo "__DONE__"; exit 0; }; shift; '
+              'for f; do [ -r "$f" ] || echo "$f"; done; echo "__DONE__"')
+    for _ in range(EXEC_TRIES):
+        code, out = daemon.handle.exec(["sh", "-c", script, "sh", directory, *files])
+        if code != 0:
+            raise ProofdiffError(f"`sh` beside the daemon ({daemon.what}) exited {code}: "
+                                 f"{out.strip()[:300]}",
+                                 fix="is the daemon still running? see its log")
+        lines = [x.strip() for x in out.splitlines() if x.strip()]
+        if "__DONE__" in lines:
+            return list(files) if "__NODIR__" in lines else [x for x in lines if x in files]
+    raise ProofdiffError(f"`sh` beside the daemon ({daemon.what}) exited 0 but its answer was "
+                         f"cut short in {EXEC_TRIES} tries: the engine lost its output",
+                         fix="run again; if it persists, see the engine's log")
 
 
 def daemon_digests(daemon: Daemon, directory: str, files: Sequence[str]) -> dict[str, str]:
@@ -112,10 +119,10 @@ def daemon_digests(daemon: Daemon, directory: str, files: Sequence[str]) -> dict
 
     Raises:
         ProofdiffError: ``b2sum`` could not run there, or its output named fewer files than
-            asked in :data:`DIGEST_TRIES` tries (an engine that lost the output).
+            asked in :data:`EXEC_TRIES` tries (an engine that lost the output).
     """
     got: dict[str, str] = {}
-    for _ in range(DIGEST_TRIES):
+    for _ in range(EXEC_TRIES):
         code, out = daemon.handle.exec(["sh", "-c", 'cd "$1" && shift && b2sum "$@"', "sh",
                                         directory, *files])
         if code != 0:
@@ -131,7 +138,7 @@ def daemon_digests(daemon: Daemon, directory: str, files: Sequence[str]) -> dict
     missing = [f for f in files if f not in got]
     raise ProofdiffError(f"b2sum beside the daemon ({daemon.what}) exited 0 but named "
                          f"{len(files) - len(missing)} of {len(files)} file(s) in "
-                         f"{DIGEST_TRIES} tries (missing: {', '.join(missing[:3])}): the "
+                         f"{EXEC_TRIES} tries (missing: {', '.join(missing[:3])}): the "
                          "engine lost its output", fix="run again; if it persists, run b2sum "
                          "in the container by hand and see the engine's log")
 

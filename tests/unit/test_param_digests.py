@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import json
 from pathlib import Path
 
@@ -108,7 +109,7 @@ class _LossyHandle:
 
 def test_a_lost_digest_answer_is_asked_again_and_never_read_as_a_bad_file(
         tmp_path: Path) -> None:
-    from proofdiff.core.probes import DIGEST_TRIES, daemon_digests
+    from proofdiff.core.probes import EXEC_TRIES, daemon_digests
     from proofdiff.model.errors import ProofdiffError
     from proofdiff.model.profile_file import load_profiles
     from proofdiff.runtime.daemon import Daemon
@@ -121,6 +122,31 @@ def test_a_lost_digest_answer_is_asked_again_and_never_read_as_a_bad_file(
     once = _LossyHandle(lose=1)
     got = daemon_digests(Daemon(profile=prod, handle=once), str(tmp_path), names)  # type: ignore[arg-type]
     assert got == {n: file_digest(tmp_path / n) for n in names} and once.calls == 2
-    always = _LossyHandle(lose=DIGEST_TRIES)
+    always = _LossyHandle(lose=EXEC_TRIES)
     with pytest.raises(ProofdiffError, match=r"named 0 of 2 file\(s\) in 3 tries"):
         daemon_digests(Daemon(profile=prod, handle=always), str(tmp_path), names)  # type: ignore[arg-type]
+
+
+def test_a_lost_readability_answer_is_asked_again_and_never_read_as_all_readable(
+        tmp_path: Path) -> None:
+    from proofdiff.core.probes import EXEC_TRIES, unreadable
+    from proofdiff.model.errors import ProofdiffError
+    from proofdiff.model.profile_file import load_profiles
+    from proofdiff.runtime.daemon import Daemon
+
+    (tmp_path / "a.params").write_bytes(b"x")
+    (tmp_path / "locked.vk").write_bytes(b"y")
+    (tmp_path / "locked.vk").chmod(0)
+    prod = msgspec.structs.replace(load_profiles("refprover")["prod"],
+                                   image="proofdiff/refprover:test")
+    names = ["a.params", "locked.vk", "absent.vk"]
+    once = _LossyHandle(lose=1)
+    got = unreadable(Daemon(profile=prod, handle=once), str(tmp_path), names)  # type: ignore[arg-type]
+    # root reads a mode-0 file; every other user does not
+    assert got == (["absent.vk"] if os.geteuid() == 0 else ["locked.vk", "absent.vk"])
+    assert once.calls == 2
+    with pytest.raises(ProofdiffError, match=r"cut short in 3 tries"):
+        unreadable(Daemon(profile=prod, handle=_LossyHandle(lose=EXEC_TRIES)),  # type: ignore[arg-type]
+                   str(tmp_path), names)
+    assert unreadable(Daemon(profile=prod, handle=_LossyHandle(lose=0)),  # type: ignore[arg-type]
+                      str(tmp_path / "nowhere"), names) == names
