@@ -25,16 +25,22 @@ from tests.e2e.conftest import REPO, CliRun, unique
 pytestmark = pytest.mark.e2e
 
 
+def _command(command: str, tmp_path: Path, run_id: str, args: tuple[str, ...],
+             timeout_s: float) -> tuple[int, str]:
+    """``proofdiff COMMAND`` in a subprocess; (exit code, output), its summary.json written."""
+    cmd = [sys.executable, "-m", "proofdiff", command, "--report-dir", str(tmp_path),
+           "--run-id", run_id, "--bisect-jobs", "1", *args]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout_s)
+    out = proc.stdout + proc.stderr
+    assert (tmp_path / run_id / "summary.json").is_file(), f"no report from {cmd}:\n{out}"
+    return proc.returncode, out
+
+
 def bisect(tmp_path: Path, *args: str) -> tuple[int, str, BisectResult]:
     rid = unique("bisect")
-    cmd = [sys.executable, "-m", "proofdiff", "bisect", "--report-dir", str(tmp_path),
-           "--run-id", rid, "--bisect-jobs", "1", *args]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1500)
-    out = proc.stdout + proc.stderr
-    summary = tmp_path / rid / "summary.json"
-    assert summary.is_file(), f"no report from {cmd}:\n{out}"
+    rc, out = _command("bisect", tmp_path, rid, args, 1500)
     assert (tmp_path / rid / "index.html").is_file()
-    return proc.returncode, out, serde.read(summary, BisectResult)
+    return rc, out, serde.read(tmp_path / rid / "summary.json", BisectResult)
 
 
 def assert_confirmed_1_minimal(r: BisectResult) -> None:
@@ -107,13 +113,8 @@ def test_a_good_profile_that_already_fails_stops_at_once_and_says_so(
 
 
 def nightly(tmp_path: Path, run_id: str, *args: str) -> tuple[int, str, NightlyResult]:
-    cmd = [sys.executable, "-m", "proofdiff", "nightly", "--report-dir", str(tmp_path),
-           "--run-id", run_id, "--bisect-jobs", "1", *args]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
-    out = proc.stdout + proc.stderr
-    summary = tmp_path / run_id / "summary.json"
-    assert summary.is_file(), f"no report from {cmd}:\n{out}"
-    return proc.returncode, out, serde.read(summary, NightlyResult)
+    rc, out = _command("nightly", tmp_path, run_id, args, 900)
+    return rc, out, serde.read(tmp_path / run_id / "summary.json", NightlyResult)
 
 
 def test_the_nightly_bisects_a_new_divergence_and_not_one_still_failing(
