@@ -24,13 +24,9 @@ from pathlib import Path
 
 from proofdiff.artifacts.cache_dir import cache_root as _cache_root
 from proofdiff.artifacts.cache_dir import write_json
-from proofdiff.artifacts.engine import connect as _connect
 from proofdiff.artifacts.binaries import build_binaries as _build_binaries
 from proofdiff.artifacts.build_errors import BuildError, StepReport
-from proofdiff.artifacts.refprover_image import ensure_refprover_image as _ensure_image
 from proofdiff.artifacts.params import ensure_params as _ensure_params
-from proofdiff.artifacts.base_image import ensure_base_image as _ensure_base
-from proofdiff.artifacts.pinned_verifier import ensure_pinned_verifier as _ensure_verifier
 from proofdiff.artifacts.sealed_workloads import WORKLOADS
 from proofdiff.artifacts.sealed_workloads import ensure_workload as _ensure_workload
 from proofdiff.artifacts.sealed_workloads import resolve as _resolve
@@ -198,6 +194,12 @@ def ensure_artifacts(
     done(report)
     tag, image_id, pinned = "", "", None
     if docker:
+        # the docker SDK only where images are built: a process-only host needs none of it
+        from proofdiff.artifacts.base_image import ensure_base_image as _ensure_base
+        from proofdiff.artifacts.engine import connect as _connect
+        from proofdiff.artifacts.pinned_verifier import ensure_pinned_verifier as _ensure_verifier
+        from proofdiff.artifacts.refprover_image import ensure_refprover_image as _ensure_image
+
         client = _connect()
         try:
             base, report = _ensure_base(client, root, log=log)

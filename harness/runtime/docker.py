@@ -160,8 +160,24 @@ class Container:
         return str(net.get("IPAddress") or settings.get("IPAddress") or "")
 
     def exec(self, argv: list[str]) -> tuple[int, str]:
-        """Run ``argv`` inside the container as its user; (exit code, output)."""
-        res = self.sdk.exec_run(argv, stdout=True, stderr=True)
+        """Run ``argv`` inside the container as its user; (exit code, output).
+
+        Raises:
+            ContainerError: the engine refused (the container is no longer running: a daemon
+                that died, say OOM-killed, before a probe looked into it), with its state.
+        """
+        try:
+            res = self.sdk.exec_run(argv, stdout=True, stderr=True)
+        except docker.errors.APIError as exc:
+            state = self.state()
+            raise ContainerError(
+                f"could not run {argv[0]!r} in container {self.short_id}: "
+                f"{exc.explanation or exc} (Status={state.get('Status')}, ExitCode="
+                f"{state.get('ExitCode')}, OOMKilled={state.get('OOMKilled')})",
+                fix="see the daemon's liveness record and log tail: nothing can be looked at "
+                    "inside a container that is not running", container_id=self.short_id,
+                exit_code=state.get("ExitCode"),
+                oom_killed=bool(state.get("OOMKilled"))) from None
         return int(res.exit_code), _text(res.output)
 
     def stop(self, grace_s: float = 10.0) -> None:

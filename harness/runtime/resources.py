@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import docker.errors
 import psutil
-import requests
 
 from proofdiff.model.runs import ResourceUsage
 
-from proofdiff.runtime.docker import Container
+from proofdiff.model.choices import Runtime
 from proofdiff.runtime.process import ProcessHandle
 from proofdiff.runtime.spec import Handle
+
+if TYPE_CHECKING:  # the docker SDK is imported for containers only (a process host has none)
+    from proofdiff.runtime.docker import Container
 
 __all__ = ["ProcessSampler", "ResourceSampler", "cpu_cores", "memory_bytes", "sampler_for"]
 
@@ -84,11 +85,14 @@ class ResourceSampler(_Peaks):
     """Follows ``container``'s stats until it stops (or :meth:`stop`); :meth:`usage` gives the
     peaks so far with the limits from ``docker inspect``."""
 
-    def __init__(self, container: Container) -> None:
+    def __init__(self, container: "Container") -> None:
         self.container = container
         super().__init__("proofdiff-stats")
 
     def _follow(self) -> None:
+        import docker.errors
+        import requests
+
         try:
             for stats in self.container.sdk.stats(stream=True, decode=True):
                 if self._stop.is_set():
@@ -147,8 +151,11 @@ class ProcessSampler(_Peaks):
 
 def sampler_for(handle: Handle) -> ResourceSampler | ProcessSampler | None:
     """The sampler of a container or a process; ``None`` for an attached daemon."""
-    if isinstance(handle, Container):
-        return ResourceSampler(handle)
     if isinstance(handle, ProcessHandle):
         return ProcessSampler(handle)
+    if handle.runtime is Runtime.DOCKER:
+        from proofdiff.runtime.docker import Container
+
+        if isinstance(handle, Container):
+            return ResourceSampler(handle)
     return None

@@ -12,14 +12,16 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
-
-from docker import DockerClient
+from typing import TYPE_CHECKING, Any
 
 from proofdiff.model.choices import Runtime
-from proofdiff.runtime.docker import DockerBackend, docker_client
 from proofdiff.runtime.process import ProcessBackend
 from proofdiff.runtime.spec import ContainerError, LaunchSpec, Handle, ToolResult, Tracker
+
+if TYPE_CHECKING:  # the docker SDK is imported on first docker use only (0.1-0.3 s)
+    from docker import DockerClient
+
+    from proofdiff.runtime.docker import DockerBackend
 
 __all__ = ["Runner"]
 
@@ -50,6 +52,8 @@ class Runner:
             ContainerError: the Docker engine does not answer (with the fix).
         """
         if self._docker is None:
+            from proofdiff.runtime.docker import DockerBackend, docker_client
+
             self._docker = DockerBackend(self.run_id, client=self._client or docker_client(),
                                          tracker=self.tracker)
         return self._docker

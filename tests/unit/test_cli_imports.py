@@ -70,3 +70,15 @@ def test_a_bad_profile_file_is_reported_before_anything_is_built(tmp_path: Path)
     assert _loaded(modules, NOT_ON_A_BAD_PROFILE) == []
     summary = json.loads((tmp_path / "rep" / "r-bad" / "summary.json").read_text())
     assert summary["verdict"] == "ERROR" and "malformed TOML" in summary["errors"][0]
+
+
+def test_the_run_path_of_a_process_host_loads_no_docker_sdk() -> None:
+    # a GPU host often has no Docker, and on the H200 the SDK's import was part of the fixed
+    # cost of every process run: the session, the runner, the samplers and the artifacts
+    # package load it only where a container is made or an image built
+    code = ("import sys, proofdiff.cli.cmd_run, proofdiff.core.differential, "
+            "proofdiff.core.session, proofdiff.runtime.resources, proofdiff.artifacts; "
+            "print(sorted(m for m in sys.modules if m == 'docker' or m.startswith('docker.')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert proc.stdout.strip() == "[]", proc.stdout
