@@ -293,6 +293,8 @@ def _value(spec: OptionSpec, raw: Any) -> Any:
         return float(raw)
     if spec.parse is positive_count:
         return int(raw)
+    if spec.parse is side_by_side:  # the enum itself: `place` tests it by identity
+        return SideBySide(raw)
     return str(raw)
 
 

@@ -69,3 +69,15 @@ def test_the_launcher_pins_the_program_to_its_cpuset() -> None:
                           "import os; print(sorted(os.sched_getaffinity(0)))"],
                          capture_output=True, text=True, timeout=30, check=True)
     assert out.stdout.strip() == f"[{cpu}]"
+
+
+@pytest.mark.parametrize("word", ["off", "on", "auto"])
+def test_the_flag_reaches_the_schedule_as_given(word: str) -> None:
+    # `--side-by-side off` once reached `place` as the string "off", which is no SideBySide
+    # member by identity, so the schedule ran side by side whatever the user asked
+    from proofdiff.model.run_options import options_from, side_by_side
+
+    opts = options_from({"side_by_side": side_by_side(word)})
+    got = place(PROFILES, DEFAULT, range(16), opts.side_by_side)
+    assert opts.side_by_side is SideBySide(word)
+    assert got.side_by_side is (word != "off"), got.reason
