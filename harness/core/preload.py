@@ -8,8 +8,9 @@ finds it loaded, or waits on Python's per-module import lock for the thread to f
 module is never imported twice). Only third-party libraries are listed: they never import
 proofdiff, so the two threads cannot take module locks in opposite orders. Once they are in,
 the thread draws one throwaway figure shaped like the report's (two axes, titles, a legend,
-tight layout, SVG): matplotlib's first figure reads its fonts and fills its text caches, 0.3 s
-of the report's 0.6 s of plotting on the H200, and that too can happen while daemons prove.
+tight layout, SVG): matplotlib's first figure reads its fonts and fills its text caches (here,
+2 cores: 0.11 s for a first figure, 0.06 s for the next), and that too can happen while
+daemons prove.
 """
 
 from __future__ import annotations
