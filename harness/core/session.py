@@ -19,6 +19,7 @@ import msgspec
 
 from proofdiff.core import probes
 from proofdiff.core.plan import Plan
+from proofdiff.core.profiles_side_by_side import PER_PROFILE_SUITES, evaluate_side_by_side
 from proofdiff.core.side_by_side import Placement, place
 from proofdiff.core.store import MemoryStore, Store
 from proofdiff.drivers.bench_cli import BenchCliDriver
@@ -411,11 +412,13 @@ class Session:
                      if w == workload and len(v) > before.get((p, w), 0)}
             return SuiteResult(suite=suite, workload=workload, records=tuple(records), flows=flows)
 
-        key = f"suite/{self.image_slot}/{suite}/{workload}"
-        got = self.store.get_or_compute(key, SuiteResult, compute,
+        got = self.store.get_or_compute(self._suite_key(suite, workload), SuiteResult, compute,
                                         self._wait_s(list(self.profiles)) * 6)
         self.suites_done[(suite, workload)] = got
         return got
+
+    def _suite_key(self, suite: str, workload: str) -> str:
+        return f"suite/{self.image_slot}/{suite}/{workload}"
 
     def suite_records(self, suite: str, workload: str) -> list[OracleRecord]:
         """The records of :meth:`suite`."""
@@ -423,15 +426,16 @@ class Session:
 
     def evaluate(self) -> None:
         """Every planned suite on every planned workload, in order. Where the host allows
-        (:mod:`proofdiff.core.side_by_side`), each workload's runs prove first, every profile
-        at the same time on its own CPUs, after preflight; the suites then read them."""
+        (:mod:`proofdiff.core.side_by_side`), preflight first, then every profile's suites at
+        the same time, each profile on its own CPUs
+        (:mod:`proofdiff.core.profiles_side_by_side`)."""
         self.placement = place(self.profiles, self.plan.suites,
                                sorted(os.sched_getaffinity(0)), self.plan.options.side_by_side)
         self.log(f"schedule: {self.placement.reason}")
         self._start_daemons()
         for workload in self.plan.workloads:
             if self.placement.side_by_side:
-                self._runs_side_by_side(workload)
+                self._suites_side_by_side(workload)
             for suite in self.plan.suites:
                 self.suite(suite, workload)
 
@@ -453,21 +457,31 @@ class Session:
             for f in [pool.submit(progress.carried(start), p) for p in self.profiles]:
                 f.result()
 
-    def _runs_side_by_side(self, workload: str) -> None:
-        """Preflight (when selected), then the workload run of every profile it does not
-        block, all at once; each thread touches only its own profile's caches."""
-        if "preflight" in self.plan.suites:
-            self.suite("preflight", workload)
+    def _suites_side_by_side(self, workload: str) -> None:
+        """Preflight (always: it says which profiles are blocked), then the other planned
+        suites of every profile at once; their results are kept as :meth:`suite` keeps its
+        own, so the loop after it finds them made."""
         self.runner  # noqa: B018 - start the runner and its watchdog once, before the threads
         try:
             self.workload(workload)
         except WorkloadError:
             return  # each run records it
-        ready = [p for p in self.profiles if self.blocked(p, workload) is None]
-        with ThreadPoolExecutor(max_workers=len(ready) or 1,
-                                thread_name_prefix="proofdiff-profile") as pool:
-            for f in [pool.submit(progress.carried(self.run), p, workload) for p in ready]:
-                f.result()
+        for p in self.profiles:
+            self.blocked(p, workload)  # preflight's records, made once before the threads
+        rest = [s for s in self.plan.suites if s != "preflight"]
+        if not rest or not PER_PROFILE_SUITES.issuperset(rest):
+            return  # placement never asks for this: timing keeps the profiles apart
+        made = evaluate_side_by_side(self, workload, rest, list(self.profiles))
+        for suite, (records, flows) in made.items():
+            result = SuiteResult(suite=suite, workload=workload, records=tuple(records),
+                                 flows=flows)
+            self.store.get_or_compute(self._suite_key(suite, workload), SuiteResult,
+                                      lambda: result, 0.0)  # called here, in this iteration
+
+    def sent_flows(self, profile: str, workload: str) -> list[FlowRecord]:
+        """The flows :meth:`send` sent to ``profile``'s daemon for ``workload`` so far (the
+        workload run's flow not included)."""
+        return list(self._flows.get((profile, workload), []))
 
     def records(self) -> list[OracleRecord]:
         """Every record computed so far (preflight ones made for gating included)."""

@@ -1,0 +1,82 @@
+"""Every suite of a workload proving for each profile at the same time, each profile on a thread
+of its own: the run's wall falls toward that of the slower profile (issue 18, goal 3).
+
+Before 2026-12-05 only the workload runs went side by side; the isolation, warmup and behaviour
+flows that followed still took one profile at a time, on daemons still pinned to their half of
+the cores, so a side-by-side run was slower than one after the other (49.3 s against 34.7 s
+on the H200). Now each profile's thread runs its workload run and then every suite on a
+:class:`ProfileView` that shows the suite that profile alone: the suites other than timing
+judge each profile on its own evidence (their ``evaluate`` loops over ``ev.profiles``), so the
+records are the ones a run one profile after the other makes, in the same order. Timing
+compares the profiles' speed and never runs side by side (:mod:`proofdiff.core.side_by_side`).
+
+Thread safety: a thread touches only its own profile's caches in the session (daemon, driver,
+verifier, flows, runs); what is shared (the workload, preflight, the runner) is made before the
+threads start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from proofdiff.model import progress
+from proofdiff.model.oracle_records import OracleRecord
+from proofdiff.model.profile import Profile
+from proofdiff.oracles.suite_table import SUITES
+
+if TYPE_CHECKING:
+    from proofdiff.core.session import Session
+
+__all__ = ["ProfileView", "PER_PROFILE_SUITES", "evaluate_side_by_side"]
+
+#: Suites whose records of one profile depend on that profile's evidence alone.
+PER_PROFILE_SUITES = frozenset({"preflight", "validity", "warmup", "isolation", "behaviour"})
+
+
+class ProfileView:
+    """The session as one profile's suites see it: ``profiles`` holds that profile only;
+    everything else is the session's (:class:`proofdiff.oracles.evidence.Evidence`)."""
+
+    def __init__(self, session: Session, profile: str) -> None:
+        self._session, self._profile = session, profile
+
+    @property
+    def profiles(self) -> Mapping[str, Profile]:
+        """The one profile this view shows."""
+        return {self._profile: self._session.profiles[self._profile]}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+
+def _profile_suites(session: Session, profile: str, workload: str,
+                    suites: Sequence[str]) -> dict[str, tuple[list[OracleRecord], list[Any]]]:
+    """Each suite of ``suites`` on ``profile``'s view, in order (the first that proves starts
+    its workload run): suite -> (its records, the flows it sent)."""
+    view = ProfileView(session, profile)
+    out: dict[str, tuple[list[OracleRecord], list[Any]]] = {}
+    for suite in suites:
+        before = len(session.sent_flows(profile, workload))
+        records = SUITES[suite].evaluate(view, workload)
+        out[suite] = (records, session.sent_flows(profile, workload)[before:])
+    return out
+
+
+def evaluate_side_by_side(session: Session, workload: str, suites: Sequence[str],
+                          profiles: Sequence[str]) -> dict[str, tuple[list[OracleRecord],
+                                                                   dict[str, tuple[Any, ...]]]]:
+    """Each of ``suites`` (all in :data:`PER_PROFILE_SUITES`) on ``workload`` for every one of
+    ``profiles`` at once, a thread per profile: suite -> (the records of every profile, in
+    profile order, the order a run one profile after the other gives; profile -> the flows the
+    suite sent). Raises what a suite raises."""
+    with ThreadPoolExecutor(max_workers=max(1, len(profiles)),
+                            thread_name_prefix="proofdiff-profile") as pool:
+        futures = {p: pool.submit(progress.carried(_profile_suites), session, p, workload,
+                                  suites) for p in profiles}
+        per_profile = {p: f.result() for p, f in futures.items()}
+    return {suite: ([r for p in profiles for r in per_profile[p][suite][0]],
+                    {p: tuple(per_profile[p][suite][1]) for p in profiles
+                     if per_profile[p][suite][1]})
+            for suite in suites}
