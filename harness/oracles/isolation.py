@@ -4,11 +4,12 @@ or isolated; nothing is lost, stuck or returned twice.
 Flows, through the profile's driver (each proof then verified against EVERY input the flow
 sent, which tells whose proof it is):
 
-* ``burst`` (drivers that choose ids): ``k`` distinct inputs submitted together, slots 0 and 1
-  sharing ONE request id (colliding ids with distinct inputs, as curio retries make them), the
-  others unique; then one more ``AwaitProof`` of the shared id, which must say NOT_FOUND.
-* ``reuse``: once the burst is answered, the id of slot 2 again, with slot 3's inputs: the
-  answer must be the proof of the NEW inputs.
+* ``burst`` (drivers that choose ids): up to 4 distinct inputs submitted together, slots 0 and
+  1 sharing ONE request id (colliding ids with distinct inputs, as curio retries make them),
+  the others unique (a workload of 2 inputs sends input 0 again as unique slot 2); then one more
+  ``AwaitProof`` of the shared id, which must say NOT_FOUND.
+* ``reuse``: once the burst is answered, the id of slot 2 again, with inputs slot 2 did not
+  prove (slot 3's when there are 4): the answer must be the proof of the NEW inputs.
 * ``distinct`` (drivers that cannot choose ids, bench-cli): the ``k`` inputs together.
 
 Oracles: ``hang`` (the hang guard gave up: the stuck ids), ``lost-or-twice`` (a job lost,
@@ -158,16 +159,22 @@ def _colliding(burst: FlowRecord, dup_id: str, judged: dict[str, int]) -> list[F
 
 
 def _plan(ev: Evidence, profile: str, workload: str) -> tuple[list[JobSpec], list[JobSpec], str]:
-    """(burst specs, reuse specs, the shared id) for a driver that chooses ids."""
+    """(burst specs, reuse specs, the shared id) for a driver that chooses ids (module
+    docstring). A workload of 2 or 3 inputs still gets a unique-id slot 2 to reuse (slot 2
+    proves input 0 again when there are only 2), so every oracle judges it; a PoRep workload
+    sends its pair only (minutes per proof): no reuse."""
     jobs = ev.workload(workload).jobs
-    k = 2 if is_slow_workload(workload) else 4  # PoRep C2: minutes per proof, the pair only
-    inputs = [j.name for j in jobs[:k]]
+    slow = is_slow_workload(workload)
+    inputs = [j.name for j in jobs[:2 if slow else 4]]
+    sent = inputs + ([inputs[0]] if len(inputs) == 2 and not slow else [])
     token = secrets.token_hex(3)
     dup = f"iso-{token}-dup"
-    rids = [dup, dup] + [f"iso-{token}-u{i}" for i in range(2, len(inputs))]
-    burst = [JobSpec(index=i, job=n, request_id=r) for i, (n, r) in enumerate(zip(inputs, rids))]
+    rids = [dup, dup] + [f"iso-{token}-u{i}" for i in range(2, len(sent))]
+    burst = [JobSpec(index=i, job=n, request_id=r) for i, (n, r) in enumerate(zip(sent, rids))]
     burst.append(JobSpec(index=len(burst), job=inputs[0], request_id=dup, await_only=True))
-    reuse = ([JobSpec(index=0, job=inputs[3], request_id=rids[2])] if len(inputs) >= 4 else [])
+    # slot 2's id again, with inputs slot 2 did not prove: the answer must prove the new ones
+    other = next((n for n in reversed(inputs) if len(sent) > 2 and n != sent[2]), None)
+    reuse = [JobSpec(index=0, job=other, request_id=rids[2])] if other else []
     return burst, reuse, dup
 
 
@@ -207,7 +214,7 @@ def _judge_profile(ev: Evidence, rec: Recorder, profile: str, workload: str) -> 
                 *(f"  {oracle}: {m}" for m in mine)]), evidence={**evidence, "findings": mine})
         elif oracle == "reused-id" and len(flows) < 2:
             why = ("the burst stalled" if flows[0].stall else
-                   f"workload {workload} has fewer than 4 inputs")
+                   f"workload {workload} is a PoRep one: its pair of inputs only, no reuse")
             rec(oracle, profile, Outcome.SKIPPED, f"{head}: the reuse flow was not sent: {why}")
         elif judged[oracle] == 0:
             rec(oracle, profile, Outcome.ERROR, f"{head}: nothing to judge: no job of the flows "

@@ -3,11 +3,18 @@ distinct) and cross-checked verdicts (``ProofVerdict.owners``); no Docker."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
 from msgspec.structs import replace
 
 from proofdiff.model.jobs import FlowRecord, JobRecord, ProofVerdict
 from proofdiff.model.status import JobStatus
-from proofdiff.oracles.isolation import findings
+from proofdiff.oracles.isolation import _plan, findings
+
+from tests.conftest import workload_doc
+from tests.unit.fakes import FakeEvidence, refprover_profiles
 
 DUP = "iso-abc-dup"
 
@@ -134,3 +141,23 @@ def test_both_colliding_requests_rejected_as_duplicates_lost_the_first() -> None
     assert found == [("colliding-ids", "all 2 requests with the shared id 'iso-abc-dup' were "
                       f"rejected as duplicates ({reject}): the first of them held the id, so "
                       "its job was lost")]
+
+
+@pytest.mark.parametrize(("jobs", "sent", "reuse"), [
+    (4, ["wpost-0", "wpost-1", "wpost-2", "wpost-3"], "wpost-3"),
+    (3, ["wpost-0", "wpost-1", "wpost-2"], "wpost-1"),
+    (2, ["wpost-0", "wpost-1", "wpost-0"], "wpost-1"),
+])
+def test_every_workload_of_two_or_more_inputs_gets_a_reused_id(
+        tmp_path: Path, jobs: int, sent: list[str], reuse: str) -> None:
+    # the reused id is slot 2's (a unique one), sent again with inputs slot 2 did not prove
+    path = tmp_path / "wpost-2k.json"
+    path.write_text(json.dumps(workload_doc(jobs=jobs)), encoding="utf-8")
+    ev = FakeEvidence(profiles=refprover_profiles(), workload_file=path)
+    burst, again, dup = _plan(ev, "prod", "wpost-2k")  # type: ignore[arg-type]
+    assert [s.job for s in burst if not s.await_only] == sent
+    ids = [s.request_id for s in burst]
+    assert ids[:2] == [dup, dup] and len(set(ids[2:len(sent)])) == len(sent) - 2
+    assert ids[2] != dup and burst[-1].await_only and burst[-1].request_id == dup
+    (r,) = again
+    assert r.request_id == ids[2] and r.job == reuse != burst[2].job
