@@ -51,6 +51,20 @@ def artifacts() -> Any:
                             crate_dir=REPO / "targets" / "refprover")
 
 
+@pytest.fixture(scope="session")
+def two_job_workload(artifacts: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """``wpost-2k=PATH`` for ``--workload-file``: the build's wpost-2k workload with its first
+    two jobs only (real sealed inputs, 2 partitions each), for tests whose facts need jobs in
+    flight together but not four of them (a validity probe of a bisection proves half as
+    much). Isolation's reused id needs 4 inputs: tests that run it keep the whole workload."""
+    src = Path(artifacts.workloads["wpost-2k"])
+    doc = json.loads(src.read_text(encoding="utf-8"))
+    doc["jobs"] = doc["jobs"][:2]
+    path = tmp_path_factory.mktemp("two-jobs") / "wpost-2k.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return f"wpost-2k={path}"
+
+
 @pytest.fixture
 def run_opts(artifacts: Any, tmp_path: Path) -> RunOptions:
     """Run options over the build's artifacts (nothing is built again), reports in

@@ -1,6 +1,7 @@
 """What the daemon really does, and the params it reads, end to end on the real image: each
-behaviour oracle fails on a fault switch that breaks its property where it is planted (bench
-stays clean; the clean image passing every suite is tests/e2e/test_fault_catalog.py); the
+behaviour oracle fails on a fault switch that breaks its property where it is planted (bench,
+and a clean prod under a memory limit, stay clean; the clean build passing every suite is
+tests/e2e/test_process_target.py); the
 params integrity check fails, naming the file, on a flipped byte and on a truncated file,
 before any proof."""
 
@@ -39,27 +40,43 @@ CASES = {
 }
 
 
+#: prod under a memory limit with 400 MiB work items (4 workers would need 1.6 GiB): a daemon
+#: that sizes itself from the cgroup, as the clean one does, stays under it; host-memory's
+#: does not.
+LIMITED = CASES["host-memory"][0]
+
+
 def _fault_profiles(tmp_path: Path) -> Path:
-    """The shipped refprover set plus one copy of prod per fault (``prod-<fault>``): one run
-    with bench as the baseline checks every fault against it, so bench runs once."""
+    """The shipped refprover set plus one copy of prod per fault (``prod-<fault>``) and a
+    clean copy under :data:`LIMITED` (``prod-limited``): one run with bench as the baseline
+    checks every fault against it, so bench runs once."""
     shipped = tomllib.loads(profile_file("refprover").read_text(encoding="utf-8"))
     prod = shipped["profiles"].pop("prod")
     for fault, (extra, *_rest) in CASES.items():
         copy = deep_merge(prod, extra)
         copy["env"] = {**prod.get("env", {}), "REFPROVER_FAULTS": fault}
         shipped["profiles"][f"prod-{fault}"] = copy
+    shipped["profiles"]["prod-limited"] = deep_merge(prod, LIMITED)
     path = tmp_path / "faults.toml"
     path.write_text(tomli_w.dumps(shipped), encoding="utf-8")
     return path
 
 
-def test_each_behaviour_fault_is_caught_where_it_is_planted(cli_run: Any, tmp_path: Path) -> None:
-    r = cli_run(*BEHAVIOUR, "--profiles", str(_fault_profiles(tmp_path)), run_id="e2e-faults",
-                timeout_s=1500)
+def test_each_behaviour_fault_is_caught_where_it_is_planted(cli_run: Any, tmp_path: Path,
+                                                           two_job_workload: str) -> None:
+    # two jobs: 4 partitions in flight on prod, past its limit of 3 and its memory limit
+    r = cli_run(*BEHAVIOUR, "--profiles", str(_fault_profiles(tmp_path)), "--workload-file",
+                two_job_workload, run_id="e2e-faults", timeout_s=1500)
     res = r.result
     assert r.rc == 1 and res.verdict is Verdict.DIVERGED, (r.rc, res.verdict_line, r.output[-3000:])
     cells = cells_of(res)
-    assert not [c for cs in cells.values() for c in cs if c["profile"] == "bench"], cells
+    clean = ("bench", "prod-limited")
+    assert not [c for cs in cells.values() for c in cs if c["profile"] in clean], cells
+    assert {x.outcome for x in res.records if x.profile in clean} == {Outcome.PASS}
+    use = r.record("behaviour", "resources", "prod-limited").evidence
+    assert 0 < use["peak_mem_bytes"] < 0.9 * use["mem_limit_bytes"], use
+    run = res.run("prod-limited", "wpost-2k")
+    assert run and run.daemon and run.daemon.resources and run.daemon.resources.samples > 0
     for fault, (_extra, oracle, evidence, suspect) in CASES.items():
         profile = f"prod-{fault}"
         assert {"oracle": oracle, "profile": profile} in cells.get("behaviour", []), (fault, cells)

@@ -59,8 +59,9 @@ def assert_confirmed_1_minimal(r: BisectResult) -> None:
 
 
 def test_partition_race_needs_the_pipeline_and_more_than_one_partition_worker(
-        artifacts: Any, tmp_path: Path) -> None:
-    rc, out, r = bisect(tmp_path, "--set", "*.env.REFPROVER_FAULTS=partition-race",
+        two_job_workload: str, tmp_path: Path) -> None:
+    rc, out, r = bisect(tmp_path, "--workload-file", two_job_workload,
+                        "--set", "*.env.REFPROVER_FAULTS=partition-race",
                         "--oracle", "validity/proofs")
     assert rc == 0 and r.status == "found", out
     assert {c.path for c in r.change} == {"config.pipeline.enabled",
@@ -73,8 +74,9 @@ def test_partition_race_needs_the_pipeline_and_more_than_one_partition_worker(
 
 
 def test_shared_assembler_needs_one_job_id_for_all_and_concurrency(
-        artifacts: Any, tmp_path: Path) -> None:
-    rc, out, r = bisect(tmp_path, "--set", "*.env.REFPROVER_FAULTS=shared-assembler",
+        two_job_workload: str, tmp_path: Path) -> None:
+    rc, out, r = bisect(tmp_path, "--workload-file", two_job_workload,
+                        "--set", "*.env.REFPROVER_FAULTS=shared-assembler",
                         "--set", 'prod.job_ids="fixed"', "--oracle", "validity")
     assert rc == 0 and r.status == "found", out
     # one id for every job, jobs in flight together, and the partitioned pipeline: refprover's

@@ -3,12 +3,12 @@ through `--set prod.env.REFPROVER_FAULTS=...`.
 
 Tier split (2 cores: one WindowPoSt proof ~3.5 s alone; a run of every suite 2-4 min):
 
-* `make test`: the clean image through every suite but timing (every check passes: nothing
-  fails, is skipped or is left undecided; timing's verdicts need a quiet host, and an undecided
-  arm makes a run INCOMPLETE by design, so its clean run is no test of the image here), and
-  four faults each with the suite meant for it, asserting that exact oracle FAILs on prod (not
-  an ERROR: an oracle that could not judge caught nothing), its evidence, the top suspect, and
-  that bench stays clean.
+* `make test`: two faults each with the suite meant for it, asserting that exact oracle FAILs
+  on prod (not an ERROR: an oracle that could not judge caught nothing), its evidence, the top
+  suspect, and that bench stays clean. The other rows of the catalog that `make test` runs are
+  tests/e2e/test_process_target.py's (as processes, one run), with the clean build through
+  every suite but timing; the behaviour faults and the clean daemon under a memory limit are
+  tests/e2e/test_behaviour_and_params.py's.
 * `-m slow` (`make test-slow`): `proofdiff catch-matrix`, every fault through every suite, its
   rows asserted one by one.
 """
@@ -23,49 +23,12 @@ from typing import Any
 
 import pytest
 
-from proofdiff.cli.cmd_catch_matrix import HOST_MEMORY_SETS, cells_of
+from proofdiff.cli.cmd_catch_matrix import cells_of
 from proofdiff.model.status import Outcome, Verdict
 
 from tests.e2e.conftest import REPO, unique
 
 pytestmark = pytest.mark.e2e
-
-#: Every suite but timing: what a clean image must pass here whatever the host's noise (the
-#: timing suite's verdicts need a quiet host: an undecided arm makes a run INCOMPLETE, by design,
-#: and is no property of the image; its decision logic is tests/unit/test_timing.py's).
-CORRECTNESS_SUITES = ("preflight", "validity", "warmup", "isolation", "behaviour")
-
-
-def test_clean_image_passes_every_suite(cli_run: Any) -> None:
-    # prod under a memory limit with 400 MiB work items: a daemon that sizes itself from the
-    # cgroup, as the clean one does, stays under it (behaviour/resources)
-    limited = [x for s in HOST_MEMORY_SETS for x in ("--set", s.format(p="prod"))]
-    suites = [x for s in CORRECTNESS_SUITES for x in ("--suite", s)]
-    r = cli_run(*suites, *limited, run_id="e2e-clean-all")
-    res = r.result
-    assert r.rc == 0, r.output
-    assert res.verdict is Verdict.SAME and cells_of(res) == {}, (res.verdict_line, cells_of(res))
-    assert {x.suite for x in res.records} == set(CORRECTNESS_SUITES)
-    assert [x for x in res.records if x.outcome is not Outcome.PASS] == []
-    for profile in ("bench", "prod"):
-        assert {x.oracle for x in res.records_of("isolation", profile)} == {
-            "hang", "lost-or-twice", "colliding-ids", "reused-id", "distinct-inputs"}
-        assert r.record("warmup", "first-proof", profile).evidence["warmup"]["verified"] is True
-    warm = r.record("warmup", "first-proof", "prod").evidence  # 4 jobs at concurrency 4
-    assert warm["floor_basis"] == "solo proof", warm
-    assert "<h2>Oracles</h2>" in (r.report_dir / "index.html").read_text()
-    for profile in ("bench", "prod"):  # what the daemon really does is what each profile asks
-        assert {x.oracle for x in res.records_of("behaviour", profile)} >= {
-            "priority", "mode", "in-flight"}
-    prio = r.record("behaviour", "priority", "prod").evidence
-    assert prio["queued_at_arrival"] >= 1 and prio["ratio"] <= prio["bound"], prio
-    mode = r.record("behaviour", "mode", "prod").evidence
-    assert mode["observed_max_in_progress"] >= 2 and mode["reported_pipeline"] is True, mode
-    use = r.record("behaviour", "resources", "prod").evidence
-    assert 0 < use["peak_mem_bytes"] < 0.9 * use["mem_limit_bytes"], use
-    run = res.run("prod", "wpost-2k")
-    assert run and run.daemon and run.daemon.resources and run.daemon.resources.samples > 0
-
 
 #: fault -> (extra --set, suites to run, suite and oracle that must fail on prod, evidence
 #: text, the top suspect: what the evidence names, else the first key of the subsystem the
@@ -75,10 +38,6 @@ CASES = {
                            "does NOT read the configured srs.param_cache", "config.srs.param_cache"),
     "serialize-pipeline": ((), ("timing",), "timing", "concurrency", "serializes jobs",
                            "config.pipeline.enabled"),
-    "queue-deadlock": (("prod.timeout_s=40",), ("isolation",), "isolation", "hang",
-                       "stuck job ids: iso-", "concurrency"),
-    "shared-witness": ((), ("isolation",), "isolation", "distinct-inputs",
-                       "byte-identical partition proofs", "concurrency"),
 }
 
 

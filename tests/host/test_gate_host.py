@@ -1,7 +1,8 @@
 """``proofdiff gate`` over two builds' host binaries (the process runtime, no container): a GPU
 host without Docker gates a build this way (issue 17, gate item 6). One run: a candidate whose
 daemon has the partition-race fault (a wrapper that starts the build's refprover with it) against
-the build's refprover, bench and prod."""
+the build's refprover, bench and prod, with an allowlist that accepts prod's invalid proofs and
+holds an entry that has expired (the gate's allowlist is the same for images and folders)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,27 @@ from proofdiff.model.choices import Runtime
 from proofdiff.model.run_options import RunOptions
 from proofdiff.runtime.identity import file_sha256
 
+ALLOWLIST = """
+[[accept]]
+check = "validity/proofs"
+profile = "prod"
+match = "invalid"
+reason = "known partition race in this candidate"
+link = "https://example.org/issues/7"
+expires = 2099-12-31
+
+[[accept]]
+check = "isolation/hang"
+profile = "*"
+match = "stuck"
+reason = "an old deadlock"
+link = "https://example.org/issues/3"
+expires = 2020-01-01
+"""
+
 
 def test_a_gate_of_host_binaries_runs_every_profile_as_a_process(
-        artifacts: Any, run_opts: RunOptions, tmp_path: Path) -> None:
+        artifacts: Any, run_opts: RunOptions, tmp_path: Path, two_job_workload: str) -> None:
     base = Path(artifacts.bin_dir)
     cand = tmp_path / "candidate"
     cand.mkdir()
@@ -27,18 +46,30 @@ def test_a_gate_of_host_binaries_runs_every_profile_as_a_process(
     daemon.write_text(f"#!/bin/sh\nREFPROVER_FAULTS=partition-race exec {base / 'refprover'} "
                       '"$@"\n', encoding="utf-8")
     daemon.chmod(0o755)
+    allow = tmp_path / "allow.toml"
+    allow.write_text(ALLOWLIST, encoding="utf-8")
     before = {c.id for c in docker.from_env().containers.list(all=True)}
-    opts = msgspec.structs.replace(run_opts, workloads=("wpost-2k",), run_id="gate-host")
-    res = run_gate(str(cand), str(base), opts, budget_s=90.0, runtime=Runtime.PROCESS)
+    name, path = two_job_workload.split("=", 1)
+    opts = msgspec.structs.replace(run_opts, workloads=(name,), run_id="gate-host",
+                                   allowlist=str(allow), workload_files={name: path})
+    # a budget for the warm-up runs and a round or two (a round proves 2 + 1 jobs per side)
+    res = run_gate(str(cand), str(base), opts, budget_s=40.0, runtime=Runtime.PROCESS)
 
     # both sides are the folders' programs, by digest; the verifier is --bin-dir's verify
     assert (res.candidate.digest, res.baseline.digest) == (
         file_sha256(str(daemon)), file_sha256(str(base / "refprover")))
     assert res.verifier is not None and res.verifier.tag == str((base / "verify").resolve())
-    # the candidate's own differential ran as processes: prod's proofs are invalid, bench clean
+    # the candidate's own differential ran as processes: prod's proofs are invalid, bench
+    # clean; the allowlist accepts that finding (shown, marked), and its expired entry fails
+    # the gate, named in the decision line
     assert res.decision is Decision.FAIL and res.exit_code == 1, res.decision_line
     failed = {(f.check, f.profile) for f in res.findings if f.kind == "check"}
     assert ("validity/proofs", "prod") in failed and {p for _, p in failed} == {"prod"}
+    (proofs,) = [f for f in res.findings if f.check == "validity/proofs"]
+    assert proofs.accepted and proofs.accepted_by.endswith("#1")
+    assert proofs.reason == "known partition race in this candidate"
+    (old,) = [e for e in res.stale if e.status == "expired"]
+    assert old.entry.endswith("#2") and old.entry in res.decision_line
     summary = msgspec.json.decode((Path(opts.report_root) / "gate-host" / "differential"
                                    / "summary.json").read_bytes())
     assert {r["profile"]: r["image"]["tag"] for r in summary["runs"]} == {
@@ -50,6 +81,6 @@ def test_a_gate_of_host_binaries_runs_every_profile_as_a_process(
     (bench,) = [t for t in res.timing if t.profile == "bench"]
     assert bench.rounds >= 1, bench.stopped
     (prod,) = [t for t in res.timing if t.profile == "prod"]
-    assert prod.stopped.startswith("not timed: the candidate fails its checks")
+    assert prod.stopped == "not timed: the candidate fails its checks on this profile"
     # no container was made
     assert {c.id for c in docker.from_env().containers.list(all=True)} == before
