@@ -21,7 +21,9 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from proofdiff.core.suite_result import SuiteResult
 from proofdiff.model import progress
+from proofdiff.model.jobs import FlowRecord
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.profile import Profile
 from proofdiff.oracles.suite_table import SUITES
@@ -51,12 +53,12 @@ class ProfileView:
         return getattr(self._session, name)
 
 
-def _profile_suites(session: Session, profile: str, workload: str,
-                    suites: Sequence[str]) -> dict[str, tuple[list[OracleRecord], list[Any]]]:
+def _profile_suites(session: Session, profile: str, workload: str, suites: Sequence[str]
+                    ) -> dict[str, tuple[list[OracleRecord], list[FlowRecord]]]:
     """Each suite of ``suites`` on ``profile``'s view, in order (the first that proves starts
     its workload run): suite -> (its records, the flows it sent)."""
     view = ProfileView(session, profile)
-    out: dict[str, tuple[list[OracleRecord], list[Any]]] = {}
+    out: dict[str, tuple[list[OracleRecord], list[FlowRecord]]] = {}
     for suite in suites:
         before = len(session.sent_flows(profile, workload))
         records = SUITES[suite].evaluate(view, workload)
@@ -65,18 +67,18 @@ def _profile_suites(session: Session, profile: str, workload: str,
 
 
 def evaluate_side_by_side(session: Session, workload: str, suites: Sequence[str],
-                          profiles: Sequence[str]) -> dict[str, tuple[list[OracleRecord],
-                                                                   dict[str, tuple[Any, ...]]]]:
+                          profiles: Sequence[str]) -> list[SuiteResult]:
     """Each of ``suites`` (all in :data:`PER_PROFILE_SUITES`) on ``workload`` for every one of
-    ``profiles`` at once, a thread per profile: suite -> (the records of every profile, in
-    profile order, the order a run one profile after the other gives; profile -> the flows the
-    suite sent). Raises what a suite raises."""
+    ``profiles`` at once, a thread per profile: one result per suite, its records in profile
+    order (the order a run one profile after the other gives) and the flows it sent by profile.
+    Raises what a suite raises."""
     with ThreadPoolExecutor(max_workers=max(1, len(profiles)),
                             thread_name_prefix="proofdiff-profile") as pool:
         futures = {p: pool.submit(progress.carried(_profile_suites), session, p, workload,
                                   suites) for p in profiles}
-        per_profile = {p: f.result() for p, f in futures.items()}
-    return {suite: ([r for p in profiles for r in per_profile[p][suite][0]],
-                    {p: tuple(per_profile[p][suite][1]) for p in profiles
-                     if per_profile[p][suite][1]})
-            for suite in suites}
+        made = {p: f.result() for p, f in futures.items()}
+    return [SuiteResult(suite=suite, workload=workload,
+                        records=tuple(r for p in profiles for r in made[p][suite][0]),
+                        flows={p: tuple(made[p][suite][1]) for p in profiles
+                               if made[p][suite][1]})
+            for suite in suites]

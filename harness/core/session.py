@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 
@@ -22,6 +22,7 @@ from proofdiff.core.plan import Plan
 from proofdiff.core.profiles_side_by_side import PER_PROFILE_SUITES, evaluate_side_by_side
 from proofdiff.core.side_by_side import Placement, place
 from proofdiff.core.store import MemoryStore, Store
+from proofdiff.core.suite_result import SuiteResult, merge_flows, once
 from proofdiff.drivers.bench_cli import BenchCliDriver
 from proofdiff.drivers.cuzk_client import loaded_srs, status_probe
 from proofdiff.drivers.deadlines import Deadlines, deadlines_for
@@ -53,42 +54,6 @@ from proofdiff.verify.served_verifier import ServedVerifier
 from proofdiff.verify.tool_verifier import ToolVerifier, Verifier, attach_verdicts
 
 __all__ = ["Session", "SuiteResult", "merge_flows"]
-
-
-class SuiteResult(msgspec.Struct, frozen=True, kw_only=True):
-    """One suite on one workload: its records and the flows it sent, by profile."""
-
-    suite: str
-    workload: str
-    records: tuple[OracleRecord, ...]
-    flows: dict[str, tuple[FlowRecord, ...]] = msgspec.field(default_factory=dict)
-
-
-def merge_flows(runs: Sequence[RunRecord], suites: Sequence[SuiteResult]) -> list[RunRecord]:
-    """``runs`` with the flows each suite sent to the same daemon appended, in suite order."""
-    out = []
-    for run in runs:
-        extra = [f for res in suites if res.workload == run.workload
-                 for f in res.flows.get(run.profile, ())]
-        out.append(msgspec.structs.replace(run, flows=(*run.flows, *extra)) if extra else run)
-    return out
-
-
-T = TypeVar("T")
-E = TypeVar("E", bound=Exception)
-
-
-def _once(cache: dict[str, T | E], key: str, make: Callable[[], T], errors: type[E]) -> T:
-    """``make()`` once per key; an ``errors`` exception is kept and raised again each time."""
-    if key not in cache:
-        try:
-            cache[key] = make()
-        except errors as exc:
-            cache[key] = exc
-    got = cache[key]
-    if isinstance(got, errors):
-        raise got
-    return got  # type: ignore[return-value]
 
 
 class Session:
@@ -166,7 +131,7 @@ class Session:
                                     fix=f"build it (proofdiff build --workload {name}) or pass "
                                         f"--workload-file {name}=PATH")
             return load_workload(path)
-        return _once(self._workloads, name, load, WorkloadError)
+        return once(self._workloads, name, load, WorkloadError)
 
     def daemon(self, profile: str) -> Daemon:
         """The profile's ready daemon, started on first use (one per process).
@@ -189,7 +154,7 @@ class Session:
                                   log_tail=exc.log_tail) from None
             self.log(f"{profile} ready in {d.start_to_ready_ms:.0f} ms at {d.address}")
             return d
-        return _once(self._daemons, profile, start, LaunchError)
+        return once(self._daemons, profile, start, LaunchError)
 
     def driver(self, profile: str) -> Driver:
         """The profile's driver (cached).
@@ -224,7 +189,7 @@ class Session:
             ContainerError: the image is not present, or the program is not an executable
                 file here (with the fix).
         """
-        return _once(self._identities, profile,
+        return once(self._identities, profile,
                      lambda: program_identity(self.runner, self.profiles[profile]),
                      ContainerError)
 
@@ -244,7 +209,7 @@ class Session:
             ProofdiffError: a circuit's files are not in the host param cache.
         """
         p = self.profiles[profile]
-        return _once(self._param_files, f"{profile}/{workload}",
+        return once(self._param_files, f"{profile}/{workload}",
                      lambda: probes.required_param_files(
                          self.runner, self.param_cache, program=p.program, runtime=p.runtime,
                          workload=workload, profile=profile,
@@ -471,11 +436,8 @@ class Session:
         rest = [s for s in self.plan.suites if s != "preflight"]
         if not rest or not PER_PROFILE_SUITES.issuperset(rest):
             return  # placement never asks for this: timing keeps the profiles apart
-        made = evaluate_side_by_side(self, workload, rest, list(self.profiles))
-        for suite, (records, flows) in made.items():
-            result = SuiteResult(suite=suite, workload=workload, records=tuple(records),
-                                 flows=flows)
-            self.store.get_or_compute(self._suite_key(suite, workload), SuiteResult,
+        for result in evaluate_side_by_side(self, workload, rest, list(self.profiles)):
+            self.store.get_or_compute(self._suite_key(result.suite, workload), SuiteResult,
                                       lambda: result, 0.0)  # called here, in this iteration
 
     def sent_flows(self, profile: str, workload: str) -> list[FlowRecord]:
@@ -495,7 +457,8 @@ class Session:
 
     def close(self) -> None:
         """Stop and remove this process's daemons (an attached one is left running), then end
-        its watchdog (idempotent)."""
+        its watchdog, not waiting for its last sweep: everything it could find was removed
+        here (idempotent)."""
         for name in list(self._daemons):
             d = self._daemons.pop(name)
             if isinstance(d, Daemon):
@@ -505,5 +468,5 @@ class Session:
         if self._runner is not None:
             self._runner.close()
         if self._watchdog is not None:
-            self._watchdog.close()
+            self._watchdog.close(wait=False)
             self._watchdog = None

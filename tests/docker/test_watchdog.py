@@ -52,3 +52,18 @@ def test_sigkill_of_the_owner_removes_its_containers_and_dirs(artifacts: Any,
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_close_without_waiting_still_sweeps_what_the_owner_left(tmp_path: Path) -> None:
+    # Session.close does not wait for the last sweep (issue 18: its cost at every run's end);
+    # the watchdog still makes it, by itself, and ends
+    from proofdiff.runtime.watchdog import Watchdog
+
+    left = tmp_path / "left-behind"
+    left.mkdir()
+    dog = Watchdog().start()
+    dog.track_dir(left)
+    proc = dog._proc
+    dog.close(wait=False)
+    assert proc is not None
+    assert proc.wait(timeout=30) == 0 and not left.exists()
