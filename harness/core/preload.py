@@ -8,7 +8,7 @@ finds it loaded, or waits on Python's per-module import lock for the thread to f
 module is never imported twice). Only third-party libraries are listed: they never import
 proofdiff, so the two threads cannot take module locks in opposite orders. Once they are in,
 the thread draws one throwaway figure shaped like the report's (two axes, titles, a legend,
-tight layout, SVG): matplotlib's first figure reads its fonts and fills its text caches (here,
+SVG): matplotlib's first figure reads its fonts and fills its text caches (here,
 2 cores: 0.11 s for a first figure, 0.06 s for the next), and that too can happen while
 daemons prove.
 """
@@ -53,7 +53,7 @@ def _warm_figure() -> None:
     import matplotlib
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(8.0, 2.2), dpi=96, layout="tight")
+    fig = Figure(figsize=(8.0, 2.2), dpi=96)
     left, right = fig.subplots(1, 2, squeeze=False)[0]
     left.plot([0.0, 1.0, 2.0], [0.0, 50.0, 100.0], lw=1, label="warm-up")
     right.plot([0.0, 1.0, 2.0], [0.5, 1.0, 1.5], lw=1)
