@@ -190,8 +190,8 @@ class Session:
                 file here (with the fix).
         """
         return once(self._identities, profile,
-                     lambda: program_identity(self.runner, self.profiles[profile]),
-                     ContainerError)
+                    lambda: program_identity(self.runner, self.profiles[profile]),
+                    ContainerError)
 
     def identity(self, profile: str) -> ImageInfo:
         """:meth:`image`, or the program with the reason it is not known (never raises)."""
@@ -210,10 +210,10 @@ class Session:
         """
         p = self.profiles[profile]
         return once(self._param_files, f"{profile}/{workload}",
-                     lambda: probes.required_param_files(
-                         self.runner, self.param_cache, program=p.program, runtime=p.runtime,
-                         workload=workload, profile=profile,
-                         timeout_s=self.deadlines(profile).tool_s), ProofdiffError)
+                    lambda: probes.required_param_files(
+                        self.runner, self.param_cache, program=p.program, runtime=p.runtime,
+                        workload=workload, profile=profile,
+                        timeout_s=self.deadlines(profile).tool_s), ProofdiffError)
 
     def unreadable(self, profile: str, directory: str, files: Sequence[str]) -> list[str]:
         """The ``files`` the daemon cannot read in ``directory``, checked beside it as its user.
