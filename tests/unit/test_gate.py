@@ -1,31 +1,30 @@
 """The gate without Docker: the allowlist (loading, matching, expiry, stale entries), the
-decision and its exit codes, the timing arm's interleaving and verdicts on seeded batches, and
-the evidence files (JSON Schema in sync with the model and valid on a result, the in-toto
-Statement)."""
+decision and its exit codes, and the evidence files (JSON Schema in sync with the model and
+valid on a result, the in-toto Statement). The timing arm on seeded batches is
+tests/unit/test_gate_timing_rounds.py's."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import time
 from pathlib import Path
 
 import jsonschema
 import msgspec
-import numpy as np
 import pytest
 
 from proofdiff.model.image import ImageInfo
 from proofdiff.gate.allowlist import AllowlistError, apply_allowlist, load_allowlist
-from proofdiff.gate.gate_result import (GATE_SCHEMA_VERSION, Decision, Finding, GateResult, ProfileTiming,
+from proofdiff.gate.gate_result import (GATE_SCHEMA_VERSION, Decision, Finding, GateResult,
                                         VerifierCheck)
 from proofdiff.gate.gate_view import SCHEMA_FILE, intoto_statement, schema, write_gate_report
 from proofdiff.gate.gating import decide, findings_of, timing_findings, unjudged
-from proofdiff.gate.timing_rounds import BUDGET_PAIRS, Family, measure_profile
-from proofdiff.model.jobs import DaemonTimings, FlowRecord, JobRecord, JobSpec, ProofVerdict
+from proofdiff.model.jobs import ProofVerdict
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.result import DifferentialResult
-from proofdiff.model.status import JobStatus, Outcome, Verdict
+from proofdiff.model.status import Outcome, Verdict
+
+from tests.unit.gate_sides import FakeSides, measure
 
 pytestmark = pytest.mark.unit
 
@@ -87,7 +86,7 @@ def test_no_decided_timing_metric_is_no_pass_unless_no_timing_was_asked() -> Non
     decision, line, why = decide([], [], [], aa=True)
     assert decision is Decision.INCONCLUSIVE and decision.exit_code == 2
     assert why == ["no timing metric was decided (pass --no-timing to gate on the checks alone)"]
-    t = _measure(_Daemons(ratio=1.0, cv=0.01), deadline_s=-1)  # the budget ran out at once
+    t = measure(FakeSides(ratio=1.0, cv=0.01), deadline_s=-1)  # the budget ran out at once
     decision, line, why = decide([], [], [t], aa=True)
     assert decision is Decision.INCONCLUSIVE and "--budget-s" in why[0], why
 
@@ -113,126 +112,6 @@ def test_a_missing_allowlist_says_it_cannot_be_read(tmp_path: Path) -> None:
     assert "--allowlist" in err.value.fix
 
 
-def _flow(walls: list[float], label: str, status: JobStatus = JobStatus.COMPLETED,
-          valid: bool = True) -> FlowRecord:
-    t0 = time.time()
-    verdict = ProofVerdict(valid=valid, partitions=(valid,)) if status is JobStatus.COMPLETED \
-        else None
-    jobs = tuple(JobRecord(index=i, job=f"wpost-{i}", request_id=f"{label}-{i}", status=status,
-                           wall_ms=w, timings=DaemonTimings(queue_wait_ms=0, srs_load_ms=0,
-                                                            synthesis_ms=0, gpu_compute_ms=0,
-                                                            total_ms=int(w)),
-                           started_unix_s=t0, proof=b"p" * 192, verdict=verdict)
-                 for i, w in enumerate(walls))
-    return FlowRecord(name="gate", label=label, jobs=jobs, concurrency=len(jobs),
-                      wall_ms=max(walls))
-
-
-class _Daemons:
-    """Two fake sides whose batches take seeded lognormal times, the candidate ``ratio`` x."""
-
-    def __init__(self, ratio: float, cv: float = 0.02, broken_after: int | None = None,
-                 lone_ratio: float = 1.0, invalid_after: int | None = None) -> None:
-        self.rng = np.random.default_rng(7)
-        self.ratio, self.cv, self.broken_after = ratio, cv, broken_after
-        self.lone_ratio = lone_ratio  # the candidate's extra time on a request sent alone
-        self.invalid_after = invalid_after
-        self.calls: list[str] = []
-
-    def send(self, side: str, specs: list[JobSpec], label: str) -> FlowRecord:
-        self.calls.append(label)
-        scale = self.ratio if side.endswith("candidate") else 1.0
-        if side.endswith("candidate") and len(specs) == 1:
-            scale *= self.lone_ratio
-        if self.broken_after is not None and len(self.calls) > self.broken_after:
-            return _flow([1.0] * len(specs), label, JobStatus.FAILED)
-        walls = [3500.0 * scale * float(self.rng.lognormal(0, self.cv)) for _ in specs]
-        late = self.invalid_after is not None and len(self.calls) > self.invalid_after
-        return _flow(walls, label, valid=not (late and side.endswith("candidate")))
-
-
-def _measure(d: _Daemons, concurrency: int = 1, deadline_s: float = 60.0) -> ProfileTiming:
-    return measure_profile(d.send, profile="bench", workload="wpost-2k", jobs=["a", "b"],
-                           sides=("bench-baseline", "bench-candidate"), concurrency=concurrency,
-                           deadline=time.monotonic() + deadline_s, floors={})
-
-
-def test_a_slower_candidate_is_a_regression_and_the_sides_alternate() -> None:
-    d = _Daemons(ratio=1.25)
-    t = _measure(d)
-    assert d.calls[:4] == ["baseline#0", "candidate#0", "candidate#1", "baseline#1"]
-    lat = {m.metric: m for m in t.metrics}["latency"]
-    assert lat.verdict == "DIFFERENT" and lat.direction == "slower" and lat.regression
-    assert 1.2 < lat.ratio < 1.3 and lat.n_pairs >= 5  # type: ignore[operator]
-    assert {m.metric for m in t.metrics} == {"latency", "throughput"}  # concurrency 1
-
-
-def test_the_same_image_twice_is_same_within_the_budget() -> None:
-    t = _measure(_Daemons(ratio=1.0, cv=0.01))
-    assert [m.verdict for m in t.metrics] == ["SAME", "SAME"] and t.rounds <= BUDGET_PAIRS
-    assert not any(m.regression for m in t.metrics)
-    decision, line, _ = decide([], [], [t], aa=True)
-    assert decision is Decision.PASS and "A/A" in line
-
-
-def test_a_faster_candidate_is_different_but_not_a_regression() -> None:
-    t = _measure(_Daemons(ratio=0.8))
-    lat = {m.metric: m for m in t.metrics}["latency"]
-    assert lat.verdict == "DIFFERENT" and lat.direction == "faster" and not lat.regression
-
-
-def test_in_progress_is_compared_only_when_jobs_can_overlap() -> None:
-    t = _measure(_Daemons(ratio=1.0, cv=0.01), concurrency=2)
-    assert {m.metric for m in t.metrics} == {"latency", "throughput", "in-progress",
-                                             "lone-latency"}
-    (inp,) = [m for m in t.metrics if m.metric == "in-progress"]
-    assert inp.unit == "jobs" and inp.worse == "lower"
-
-
-def test_a_candidate_that_holds_a_lone_request_is_slower_on_lone_latency_only() -> None:
-    """Batches of 2 on both sides take the same time; the candidate holds a request that comes
-    alone 1.5x as long (a batch that waits to fill): only the lone request of each round shows it."""
-    d = _Daemons(ratio=1.0, cv=0.01, lone_ratio=1.5)
-    t = _measure(d, concurrency=2)
-    assert d.calls[:4] == ["baseline#0", "baseline#0:lone", "candidate#0", "candidate#0:lone"]
-    by = {m.metric: m for m in t.metrics}
-    assert by["lone-latency"].verdict == "DIFFERENT" and by["lone-latency"].regression
-    assert by["latency"].verdict == "SAME" and not by["latency"].regression
-
-
-def test_a_candidate_batch_that_fails_is_a_blocking_finding() -> None:
-    t = _measure(_Daemons(ratio=1.0, broken_after=5))  # round 2: baseline, then candidate
-    assert t.stopped.startswith("round 2 on the candidate") and "FAILED" in t.stopped
-    assert len(t.faults) == 1 and t.faults[0].startswith("round 2: wpost-0 (id=candidate#2-0, "
-                                                         "FAILED)")
-    (f,) = timing_findings([t])
-    assert (f.check, f.profile, f.kind) == ("timing-batch/jobs", "bench", "check")
-    decision, line, _ = decide([f], [], [t], aa=False)
-    assert decision is Decision.FAIL and "timing-batch/jobs on bench" in line
-
-
-def test_an_invalid_proof_in_a_candidate_batch_is_a_blocking_finding() -> None:
-    t = _measure(_Daemons(ratio=1.0, cv=0.01, invalid_after=5))  # round 2: candidate second
-    assert t.faults == ("round 2: wpost-0 (id=candidate#2-0, COMPLETED): the pinned verifier "
-                        "rejects its proof (partitions [0])",)
-    assert t.stopped.startswith("round 2 on the candidate")
-    decision, _, _ = decide(timing_findings([t]), [], [t], aa=False)
-    assert decision is Decision.FAIL
-
-
-def test_a_baseline_batch_that_fails_stops_the_arm_and_is_no_pass() -> None:
-    t = _measure(_Daemons(ratio=1.0, broken_after=4))  # round 2 on the baseline
-    assert t.stopped.startswith("round 2 on the baseline") and not t.faults
-    decision, line, why = decide(timing_findings([t]), [], [t], aa=False)
-    assert decision is Decision.INCONCLUSIVE and decision.exit_code == 2
-    assert why[0].startswith("bench/wpost-2k (round 2 on the baseline"), why
-
-
-def test_an_exhausted_budget_is_inconclusive_with_the_reason() -> None:
-    t = _measure(_Daemons(ratio=1.0), deadline_s=-1)
-    assert t.rounds == 0 and "--budget-s" in t.stopped
-
-
 def _record(suite: str, oracle: str, profile: str, outcome: Outcome,
             message: str = "seen") -> OracleRecord:
     return OracleRecord(suite=suite, oracle=oracle, profile=profile, workload="wpost-2k",
@@ -253,7 +132,7 @@ def test_a_skipped_check_or_a_profile_without_records_is_no_pass() -> None:
     why = unjudged(diff)
     assert why == ["behaviour/in-flight skipped on bench/wpost-2k: no admission limit configured",
                    "profile prod has no record at all in the candidate's differential"]
-    t = _measure(_Daemons(ratio=1.0, cv=0.01))
+    t = measure(FakeSides(ratio=1.0, cv=0.01))
     decision, line, got = decide(findings_of(diff), [], [t], aa=True, unjudged=why)
     assert decision is Decision.INCONCLUSIVE and got == why
     assert "behaviour/in-flight skipped on bench" in line and "(+1 more)" in line
@@ -271,20 +150,8 @@ def test_the_behaviour_suite_blocks_even_when_every_profile_fails_alike() -> Non
     assert decision is Decision.FAIL and "behaviour/mode on bench" in line
 
 
-def test_a_rejection_raises_the_holm_share_of_the_hypotheses_still_open() -> None:
-    fam = Family(alpha=0.05, size=5)
-    first = fam.share()
-    t = measure_profile(_Daemons(ratio=1.25).send, profile="bench", workload="wpost-2k",
-                        jobs=["a", "b"], sides=("bench-baseline", "bench-candidate"),
-                        concurrency=1, deadline=time.monotonic() + 60, floors={}, family=fam)
-    assert [m.verdict for m in t.metrics] == ["DIFFERENT", "DIFFERENT"]
-    assert first == pytest.approx(0.01) and fam.rejected == 2
-    assert fam.share() == pytest.approx(0.05 / 3)
-    assert [m.alpha for m in t.metrics] == [pytest.approx(0.01)] * 2
-
-
 def _result(tmp_path: Path) -> GateResult:
-    t = _measure(_Daemons(ratio=1.25))
+    t = measure(FakeSides(ratio=1.25))
     findings = [_finding()]
     decision, line, _ = decide(findings, [], [t], aa=False)
     return GateResult(run_id="g1", created_unix_s=0.0, decision=decision, decision_line=line,
@@ -351,7 +218,7 @@ def test_the_gate_needs_one_profiles_proofs_verified_and_names_those_that_were_n
     assert findings_of(covered) == []
     assert unverified_of(covered) == {"bench/porep-2k": "cuzk-bench prints no proof"}
     assert unjudged(covered) == []  # the covered skip is named, not a reason to withhold a PASS
-    decision, line, _ = decide([], [], [_measure(_Daemons(ratio=1.0, cv=0.01))], False,
+    decision, line, _ = decide([], [], [measure(FakeSides(ratio=1.0, cv=0.01))], False,
                                unverified_of(covered))
     assert decision is Decision.PASS
     assert line.endswith("proofs not verified on bench/porep-2k (cuzk-bench prints no proof)")
@@ -402,7 +269,7 @@ def test_allure_results_carry_each_checks_real_start_and_stop(tmp_path: Path) ->
                               verdict=Verdict.FAILED, verdict_line="", exit_code=2,
                               records=(rec,))
     (found,) = findings_of(diff)
-    arm = msgspec.structs.replace(_measure(_Daemons(ratio=1.25)), started_unix_s=1_764_000_060.0,
+    arm = msgspec.structs.replace(measure(FakeSides(ratio=1.25)), started_unix_s=1_764_000_060.0,
                                   stopped_unix_s=1_764_000_300.0)
     check = VerifierCheck(baseline_image="img:base", proofs=3, agreed=True,
                           started_unix_s=1_764_000_055.0, stopped_unix_s=1_764_000_059.0)

@@ -1,0 +1,103 @@
+"""The gate's timing arm without Docker (:mod:`proofdiff.gate.timing_rounds`): interleaving,
+verdicts and Holm's shares on seeded batches of two fake sides, and what a failed, invalid or
+missing batch makes of the decision."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from proofdiff.gate.gate_result import Decision
+from proofdiff.gate.gating import decide, timing_findings
+from proofdiff.gate.timing_rounds import BUDGET_PAIRS, Family, measure_profile
+
+from tests.unit.gate_sides import FakeSides, measure
+
+
+def test_a_slower_candidate_is_a_regression_and_the_sides_alternate() -> None:
+    d = FakeSides(ratio=1.25)
+    t = measure(d)
+    assert d.calls[:4] == ["baseline#0", "candidate#0", "candidate#1", "baseline#1"]
+    lat = {m.metric: m for m in t.metrics}["latency"]
+    assert lat.verdict == "DIFFERENT" and lat.direction == "slower" and lat.regression
+    assert 1.2 < lat.ratio < 1.3 and lat.n_pairs >= 5  # type: ignore[operator]
+    assert {m.metric for m in t.metrics} == {"latency", "throughput"}  # concurrency 1
+
+
+def test_the_same_image_twice_is_same_within_the_budget() -> None:
+    t = measure(FakeSides(ratio=1.0, cv=0.01))
+    assert [m.verdict for m in t.metrics] == ["SAME", "SAME"] and t.rounds <= BUDGET_PAIRS
+    assert not any(m.regression for m in t.metrics)
+    decision, line, _ = decide([], [], [t], aa=True)
+    assert decision is Decision.PASS and "A/A" in line
+
+
+def test_a_faster_candidate_is_different_but_not_a_regression() -> None:
+    t = measure(FakeSides(ratio=0.8))
+    lat = {m.metric: m for m in t.metrics}["latency"]
+    assert lat.verdict == "DIFFERENT" and lat.direction == "faster" and not lat.regression
+
+
+def test_in_progress_is_compared_only_when_jobs_can_overlap() -> None:
+    t = measure(FakeSides(ratio=1.0, cv=0.01), concurrency=2)
+    assert {m.metric for m in t.metrics} == {"latency", "throughput", "in-progress",
+                                             "lone-latency"}
+    (inp,) = [m for m in t.metrics if m.metric == "in-progress"]
+    assert inp.unit == "jobs" and inp.worse == "lower"
+
+
+def test_a_candidate_that_holds_a_lone_request_is_slower_on_lone_latency_only() -> None:
+    """Batches of 2 on both sides take the same time; the candidate holds a request that comes
+    alone 1.5x as long (a batch that waits to fill): only the lone request of each round shows it."""
+    d = FakeSides(ratio=1.0, cv=0.01, lone_ratio=1.5)
+    t = measure(d, concurrency=2)
+    assert d.calls[:4] == ["baseline#0", "baseline#0:lone", "candidate#0", "candidate#0:lone"]
+    by = {m.metric: m for m in t.metrics}
+    assert by["lone-latency"].verdict == "DIFFERENT" and by["lone-latency"].regression
+    assert by["latency"].verdict == "SAME" and not by["latency"].regression
+
+
+def test_a_candidate_batch_that_fails_is_a_blocking_finding() -> None:
+    t = measure(FakeSides(ratio=1.0, broken_after=5))  # round 2: baseline, then candidate
+    assert t.stopped.startswith("round 2 on the candidate") and "FAILED" in t.stopped
+    assert len(t.faults) == 1 and t.faults[0].startswith("round 2: wpost-0 (id=candidate#2-0, "
+                                                         "FAILED)")
+    (f,) = timing_findings([t])
+    assert (f.check, f.profile, f.kind) == ("timing-batch/jobs", "bench", "check")
+    decision, line, _ = decide([f], [], [t], aa=False)
+    assert decision is Decision.FAIL and "timing-batch/jobs on bench" in line
+
+
+def test_an_invalid_proof_in_a_candidate_batch_is_a_blocking_finding() -> None:
+    t = measure(FakeSides(ratio=1.0, cv=0.01, invalid_after=5))  # round 2: candidate second
+    assert t.faults == ("round 2: wpost-0 (id=candidate#2-0, COMPLETED): the pinned verifier "
+                        "rejects its proof (partitions [0])",)
+    assert t.stopped.startswith("round 2 on the candidate")
+    decision, _, _ = decide(timing_findings([t]), [], [t], aa=False)
+    assert decision is Decision.FAIL
+
+
+def test_a_baseline_batch_that_fails_stops_the_arm_and_is_no_pass() -> None:
+    t = measure(FakeSides(ratio=1.0, broken_after=4))  # round 2 on the baseline
+    assert t.stopped.startswith("round 2 on the baseline") and not t.faults
+    decision, line, why = decide(timing_findings([t]), [], [t], aa=False)
+    assert decision is Decision.INCONCLUSIVE and decision.exit_code == 2
+    assert why[0].startswith("bench/wpost-2k (round 2 on the baseline"), why
+
+
+def test_an_exhausted_budget_is_inconclusive_with_the_reason() -> None:
+    t = measure(FakeSides(ratio=1.0), deadline_s=-1)
+    assert t.rounds == 0 and "--budget-s" in t.stopped
+
+
+def test_a_rejection_raises_the_holm_share_of_the_hypotheses_still_open() -> None:
+    fam = Family(alpha=0.05, size=5)
+    first = fam.share()
+    t = measure_profile(FakeSides(ratio=1.25).send, profile="bench", workload="wpost-2k",
+                        jobs=["a", "b"], sides=("bench-baseline", "bench-candidate"),
+                        concurrency=1, deadline=time.monotonic() + 60, floors={}, family=fam)
+    assert [m.verdict for m in t.metrics] == ["DIFFERENT", "DIFFERENT"]
+    assert first == pytest.approx(0.01) and fam.rejected == 2
+    assert fam.share() == pytest.approx(0.05 / 3)
+    assert [m.alpha for m in t.metrics] == [pytest.approx(0.01)] * 2
