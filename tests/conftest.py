@@ -56,7 +56,7 @@ def two_job_workload(artifacts: Any, tmp_path_factory: pytest.TempPathFactory) -
     """``wpost-2k=PATH`` for ``--workload-file``: the build's wpost-2k workload with its first
     two jobs only (real sealed inputs, 2 partitions each), for tests whose facts need jobs in
     flight together but not four of them (a validity probe of a bisection proves half as
-    much). Isolation's reused id needs 4 inputs: tests that run it keep the whole workload."""
+    much). Every suite judges it: isolation reuses a unique id of its 3-slot burst."""
     src = Path(artifacts.workloads["wpost-2k"])
     doc = json.loads(src.read_text(encoding="utf-8"))
     doc["jobs"] = doc["jobs"][:2]

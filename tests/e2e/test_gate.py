@@ -1,8 +1,9 @@
 """``proofdiff gate`` on the real image: an A/A gate, a candidate that is really slower
 (``slow-prove=1.25``, baked into a derived image), a baseline whose own verifier is lenient, a
 candidate that is not there, and one Ctrl-C while a daemon wedges. A candidate whose proofs are
-invalid on prod, with an allowlist, is gated as host binaries (tests/host/test_gate_host.py). Candidates are images derived locally from the
-reference image (``FROM`` it, one ``ENV`` line): their own digest, nothing pulled."""
+invalid on prod, with an allowlist, is gated as host binaries (tests/host/test_gate_host.py).
+Candidates are images derived locally from the reference image (``FROM`` it, one ``ENV``
+line): their own digest, nothing pulled."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def derived(artifacts: Any) -> Iterator[Callable[[str], str]]:
         client.images.remove(tag, force=True)
 
 
-#: Jobs of the workload the gates here prove (tests/e2e/conftest.py ``two_job_workload``): a
+#: Jobs of the workload the gates here prove (tests/conftest.py ``two_job_workload``): a
 #: timing round proves 2 + 1 jobs per side instead of 4 + 1, and every check still judges.
 JOBS = 2
 
