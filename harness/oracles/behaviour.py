@@ -10,7 +10,8 @@ silently changed proving path shows up in the default run:
   PoRep and Snap NORMAL; a WinningPoSt that waits behind queued work loses the block:
   bellperson #291, lotus #9727). With NORMAL jobs queued beyond what the daemon proves at once,
   a HIGH job submitted last must start before every NORMAL job still queued when it arrived,
-  and complete within :data:`PRIORITY_BOUND` x its solo latency.
+  and complete within :data:`PRIORITY_BOUND` x its solo latency: the median latency of the
+  ``lone-request`` check's requests, each alone on the idle daemon (no request of its own).
 * ``mode``: the proving mode and worker count the daemon reports, and the work items it was
   seen proving at once, match the profile's ``pipeline.enabled``, ``synthesis.partition_workers``,
   ``pipeline.max_parallel_synthesis`` and concurrency (a profile that asks for 4 partition
@@ -34,6 +35,7 @@ silently changed proving path shows up in the default run:
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from typing import Any
 
@@ -103,7 +105,8 @@ def _start_s(j: JobRecord) -> float:
     return j.started_unix_s + j.timings.queue_wait_ms / 1000.0
 
 
-def _priority(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
+def _priority(ev: Evidence, rec: Recorder, name: str, workload: str,
+              solo: Sequence[JobRecord]) -> None:
     p, driver = ev.profiles[name], ev.driver(name)
     if not driver.chooses_ids or Mode.SUBMIT_AWAIT not in driver.modes:
         rec("priority", name, Outcome.SKIPPED, f"the {driver.name} driver sends no priority "
@@ -118,8 +121,6 @@ def _priority(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
     # NORMAL work up to the profile's concurrency, and at least one job beyond what the
     # daemon proves at once, so some is still queued when the HIGH job arrives
     n_low = max(p.concurrency, math.ceil(cap / per_job) + 1)
-    solo = ev.send(name, workload, [JobSpec(index=0, job=jobs[0].name, priority="HIGH")],
-                   name="priority-solo", concurrency=1)
     specs = [JobSpec(index=i, job=jobs[i % len(jobs)].name, priority="NORMAL")
              for i in range(n_low)]
     specs.append(JobSpec(index=n_low, job=jobs[n_low % len(jobs)].name, priority="HIGH"))
@@ -130,20 +131,23 @@ def _priority(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
     head = (f"priority on profile {name!r} ({workload}): {n_low} NORMAL job(s) queued behind "
             f"{cap} work item(s) in progress, then one HIGH job")
     base: dict[str, Any] = {"n_low": n_low, "capacity": cap, "high": high.request_id}
-    if not solo.jobs[0].completed or not high.completed:
-        bad = solo.jobs[0] if not solo.jobs[0].completed else high
-        rec("priority", name, Outcome.ERROR, f"{head}: nothing to judge: the HIGH job came back "
-            f"{bad.status.value}: {bad.error or '(no text)'}", evidence=base)
+    solos = [j.wall_ms for j in solo if j.completed]
+    if not high.completed or not solos:
+        why = (f"the HIGH job came back {high.status.value}: {high.error or '(no text)'}"
+               if not high.completed else "no lone request came back with a proof, so there is "
+               "no solo latency to bound it by")
+        rec("priority", name, Outcome.ERROR, f"{head}: nothing to judge: {why}", evidence=base)
         return
+    solo_ms = float(statistics.median(solos))
     arrived, started = high.started_unix_s, _start_s(high)
     queued = [j for j in lows if j.completed and _start_s(j) > arrived + SLACK_S]
     jumped = [j for j in queued if _start_s(j) < started - SLACK_S]
-    ratio = high.wall_ms / max(1.0, solo.jobs[0].wall_ms)
-    ev_ = {**base, "solo_ms": solo.jobs[0].wall_ms, "high_ms": high.wall_ms,
+    ratio = high.wall_ms / max(1.0, solo_ms)
+    ev_ = {**base, "solo_ms": round(solo_ms, 1), "solo_requests": len(solos), "high_ms": high.wall_ms,
            "ratio": round(ratio, 3), "bound": PRIORITY_BOUND, "queued_at_arrival": len(queued),
            "started_before_high": [j.request_id for j in jumped]}
     figs = (f"the HIGH job started {started - arrived:.2f} s after it arrived and took "
-            f"{high.wall_ms:.0f} ms, {ratio:.2f}x its solo {solo.jobs[0].wall_ms:.0f} ms "
+            f"{high.wall_ms:.0f} ms, {ratio:.2f}x the solo {solo_ms:.0f} ms (median lone request) "
             f"(bound {PRIORITY_BOUND}x)")
     if not queued:
         rec("priority", name, Outcome.ERROR, f"{head}: nothing to judge: no NORMAL job was still "
@@ -320,8 +324,8 @@ def evaluate(ev: Evidence, workload: str) -> list[OracleRecord]:
                 _resources(ev, rec, name, workload)
             rec.skip_all([o for o in ORACLES if o != "resources"], name, why)
             continue
-        lone_request.check(ev, rec, name, workload, "lone-request")  # on the idle daemon
-        _priority(ev, rec, name, workload)
+        lones = lone_request.check(ev, rec, name, workload, "lone-request")  # on the idle daemon
+        _priority(ev, rec, name, workload, lones)
         _mode(ev, rec, name, workload)
         _in_flight(ev, rec, name, workload)
         if limited:

@@ -27,7 +27,10 @@ the basis is the median proving time of the profile's other proofs (its workload
   load changes in a minute (a clean bench's lone requests took 3.1x its workload's proofs in
   one nightly here, 2026-12-02, every other figure clean).
 
-Both are judged on the median over the lone requests.
+Both are judged on the median over the lone requests: two are sent, and a third only when the
+two fall on either side of a bound. The median of three values is within a bound exactly when
+two of them are, so two that agree already give the decision three would; the third costs a
+proof only where it can change it.
 """
 
 from __future__ import annotations
@@ -44,14 +47,14 @@ from proofdiff.model.status import Outcome
 from proofdiff.oracles.evidence import Evidence, Recorder
 
 __all__ = ["LONE_FACTOR", "WAIT_FACTOR", "LoneBound", "check", "judge_lone", "lone_bound", "lone_spec",
-           "proving_ms"]
+           "proving_ms", "split"]
 
 #: The config keys that make a daemon hold a request back to batch it (cuzk's scheduler), for
 #: the suspects of a failure.
 BATCH_KEYS = ("config.scheduler.max_batch_size", "config.scheduler.max_batch_wait_ms",
               "concurrency")
-#: Lone requests sent by the behaviour check, one after another (their median is judged: one
-#: sample on a shared machine can meet a neighbour's burst).
+#: Lone requests the behaviour check judges the median of, one after another (one sample on a
+#: shared machine can meet a neighbour's burst); the last only where the others split on a bound.
 LONE_REQUESTS = 3
 #: A lone request's wait (its wall less its own proving time) over the basis: a correct daemon
 #: waits milliseconds; a hold of a whole proof's time or more is the defect.
@@ -155,15 +158,35 @@ def judge_lone(lones: Sequence[JobRecord], basis: Sequence[JobRecord],
         return Outcome.FAIL, f"{head}: {figs}: beyond the bound: {why}", ev
     return Outcome.PASS, f"{head}: {figs}", ev
 
-def check(ev: Evidence, rec: Recorder, name: str, workload: str, oracle: str) -> None:
-    """Send :data:`LONE_REQUESTS` requests to ``name``'s idle daemon (after its workload run),
-    one after another at concurrency 1, so each is alone, and record ``oracle`` on their median,
-    the workload run's proofs as the basis of the bound."""
+def split(lones: Sequence[JobRecord], basis: Sequence[JobRecord]) -> bool:
+    """Whether the answered requests ``lones`` fall on both sides of a bound of
+    :func:`judge_lone` (its wait bound or its wall bound), so that only one more request can
+    decide their median. ``False`` when any of them got no proof or ``basis`` gives no bound:
+    :func:`judge_lone` then says ERROR, whatever another request gives."""
+    bound = lone_bound(basis)
+    if bound is None or not lones or not all(j.completed for j in lones):
+        return False
+    wait_bound = WAIT_FACTOR * bound.median_proving_ms
+    waits = {j.wall_ms - (proving_ms(j) or 0.0) <= wait_bound for j in lones}
+    walls = {j.wall_ms <= bound.bound_ms for j in lones}
+    return len(waits) > 1 or len(walls) > 1
+
+
+def check(ev: Evidence, rec: Recorder, name: str, workload: str,
+          oracle: str) -> tuple[JobRecord, ...]:
+    """Send requests to ``name``'s idle daemon (after its workload run), one after another at
+    concurrency 1, so each is alone: two, and a third only where the two split on a bound
+    (:func:`split`); record ``oracle`` on their median, the workload run's proofs as the basis
+    of the bound. Returns the lone requests' records (the solo latency of the priority check)."""
     wl_flow = ev.run(name, workload).workload_flow
     basis = wl_flow.jobs if wl_flow else ()
     jobs = ev.workload(workload).jobs
-    flow = ev.send(name, workload, [lone_spec(jobs[i % len(jobs)].name, i)
-                                    for i in range(LONE_REQUESTS)], name="lone", concurrency=1)
-    outcome, message, evidence = judge_lone(flow.jobs, basis, f"profile {name!r} ({workload})")
+    specs = [lone_spec(jobs[i % len(jobs)].name, i) for i in range(LONE_REQUESTS)]
+    lones = list(ev.send(name, workload, specs[:-1], name="lone", concurrency=1).jobs)
+    if split(lones, basis):
+        lones += ev.send(name, workload, specs[-1:], name="lone", label="tie-break",
+                         concurrency=1).jobs
+    outcome, message, evidence = judge_lone(lones, basis, f"profile {name!r} ({workload})")
     rec(oracle, name, outcome, message, evidence=evidence,
         names=BATCH_KEYS if outcome is Outcome.FAIL else ())
+    return tuple(lones)

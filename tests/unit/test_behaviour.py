@@ -31,9 +31,9 @@ def _ev(workload_file: Path, prod_in_progress: tuple[int, ...] = (1, 3, 3, 2),
                         workload_file=workload_file, runs=runs, **kw)  # type: ignore[arg-type]
 
 
-def _one(ev: FakeEvidence, fn: object, profile: str) -> list:  # type: ignore[type-arg]
+def _one(ev: FakeEvidence, fn: object, profile: str, *extra: object) -> list:  # type: ignore[type-arg]
     rec = Recorder(ev, "behaviour", "wpost-2k")  # type: ignore[arg-type]
-    fn(ev, rec, profile, "wpost-2k")  # type: ignore[operator]
+    fn(ev, rec, profile, "wpost-2k", *extra)  # type: ignore[operator]
     return rec.records
 
 
@@ -116,40 +116,48 @@ def _priority_flows(high_start_s: float, low_starts_s: list[float]) -> dict[str,
                      priority="HIGH", started_unix_s=t0 + 0.01,
                      timings=replace(NO_TIMINGS, queue_wait_ms=int((high_start_s - 0.01) * 1000)),
                      wall_ms=6000.0)
-    solo = JobRecord(index=0, job="wpost-0", request_id="solo", status=JobStatus.COMPLETED,
-                     priority="HIGH", wall_ms=2500.0)
-    return {"priority-solo": FlowRecord(name="priority-solo", jobs=(solo,)),
-            "priority": FlowRecord(name="priority", jobs=(*lows, high))}
+    return {"priority": FlowRecord(name="priority", jobs=(*lows, high))}
+
+
+#: The lone-request check's requests, the priority check's solo latency (median 2500 ms).
+SOLO = tuple(JobRecord(index=i, job="wpost-0", request_id=f"lone-{i}", status=JobStatus.COMPLETED,
+                       wall_ms=w) for i, w in enumerate((2400.0, 2600.0, 2500.0)))
 
 
 def test_priority_passes_when_the_high_job_goes_first(workload_file: Path) -> None:
     # bench proves one item at a time: 1 NORMAL job runs, 1 waits, the HIGH one is sent last
     ev = _ev(workload_file, sent=_priority_flows(3.0, [0.0, 6.0]))
-    (ok,) = _one(ev, behaviour._priority, "bench")
+    (ok,) = _one(ev, behaviour._priority, "bench", SOLO)
     assert ok.outcome is Outcome.PASS, ok.message
     assert "started before all 1 NORMAL job(s) still queued" in ok.message
+    assert ok.evidence["solo_ms"] == 2500.0 and ok.evidence["ratio"] == 2.4, ok.evidence
+    assert [c[0] for c in ev.calls] == ["priority"]  # the lone requests are its solo
     (name, specs), = [c for c in ev.calls if c[0] == "priority"]
     assert [s.priority for s in specs] == ["NORMAL", "NORMAL", "HIGH"]  # HIGH submitted last
 
 
 def test_priority_fails_on_fifo_and_on_a_blown_bound(workload_file: Path) -> None:
     fifo = _ev(workload_file, sent=_priority_flows(6.0, [0.0, 3.0]))
-    (bad,) = _one(fifo, behaviour._priority, "bench")
+    (bad,) = _one(fifo, behaviour._priority, "bench", SOLO)
     assert bad.outcome is Outcome.FAIL and "started before it (low-1 at +2.99 s" in bad.message
     slow = _priority_flows(3.0, [0.0, 6.0])
     slow["priority"] = replace(slow["priority"], jobs=(*slow["priority"].jobs[:-1], replace(
         slow["priority"].jobs[-1], wall_ms=2500.0 * (behaviour.PRIORITY_BOUND + 1))))
-    (late,) = _one(_ev(workload_file, sent=slow), behaviour._priority, "bench")
+    (late,) = _one(_ev(workload_file, sent=slow), behaviour._priority, "bench", SOLO)
     assert late.outcome is Outcome.FAIL and "beyond the bound" in late.message
+    lost = tuple(replace(j, status=JobStatus.FAILED, error="boom") for j in SOLO)
+    (err,) = _one(_ev(workload_file, sent=_priority_flows(3.0, [0.0, 6.0])), behaviour._priority,
+                  "bench", lost)
+    assert err.outcome is Outcome.ERROR and "no lone request came back with a proof" in err.message
 
 
 def test_priority_without_queued_work_or_through_bench_cli_is_not_a_pass(
         workload_file: Path) -> None:
     none_queued = _ev(workload_file, sent=_priority_flows(0.0, [0.0, 0.0]))
-    (err,) = _one(none_queued, behaviour._priority, "bench")
+    (err,) = _one(none_queued, behaviour._priority, "bench", SOLO)
     assert err.outcome is Outcome.ERROR and "no NORMAL job was still queued" in err.message
     tool = _ev(workload_file, drivers={"bench": FakeDriver(name="bench-cli", chooses_ids=False)})
-    (skip,) = _one(tool, behaviour._priority, "bench")
+    (skip,) = _one(tool, behaviour._priority, "bench", SOLO)
     assert skip.outcome is Outcome.SKIPPED and "cuzk-bench sends UNSPECIFIED" in skip.message
 
 

@@ -95,8 +95,42 @@ def test_the_check_sends_requests_one_at_a_time_and_judges_them_on_the_workload_
                       runs={"prod": r}, sent={"lone": lone})
     rec = Recorder(ev, "behaviour", "wpost-2k")  # type: ignore[arg-type]
     lone_request.check(ev, rec, "prod", "wpost-2k", "lone-request")  # type: ignore[arg-type]
-    (name, specs), = ev.calls
-    assert name == "lone" and [s.job for s in specs] == ["wpost-0", "wpost-1", "wpost-2"]
+    (name, specs), = ev.calls  # two held alike: a third could not change their median
+    assert name == "lone" and [s.job for s in specs] == ["wpost-0", "wpost-1"]
     (bad,) = rec.records
     assert bad.outcome is Outcome.FAIL and bad.oracle == "lone-request"
     assert bad.names[0] == "config.scheduler.max_batch_size"
+
+
+class _Sequenced(FakeEvidence):
+    """Answers each ``send`` with the next flow of ``replies``."""
+
+    def __init__(self, replies: list[FlowRecord], **kw: object) -> None:
+        super().__init__(**kw)  # type: ignore[arg-type]
+        self.replies = replies
+
+    def send(self, profile, workload, specs, **kw):  # type: ignore[no-untyped-def, override]
+        self.calls.append((kw["name"], list(specs)))
+        return self.replies.pop(0)
+
+
+def test_a_third_request_is_sent_only_when_two_split_on_a_bound(workload_file: Path) -> None:
+    # the median of three is within a bound exactly when two of the three are: two that agree
+    # decide it; a split (one within the wait bound, one held 10 s) needs the third
+    quick = _answered(1900.0, total_ms=1890)
+    held = _answered(11_900.0, total_ms=11_890, queue_ms=10_000)
+    basis = lone_request.lone_bound(BATCH)
+    assert basis is not None and not lone_request.split([quick, quick], BATCH)
+    assert lone_request.split([quick, held], BATCH) and not lone_request.split([held, held], BATCH)
+    assert not lone_request.split([quick, replace(held, status=JobStatus.FAILED)], BATCH)
+    for third, want in ((quick, Outcome.PASS), (held, Outcome.FAIL)):
+        ev = _Sequenced([FlowRecord(name="lone", jobs=(quick, held)),
+                         FlowRecord(name="lone", jobs=(third,))],
+                        profiles=refprover_profiles(), workload_file=workload_file,
+                        runs={"prod": run("prod", BATCH)}, sent={})
+        rec = Recorder(ev, "behaviour", "wpost-2k")  # type: ignore[arg-type]
+        lones = lone_request.check(ev, rec, "prod", "wpost-2k", "lone-request")  # type: ignore[arg-type]
+        assert [[s.job for s in specs] for _, specs in ev.calls] == [["wpost-0", "wpost-1"],
+                                                                   ["wpost-2"]]
+        (r,) = rec.records
+        assert r.outcome is want and r.evidence["lone_requests"] == 3 == len(lones), r.message
