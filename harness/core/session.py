@@ -407,7 +407,7 @@ class Session:
     def _start_daemons(self) -> None:
         """Every profile's daemon at once, each on a thread of its own (a daemon's start is
         mostly waiting for it to answer: 0.15-0.25 s each on the H200, once per profile in a
-        row before). A daemon that cannot start is kept as its LaunchError, which the suites
+        row before), and beside them the param-file lists preflight will read. A daemon that cannot start is kept as its LaunchError, which the suites
         report where they ask for it, as they would have on a start of their own."""
         self.runner  # noqa: B018 - start the runner and its watchdog once, before the threads
 
@@ -417,9 +417,20 @@ class Session:
             except LaunchError:
                 pass  # cached by `daemon`: raised again, with its fix, to whoever needs it
 
-        with ThreadPoolExecutor(max_workers=max(1, len(self.profiles)),
+        def list_params(profile: str, workload: str) -> None:
+            try:
+                self.param_files(profile, workload)
+            except ProofdiffError:
+                pass  # cached by `param_files`: raised again where preflight asks for it
+
+        # preflight's param-file list (a tool run, 0.5 s on a GPU host) while daemons start
+        lists = ([(p, w) for p in self.profiles for w in self.plan.workloads]
+                 if "preflight" in self.plan.suites else [])
+        with ThreadPoolExecutor(max_workers=max(1, len(self.profiles) + len(lists)),
                                 thread_name_prefix="proofdiff-start") as pool:
-            for f in [pool.submit(progress.carried(start), p) for p in self.profiles]:
+            futures = [pool.submit(progress.carried(start), p) for p in self.profiles]
+            futures += [pool.submit(progress.carried(list_params), p, w) for p, w in lists]
+            for f in futures:
                 f.result()
 
     def _suites_side_by_side(self, workload: str) -> None:
