@@ -51,17 +51,56 @@ def artifacts() -> Any:
                             crate_dir=REPO / "targets" / "refprover")
 
 
+def smaller_workload(src: Path, out_dir: Path, *, jobs: int, partitions: int | None = None) -> Path:
+    """A copy of the build's wpost-2k workload file ``src`` in ``out_dir`` with its first
+    ``jobs`` jobs and, given ``partitions``, each job's first ``partitions`` partitions' sectors
+    and vanilla proofs (real sealed inputs: at api 1.2.0 a sector's challenges derive from its
+    id and the randomness, not from its place in the job, so the kept vanilla proofs stay
+    valid); returns its path."""
+    doc = json.loads(src.read_text(encoding="utf-8"))
+    doc["jobs"] = doc["jobs"][:jobs]
+    if partitions is not None:
+        per = len(doc["jobs"][0]["sectors"]) // doc["partitions"]  # sectors per partition
+        doc["partitions"] = partitions
+        doc["jobs"] = [{**j, "sectors": j["sectors"][:per * partitions],
+                        "vanilla_proofs": j["vanilla_proofs"][:per * partitions]}
+                       for j in doc["jobs"]]
+    path = out_dir / "wpost-2k.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="session")
 def two_job_workload(artifacts: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
     """``wpost-2k=PATH`` for ``--workload-file``: the build's wpost-2k workload with its first
     two jobs only (real sealed inputs, 2 partitions each), for tests whose facts need jobs in
     flight together but not four of them (a validity probe of a bisection proves half as
     much). Every suite judges it: isolation reuses a unique id of its 3-slot burst."""
-    src = Path(artifacts.workloads["wpost-2k"])
-    doc = json.loads(src.read_text(encoding="utf-8"))
-    doc["jobs"] = doc["jobs"][:2]
-    path = tmp_path_factory.mktemp("two-jobs") / "wpost-2k.json"
-    path.write_text(json.dumps(doc), encoding="utf-8")
+    path = smaller_workload(Path(artifacts.workloads["wpost-2k"]),
+                            tmp_path_factory.mktemp("two-jobs"), jobs=2)
+    return f"wpost-2k={path}"
+
+
+@pytest.fixture(scope="session")
+def three_job_workload(artifacts: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """``wpost-2k=PATH``: the first three jobs, for a fact that needs a third distinct input.
+    A daemon whose proofs of one input leak into another's (shared-witness) shows it only when
+    an input's partition starts after another input's same partition has ended: with three
+    inputs of 2 partitions, 6 items against at most 4 in progress, the third input's items
+    always start after one of each earlier input's has ended; with two, only when the daemon
+    happens to end them in one order."""
+    path = smaller_workload(Path(artifacts.workloads["wpost-2k"]),
+                            tmp_path_factory.mktemp("three-jobs"), jobs=3)
+    return f"wpost-2k={path}"
+
+
+@pytest.fixture(scope="session")
+def one_partition_workload(artifacts: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """``wpost-2k=PATH``: the first two jobs with one partition each (their first 2 sectors),
+    half the proving of :func:`two_job_workload`'s, for tests about what a flow of jobs shows
+    whatever its partitions: the gates of bench (monolithic) profiles."""
+    path = smaller_workload(Path(artifacts.workloads["wpost-2k"]),
+                            tmp_path_factory.mktemp("one-partition"), jobs=2, partitions=1)
     return f"wpost-2k={path}"
 
 

@@ -64,19 +64,21 @@ def derived(artifacts: Any) -> Iterator[Callable[[str], str]]:
         client.images.remove(tag, force=True)
 
 
-#: Jobs of the workload the gates here prove (tests/conftest.py ``two_job_workload``): a
-#: timing round proves 2 + 1 jobs per side instead of 4 + 1, and every check still judges.
+#: Jobs of the workload the gates here prove (tests/conftest.py ``one_partition_workload``:
+#: two jobs of one partition each, half the proving of two of wpost-2k's). These gates are of
+#: bench, which proves a job's partitions in one batch, and every check still judges.
 JOBS = 2
 
 
 @pytest.fixture
-def gate_run(artifacts: Any, tmp_path: Path, two_job_workload: str) -> Callable[..., GateRun]:
-    """``gate_run(*args, run_id=...)``: ``proofdiff gate ARGS`` over the two-job wpost-2k
-    workload in a subprocess (15 min)."""
+def gate_run(artifacts: Any, tmp_path: Path, one_partition_workload: str
+             ) -> Callable[..., GateRun]:
+    """``gate_run(*args, run_id=...)``: ``proofdiff gate ARGS`` over the one-partition,
+    two-job wpost-2k workload in a subprocess (15 min)."""
     def run(*args: str, run_id: str) -> GateRun:
         rid = unique(run_id)
         cmd = [sys.executable, "-m", "proofdiff", "gate", "--report-dir", str(tmp_path),
-               "--run-id", rid, "--workload-file", two_job_workload, *args]
+               "--run-id", rid, "--workload-file", one_partition_workload, *args]
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
         out = proc.stdout + proc.stderr
         summary = tmp_path / rid / "summary.json"
