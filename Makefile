@@ -25,10 +25,13 @@ test: setup image rust-test
 
 # mypy --strict over the library, the plugin and the suites (pyproject.toml [tool.mypy]), by
 # their installed names: .typecheck/ links each name to its folder (harness/ is proofdiff).
+# Its incremental cache lives in the build cache, so a fresh clone reuses it: mypy checks each
+# cached module against its source's hash, so a stale entry is never believed.
 typecheck: setup
 	@mkdir -p .typecheck && ln -sfn ../harness .typecheck/proofdiff && \
 	  ln -sfn ../fixtures .typecheck/proofdiff_pytest && ln -sfn ../suites .typecheck/proofdiff_suites
-	MYPYPATH=.typecheck $(BIN)/mypy -p proofdiff -p proofdiff_pytest -p proofdiff_suites
+	MYPYPATH=.typecheck $(BIN)/mypy --cache-dir $(CACHE)/mypy -p proofdiff -p proofdiff_pytest \
+	  -p proofdiff_suites
 
 # The slow tier alone: PoRep differential runs and the PoRep bench-cli run (params ~1.7 GB,
 # ~20 min to generate cold; about a minute or more per proof on 2 cores).
