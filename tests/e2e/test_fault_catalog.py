@@ -43,10 +43,11 @@ CASES = {
 
 @pytest.mark.parametrize("fault", list(CASES))
 def test_fault_on_prod_is_caught_by_the_suite_meant_for_it(cli_run: Any, fault: str,
-                                                           two_job_workload: str) -> None:
+                                                           one_partition_workload: str) -> None:
     sets, suites, suite, oracle, evidence, top = CASES[fault]
-    # two jobs: prod still has both in flight at once, which serialize-pipeline takes in turn
-    args = ["--workload-file", two_job_workload, "--set", f"prod.env.REFPROVER_FAULTS={fault}"]
+    # two jobs of one partition: prod still has both in flight at once, which
+    # serialize-pipeline takes in turn (what it breaks is jobs side by side, not partitions)
+    args = ["--workload-file", one_partition_workload, "--set", f"prod.env.REFPROVER_FAULTS={fault}"]
     for x in sets:
         args += ["--set", x]
     for x in suites:

@@ -40,7 +40,7 @@ FAULTS = {
     "param-path-default": ("preflight", "params", "does NOT read the configured srs.param_cache",
                            "config.srs.param_cache"),
     "queue-deadlock": ("isolation", "hang", "stuck job ids: iso-", "concurrency"),
-    "shared-witness": ("isolation", "distinct-inputs", "byte-identical partition proofs",
+    "shared-witness": ("isolation", "distinct-inputs", "byte-identical",
                        "concurrency"),
 }
 

@@ -20,6 +20,8 @@ from proofdiff.runtime.daemon import Daemon, start_daemon
 from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.watchdog import Watchdog
 
+from tests.conftest import smaller_workload
+
 #: The two profiles' daemon configs (harness/profiles/refprover.toml).
 BENCH_CONFIG: dict[str, Any] = {"pipeline": {"enabled": False},
                                 "synthesis": {"partition_workers": 1}}
@@ -37,6 +39,15 @@ def binary(artifacts: Any) -> Path:
 @pytest.fixture(scope="session")
 def workload(artifacts: Any) -> Workload:
     return load_workload(artifacts.workloads["wpost-2k"])
+
+
+@pytest.fixture(scope="session")
+def one_partition_jobs(artifacts: Any, tmp_path_factory: pytest.TempPathFactory) -> Workload:
+    """The build's wpost-2k jobs with one partition each (tests/conftest.py
+    ``smaller_workload``): half the proving, for facts about jobs, not partitions."""
+    return load_workload(smaller_workload(Path(artifacts.workloads["wpost-2k"]),
+                                          tmp_path_factory.mktemp("one-partition-jobs"),
+                                          jobs=4, partitions=1))
 
 
 @pytest.fixture
