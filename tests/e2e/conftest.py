@@ -112,10 +112,11 @@ BENCH_FAULTS: dict[str, Any] = {"env": {"REFPROVER_FAULTS": "partition-race"}}
 
 
 @pytest.fixture(scope="session")
-def validity_faults(artifacts: Any, tmp_path_factory: pytest.TempPathFactory
-                    ) -> Iterator[CliRun]:
+def validity_faults(artifacts: Any, tmp_path_factory: pytest.TempPathFactory,
+                    two_job_workload: str) -> Iterator[CliRun]:
     """One run of the validity suite on bench (the baseline, proving once, with
-    :data:`BENCH_FAULTS`) and a copy of prod per fault of :data:`VALIDITY_FAULTS`, through
+    :data:`BENCH_FAULTS`) and a copy of prod per fault of :data:`VALIDITY_FAULTS`, over the
+    first two jobs of wpost-2k (both in flight at once on prod: every fault shows), through
     :func:`proofdiff.run_differential`, the library call under ``proofdiff run`` (no pytest in
     its path). ``rc`` is the result's exit
     code (what ``proofdiff run`` exits with), ``output`` the console view it prints
@@ -132,7 +133,7 @@ def validity_faults(artifacts: Any, tmp_path_factory: pytest.TempPathFactory
     result = run_differential(RunOptions.from_env(
         profiles=str(path), suites=("validity",), run_id=rid, report_dir=str(tmp),
         param_cache=str(artifacts.param_cache),
-        workload_files={n: str(p) for n, p in artifacts.workloads.items()},
+        workload_files=dict([two_job_workload.split("=", 1)]),
         verifier_image=artifacts.verifier_image, bin_dir=str(artifacts.bin_dir)))
     out = io.StringIO()
     print_result(Console(file=out, width=200, highlight=False), result)
