@@ -40,14 +40,14 @@ def _errors_on(r: CliRun, profile: str) -> str:
                       *(x.message for x in r.result.failed() if x.profile == profile)])
 
 
-def test_clean_image_bench_and_prod_agree(cli_run: Any) -> None:
-    r = cli_run(*VALIDITY, run_id="e2e-clean")
+def test_clean_image_bench_and_prod_agree(cli_run: Any, two_job_workload: str) -> None:
+    r = cli_run(*VALIDITY, "--workload-file", two_job_workload, run_id="e2e-clean")
     assert r.rc == 0, r.output
     assert r.result.verdict is Verdict.SAME and not r.result.divergences, r.result.verdict_line
     for profile in ("bench", "prod"):
         proofs = r.record("validity", "proofs", profile)
         assert proofs.outcome is Outcome.PASS
-        assert (proofs.counts.total, proofs.counts.valid) == (4, 4), proofs.evidence
+        assert (proofs.counts.total, proofs.counts.valid) == (2, 2), proofs.evidence
         run = r.result.run(profile, "wpost-2k")
         assert run is not None and run.workload_flow is not None
         for j in run.workload_flow.jobs:  # every proof checked partition by partition
