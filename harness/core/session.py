@@ -5,22 +5,21 @@ owner's watchdog), runs each workload once through the profile's driver and veri
 the other flows after it (so a fresh daemon's first proof is always the workload run's first
 job: the warmup), and evaluates each suite once per workload. What it computes is kept in a
 :class:`~proofdiff.core.store.Store`: in memory, or shared between pytest-xdist workers.
+What preflight looks at around the daemons is :class:`~proofdiff.core.preflight_looks.
+PreflightLooks`; the order and overlap of a whole plan's work, :mod:`proofdiff.core.schedule`.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
 from proofdiff.core import probes
 from proofdiff.core.plan import Plan
-from proofdiff.core.profiles_side_by_side import PER_PROFILE_SUITES, evaluate_side_by_side
-from proofdiff.core.side_by_side import Placement, place
+from proofdiff.core.preflight_looks import PreflightLooks
+from proofdiff.core.side_by_side import Placement
 from proofdiff.core.store import MemoryStore, Store
 from proofdiff.core.suite_result import SuiteResult, merge_flows, once
 from proofdiff.drivers.bench_cli import BenchCliDriver
@@ -32,7 +31,6 @@ from proofdiff.drivers.stall_rule import AnswerClock
 from proofdiff.drivers.for_profile import driver_for
 from proofdiff.drivers.job_ids import JobIdError
 from proofdiff.drivers.protocol import Driver, Mode, plan_workload
-from proofdiff.model import progress
 from proofdiff.model.choices import Role, Runtime
 from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.image import ImageInfo
@@ -45,7 +43,6 @@ from proofdiff.model.workload import MIXED, Workload, WorkloadError, load_worklo
 from proofdiff.oracles.preflight import BLOCKING
 from proofdiff.oracles.suite_table import SUITES
 from proofdiff.runtime.daemon import Daemon, LaunchError, start_daemon
-from proofdiff.runtime.daemon_status import fetch_status
 from proofdiff.runtime.identity import program_identity
 from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.spec import ContainerError
@@ -56,7 +53,7 @@ from proofdiff.verify.tool_verifier import ToolVerifier, Verifier, attach_verdic
 __all__ = ["Session", "SuiteResult", "merge_flows"]
 
 
-class Session:
+class Session(PreflightLooks):
     """Computes a plan's runs and records on demand; see the module docstring.
 
     Args:
@@ -200,75 +197,6 @@ class Session:
         except ContainerError as exc:
             return ImageInfo(tag=self.profiles[profile].program, detail=exc.headline)
 
-    # -- what preflight looks at (the oracles judge; they never launch) -------------------
-    def param_files(self, profile: str, workload: str) -> probes.ParamFiles:
-        """The ``.params``/``.vk`` files ``workload`` needs for ``profile``'s daemon, and how
-        the list was made (:func:`proofdiff.core.probes.required_param_files`; cached).
-
-        Raises:
-            ProofdiffError: a circuit's files are not in the host param cache.
-        """
-        p = self.profiles[profile]
-        return once(self._param_files, f"{profile}/{workload}",
-                    lambda: probes.required_param_files(
-                        self.runner, self.param_cache, program=p.program, runtime=p.runtime,
-                        workload=workload, profile=profile,
-                        timeout_s=self.deadlines(profile).tool_s), ProofdiffError)
-
-    def unreadable(self, profile: str, directory: str, files: Sequence[str]) -> list[str]:
-        """The ``files`` the daemon cannot read in ``directory``, checked beside it as its user.
-
-        Raises:
-            ProofdiffError: nothing could be run beside it (with the fix).
-        """
-        try:
-            return probes.unreadable(self.daemon(profile), directory, files)
-        except ContainerError as exc:
-            raise ProofdiffError(exc.headline, fix=exc.fix) from None
-
-    def daemon_digests(self, profile: str, directory: str, files: Sequence[str]) -> dict[str, str]:
-        """Each file's parameters.json digest, hashed beside the daemon from its own copy.
-
-        Raises:
-            ProofdiffError: nothing could be run beside it.
-        """
-        try:
-            return probes.daemon_digests(self.daemon(profile), directory, files)
-        except ContainerError as exc:
-            raise ProofdiffError(exc.headline, fix=exc.fix) from None
-
-    def host_digests(self, files: Sequence[str]) -> tuple[dict[str, str], int, int]:
-        """The digests of the host param cache's copies (what the verifier reads), cached under
-        the cache root; with the counts cached and hashed.
-
-        Raises:
-            OSError: a file cannot be read.
-        """
-        return probes.host_digests(self.param_cache, files, self.plan.options.cache_root)
-
-    def daemon_status(self, profile: str) -> dict[str, Any] | None:
-        """The daemon's ``GET /status`` JSON (``None`` when it has no status listener)."""
-        return fetch_status(self.daemon(profile).status_port)
-
-    def daemon_log(self, profile: str, tail: int = 500) -> str:
-        """The last ``tail`` lines of the daemon's log ('' for an attached daemon)."""
-        return self.daemon(profile).logs(tail)
-
-    def bench_command_problem(self, profile: str, workload: str) -> str | None:
-        """Why the profile's bench tool rejects its command line (its usage line), or ``None``
-        when it accepts it: the driver's one dry parse, cached."""
-        key = f"{profile}/{workload}"
-        if key not in self._bench_checks:
-            driver = self.driver(profile)
-            self._bench_checks[key] = (
-                driver.check_command_line(self.workload(workload), self.deadlines(profile))
-                if isinstance(driver, BenchCliDriver) else None)
-        return self._bench_checks[key]
-
-    def program_digest(self, profile: str) -> str:
-        """The digest of what runs ``profile``'s daemon (:meth:`identity`)."""
-        return self.identity(profile).digest
-
     def _wait_s(self, profiles: Sequence[str]) -> float:
         return sum(self.deadlines(p).flow_s(8, 1) for p in profiles) * 3 + 600.0
 
@@ -377,12 +305,13 @@ class Session:
                      if w == workload and len(v) > before.get((p, w), 0)}
             return SuiteResult(suite=suite, workload=workload, records=tuple(records), flows=flows)
 
-        got = self.store.get_or_compute(self._suite_key(suite, workload), SuiteResult, compute,
+        got = self.store.get_or_compute(self.suite_key(suite, workload), SuiteResult, compute,
                                         self._wait_s(list(self.profiles)) * 6)
         self.suites_done[(suite, workload)] = got
         return got
 
-    def _suite_key(self, suite: str, workload: str) -> str:
+    def suite_key(self, suite: str, workload: str) -> str:
+        """The store key of one suite's result on ``workload``."""
         return f"suite/{self.image_slot}/{suite}/{workload}"
 
     def suite_records(self, suite: str, workload: str) -> list[OracleRecord]:
@@ -390,66 +319,12 @@ class Session:
         return list(self.suite(suite, workload).records)
 
     def evaluate(self) -> None:
-        """Every planned suite on every planned workload, in order. Where the host allows
-        (:mod:`proofdiff.core.side_by_side`), preflight first, then every profile's suites at
-        the same time, each profile on its own CPUs
-        (:mod:`proofdiff.core.profiles_side_by_side`)."""
-        self.placement = place(self.profiles, self.plan.suites,
-                               sorted(os.sched_getaffinity(0)), self.plan.options.side_by_side)
-        self.log(f"schedule: {self.placement.reason}")
-        self._start_daemons()
-        for workload in self.plan.workloads:
-            if self.placement.side_by_side:
-                self._suites_side_by_side(workload)
-            for suite in self.plan.suites:
-                self.suite(suite, workload)
+        """Every planned suite on every planned workload (:func:`proofdiff.core.schedule.evaluate`:
+        daemons started at once, then the suites in order, or every profile's at the same time
+        where the host allows)."""
+        from proofdiff.core.schedule import evaluate
 
-    def _start_daemons(self) -> None:
-        """Every profile's daemon at once, each on a thread of its own (a daemon's start is
-        mostly waiting for it to answer: 0.15-0.25 s each on the H200, once per profile in a
-        row before), and beside them the param-file lists preflight will read. A daemon that cannot start is kept as its LaunchError, which the suites
-        report where they ask for it, as they would have on a start of their own."""
-        self.runner  # noqa: B018 - start the runner and its watchdog once, before the threads
-
-        def start(profile: str) -> None:
-            try:
-                self.daemon(profile)
-            except LaunchError:
-                pass  # cached by `daemon`: raised again, with its fix, to whoever needs it
-
-        def list_params(profile: str, workload: str) -> None:
-            try:
-                self.param_files(profile, workload)
-            except ProofdiffError:
-                pass  # cached by `param_files`: raised again where preflight asks for it
-
-        # preflight's param-file list (a tool run, 0.5 s on a GPU host) while daemons start
-        lists = ([(p, w) for p in self.profiles for w in self.plan.workloads]
-                 if "preflight" in self.plan.suites else [])
-        with ThreadPoolExecutor(max_workers=max(1, len(self.profiles) + len(lists)),
-                                thread_name_prefix="proofdiff-start") as pool:
-            futures = [pool.submit(progress.carried(start), p) for p in self.profiles]
-            futures += [pool.submit(progress.carried(list_params), p, w) for p, w in lists]
-            for f in futures:
-                f.result()
-
-    def _suites_side_by_side(self, workload: str) -> None:
-        """Preflight (always: it says which profiles are blocked), then the other planned
-        suites of every profile at once; their results are kept as :meth:`suite` keeps its
-        own, so the loop after it finds them made."""
-        self.runner  # noqa: B018 - start the runner and its watchdog once, before the threads
-        try:
-            self.workload(workload)
-        except WorkloadError:
-            return  # each run records it
-        for p in self.profiles:
-            self.blocked(p, workload)  # preflight's records, made once before the threads
-        rest = [s for s in self.plan.suites if s != "preflight"]
-        if not rest or not PER_PROFILE_SUITES.issuperset(rest):
-            return  # placement never asks for this: timing keeps the profiles apart
-        for result in evaluate_side_by_side(self, workload, rest, list(self.profiles)):
-            self.store.get_or_compute(self._suite_key(result.suite, workload), SuiteResult,
-                                      lambda: result, 0.0)  # called here, in this iteration
+        evaluate(self)
 
     def sent_flows(self, profile: str, workload: str) -> list[FlowRecord]:
         """The flows :meth:`send` sent to ``profile``'s daemon for ``workload`` so far (the
