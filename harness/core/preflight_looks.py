@@ -63,7 +63,8 @@ class PreflightLooks:
                         workload=workload, profile=profile,
                         timeout_s=self.deadlines(profile).tool_s), ProofdiffError)
 
-    def unreadable(self: _Session, profile: str, directory: str, files: Sequence[str]) -> list[str]:
+    def unreadable(self: _Session, profile: str, directory: str,
+                   files: Sequence[str]) -> list[str]:
         """The ``files`` the daemon cannot read in ``directory``, checked beside it as its user.
 
         Raises:
@@ -74,7 +75,8 @@ class PreflightLooks:
         except ContainerError as exc:
             raise ProofdiffError(exc.headline, fix=exc.fix) from None
 
-    def daemon_digests(self: _Session, profile: str, directory: str, files: Sequence[str]) -> dict[str, str]:
+    def daemon_digests(self: _Session, profile: str, directory: str,
+                       files: Sequence[str]) -> dict[str, str]:
         """Each file's parameters.json digest, hashed beside the daemon from its own copy.
 
         Raises:

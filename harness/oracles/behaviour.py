@@ -143,9 +143,9 @@ def _priority(ev: Evidence, rec: Recorder, name: str, workload: str,
     queued = [j for j in lows if j.completed and _start_s(j) > arrived + SLACK_S]
     jumped = [j for j in queued if _start_s(j) < started - SLACK_S]
     ratio = high.wall_ms / max(1.0, solo_ms)
-    ev_ = {**base, "solo_ms": round(solo_ms, 1), "solo_requests": len(solos), "high_ms": high.wall_ms,
-           "ratio": round(ratio, 3), "bound": PRIORITY_BOUND, "queued_at_arrival": len(queued),
-           "started_before_high": [j.request_id for j in jumped]}
+    ev_ = {**base, "solo_ms": round(solo_ms, 1), "solo_requests": len(solos),
+           "high_ms": high.wall_ms, "ratio": round(ratio, 3), "bound": PRIORITY_BOUND,
+           "queued_at_arrival": len(queued), "started_before_high": [j.request_id for j in jumped]}
     figs = (f"the HIGH job started {started - arrived:.2f} s after it arrived and took "
             f"{high.wall_ms:.0f} ms, {ratio:.2f}x the solo {solo_ms:.0f} ms (median lone request) "
             f"(bound {PRIORITY_BOUND}x)")

@@ -158,6 +158,7 @@ def judge_lone(lones: Sequence[JobRecord], basis: Sequence[JobRecord],
         return Outcome.FAIL, f"{head}: {figs}: beyond the bound: {why}", ev
     return Outcome.PASS, f"{head}: {figs}", ev
 
+
 def split(lones: Sequence[JobRecord], basis: Sequence[JobRecord]) -> bool:
     """Whether the answered requests ``lones`` fall on both sides of a bound of
     :func:`judge_lone` (its wait bound or its wall bound), so that only one more request can
