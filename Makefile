@@ -20,10 +20,8 @@ MARK     ?= not slow
 demo: setup
 	$(BIN)/proofdiff run $(ARGS)
 
-# Two pytest-xdist workers: the tests that prove or use Docker run one after another on one
-# (their xdist group, tests/conftest.py), the unit tier beside them on the other.
 test: setup image rust-test
-	$(BIN)/pytest tests -q -p no:cacheprovider -n 2 --dist loadgroup --durations=10 -m "$(MARK)" $(ARGS)
+	$(BIN)/pytest tests -q -p no:cacheprovider --durations=10 -m "$(MARK)" $(ARGS)
 
 # mypy --strict over the library, the plugin and the suites (pyproject.toml [tool.mypy]), by
 # their installed names: .typecheck/ links each name to its folder (harness/ is proofdiff).

@@ -29,21 +29,11 @@ REPO = Path(__file__).resolve().parents[1]
 TIERS = ("unit", "host", "docker", "e2e")
 
 
-#: The pytest-xdist group of every test that proves, starts daemons or uses the Docker engine:
-#: under ``make test`` (``-n 2 --dist loadgroup``) they run one after another on one worker, as
-#: without xdist (they keep both cores busy proving, and some judge timing), while the unit
-#: tier runs on the other worker beside them (about a minute of one core, which left the
-#: other idle when it ran last).
-HEAVY_GROUP = "daemons"
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         parts = Path(item.path).relative_to(REPO).parts
         if len(parts) > 2 and parts[0] == "tests" and parts[1] in TIERS:
             item.add_marker(getattr(pytest.mark, parts[1]))
-            if parts[1] != "unit":
-                item.add_marker(pytest.mark.xdist_group(HEAVY_GROUP))
 
 
 @pytest.fixture(scope="session")
