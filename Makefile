@@ -14,6 +14,9 @@ CRATE    := targets/refprover
 ARGS     ?=
 # pytest marker expression of `make test`: the slow tier (PoRep C2, minutes per proof) is out
 MARK     ?= not slow
+# two pytest-xdist workers: one runs the tiers that start daemons, in order; the other the unit
+# tier beside it (tests/conftest.py pytest_xdist_make_scheduler). XDIST= runs everything in one.
+XDIST    ?= -n 2
 
 .PHONY: demo test test-slow typecheck setup sysdeps image image-full rust-test reap clean
 
@@ -21,7 +24,7 @@ demo: setup
 	$(BIN)/proofdiff run $(ARGS)
 
 test: setup image rust-test
-	$(BIN)/pytest tests -q -p no:cacheprovider --durations=10 -m "$(MARK)" $(ARGS)
+	$(BIN)/pytest tests -q -p no:cacheprovider --durations=10 -m "$(MARK)" $(XDIST) $(ARGS)
 
 # mypy --strict over the library, the plugin and the suites (pyproject.toml [tool.mypy]), by
 # their installed names: .typecheck/ links each name to its folder (harness/ is proofdiff).

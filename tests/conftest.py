@@ -29,6 +29,31 @@ REPO = Path(__file__).resolve().parents[1]
 TIERS = ("unit", "host", "docker", "e2e")
 
 
+#: Tiers whose tests start daemons, prove or time: they share the machine's cores and the
+#: Docker engine, and some assert what is left running, so they run one at a time.
+SERIAL_TIERS = ("host", "docker", "e2e")
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With ``-n 2`` (`make test`): every test of :data:`SERIAL_TIERS` in one work unit, so one
+    worker runs them in order, while the other takes the unit tier, a module at a time.
+
+    The unit tier is Python on one core; beside the proving tiers it fills the time they leave
+    a core idle (daemon starts, waits). A custom scope, not ``xdist_group``: pytest-xdist 3.8
+    marks a group by setting ``item._nodeid``, which pytest 9.2's ``Node.nodeid`` no longer
+    reads, so grouped tests were spread over both workers (tests/README.md)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SerialTiers(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            parts = nodeid.split("/")
+            if len(parts) > 2 and parts[0] == "tests" and parts[1] in SERIAL_TIERS:
+                return "tests: " + ", ".join(SERIAL_TIERS)
+            return str(super()._split_scope(nodeid))
+
+    return SerialTiers(config, log)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         parts = Path(item.path).relative_to(REPO).parts

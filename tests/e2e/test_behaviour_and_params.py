@@ -20,6 +20,8 @@ from proofdiff.model.profile import deep_merge
 from proofdiff.model.profile_file import profile_file
 from proofdiff.model.status import Outcome, Verdict
 
+from tests.conftest import smaller_workload
+
 pytestmark = pytest.mark.e2e
 
 BEHAVIOUR = ("--suite", "behaviour")
@@ -46,14 +48,20 @@ CASES = {
 LIMITED = CASES["host-memory"][0]
 
 
-def _fault_profiles(tmp_path: Path) -> Path:
-    """The shipped refprover set plus one copy of prod per fault (``prod-<fault>``) and a
-    clean copy under :data:`LIMITED` (``prod-limited``): one run with bench as the baseline
-    checks every fault against it, so bench runs once."""
+#: The faults that show only where a job has several partitions: exceed-inflight counts
+#: requests, not work items, against the synthesis limit, so one-partition jobs never tell the
+#: two apart. The others show on one-partition jobs (half the proving).
+PER_PARTITION = ("exceed-inflight",)
+
+
+def _fault_profiles(tmp_path: Path, faults: list[str]) -> Path:
+    """The shipped refprover set plus one copy of prod per fault of ``faults``
+    (``prod-<fault>``) and a clean copy under :data:`LIMITED` (``prod-limited``): one run with
+    bench as the baseline checks every fault against it, so bench runs once."""
     shipped = tomllib.loads(profile_file("refprover").read_text(encoding="utf-8"))
     prod = shipped["profiles"].pop("prod")
-    for fault, (extra, *_rest) in CASES.items():
-        copy = deep_merge(prod, extra)
+    for fault in faults:
+        copy = deep_merge(prod, CASES[fault][0])
         copy["env"] = {**prod.get("env", {}), "REFPROVER_FAULTS": fault}
         shipped["profiles"][f"prod-{fault}"] = copy
     shipped["profiles"]["prod-limited"] = deep_merge(prod, LIMITED)
@@ -62,11 +70,23 @@ def _fault_profiles(tmp_path: Path) -> Path:
     return path
 
 
-def test_each_behaviour_fault_is_caught_where_it_is_planted(cli_run: Any, tmp_path: Path,
-                                                           two_job_workload: str) -> None:
-    # two jobs: 4 partitions in flight on prod, past its limit of 3 and its memory limit
-    r = cli_run(*BEHAVIOUR, "--profiles", str(_fault_profiles(tmp_path)), "--workload-file",
-                two_job_workload, run_id="e2e-faults", timeout_s=1500)
+def test_each_behaviour_fault_is_caught_where_it_is_planted(
+        cli_run: Any, artifacts: Any, tmp_path: Path, one_partition_workload: str) -> None:
+    # One-partition jobs: the priority flow's 5 jobs put 4 items in flight on prod, past its
+    # memory limit. The faults of PER_PARTITION in a second run, against bench, on one job of
+    # two partitions: the priority flow's 5 requests are 10 items, past prod's limit of 3.
+    profiles = _fault_profiles(tmp_path, [f for f in CASES if f not in PER_PARTITION])
+    r = cli_run(*BEHAVIOUR, "--profiles", str(profiles), "--workload-file",
+                one_partition_workload, run_id="e2e-faults", timeout_s=1500)
+    one_job = smaller_workload(Path(artifacts.workloads["wpost-2k"]), tmp_path, jobs=1)
+    per_item = tmp_path / "per-item"
+    per_item.mkdir()
+    r2 = cli_run(*BEHAVIOUR, "--profiles", str(_fault_profiles(per_item, [*PER_PARTITION])),
+                 "--profile", "bench", *[x for f in PER_PARTITION for x in
+                                         ("--profile", f"prod-{f}")],
+                 "--workload-file", f"wpost-2k={one_job}", run_id="e2e-faults-per-item")
+    assert r2.rc == 1 and r2.result.verdict is Verdict.DIVERGED, (r2.result.verdict_line,
+                                                                  r2.output[-3000:])
     res = r.result
     assert r.rc == 1 and res.verdict is Verdict.DIVERGED, (r.rc, res.verdict_line, r.output[-3000:])
     cells = cells_of(res)
@@ -78,11 +98,14 @@ def test_each_behaviour_fault_is_caught_where_it_is_planted(cli_run: Any, tmp_pa
     run = res.run("prod-limited", "wpost-2k")
     assert run and run.daemon and run.daemon.resources and run.daemon.resources.samples > 0
     for fault, (_extra, oracle, evidence, suspect) in CASES.items():
-        profile = f"prod-{fault}"
-        assert {"oracle": oracle, "profile": profile} in cells.get("behaviour", []), (fault, cells)
-        assert evidence in r.record("behaviour", oracle, profile).message, fault
-        (div,) = [d for d in res.divergences if d.oracle == oracle and d.profile == profile]
+        profile, run_of = f"prod-{fault}", r2 if fault in PER_PARTITION else r
+        assert {"oracle": oracle, "profile": profile} in cells_of(run_of.result).get(
+            "behaviour", []), (fault, cells_of(run_of.result))
+        assert evidence in run_of.record("behaviour", oracle, profile).message, fault
+        (div,) = [d for d in run_of.result.divergences
+                  if d.oracle == oracle and d.profile == profile]
         assert suspect in [s.path for s in div.suspects[:5]], (fault, div.suspects)
+    assert {x.outcome for x in r2.result.records if x.profile == "bench"} == {Outcome.PASS}
 
 
 def _corrupt_copy(artifacts: Any, tmp_path: Path) -> tuple[Path, dict[str, str]]:

@@ -24,12 +24,12 @@ from proofdiff import Outcome
 
 def test_every_job_of_my_workload_completes(proofdiff_run, proofdiff_profile_name):
     flow = proofdiff_run.workload_flow
-    assert flow is not None and len(flow.completed()) == len(flow.jobs) == 4
+    assert flow is not None and len(flow.completed()) == len(flow.jobs) == 2
 
 
 def test_my_proofs_verify(proofdiff_check, proofdiff_profile_name):
     rec = proofdiff_check("validity", "proofs")
-    assert rec.outcome is Outcome.PASS and rec.counts.valid == 4
+    assert rec.outcome is Outcome.PASS and rec.counts.valid == 2
 
 
 def test_bench_and_prod_agree(proofdiff_divergences, proofdiff_workload_name):
@@ -37,14 +37,16 @@ def test_bench_and_prod_agree(proofdiff_divergences, proofdiff_workload_name):
 '''
 
 
-def test_a_users_own_tests_use_the_fixtures_from_a_temp_dir(artifacts: Any,
-                                                             tmp_path: Path) -> None:
+def test_a_users_own_tests_use_the_fixtures_from_a_temp_dir(artifacts: Any, tmp_path: Path,
+                                                             two_job_workload: str) -> None:
     project = tmp_path / "their-repo"
     project.mkdir()
     (project / "test_mine.py").write_text(USER_TESTS, encoding="utf-8")
     rid = unique("e2e-plugin")
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           f"--proofdiff-run-id={rid}", "test_mine.py"], cwd=project,
+                           f"--proofdiff-run-id={rid}", "test_mine.py",
+                           # their own workload file: the first two jobs of the build's
+                           f"--proofdiff-workload-file={two_job_workload}"], cwd=project,
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "5 passed" in proc.stdout, proc.stdout[-2000:]

@@ -66,15 +66,17 @@ def _leftovers() -> list[str]:
             if any("proofdiff-daemon-" in a for a in p.info["cmdline"] or [])]
 
 
-def test_the_clean_build_passes_every_suite_as_processes_side_by_side(cli_run: Any) -> None:
+def test_the_clean_build_passes_every_suite_as_processes_side_by_side(
+        cli_run: Any, two_job_workload: str) -> None:
     # Every suite but timing (whose verdicts need a quiet host: an undecided arm makes a run
     # INCOMPLETE by design, no property of the build), side by side (one core each here): every
     # check passes, nothing fails, is skipped or left undecided. The clean daemon under a memory
     # limit is tests/e2e/test_behaviour_and_params.py's (a process runtime here has RLIMIT_AS
     # only, which a daemon's address space outgrows).
     suites = [x for s in CORRECTNESS_SUITES for x in ("--suite", s)]
+    # two jobs of two partitions: 4 work items in flight on prod, past its synthesis limit
     r = cli_run("--set", "*.runtime=process", "--side-by-side", "on", *suites,
-                run_id="e2e-process-clean")
+                "--workload-file", two_job_workload, run_id="e2e-process-clean")
     res = r.result
     assert r.rc == 0 and res.verdict is Verdict.SAME, (res.verdict_line, cells_of(res))
     assert cells_of(res) == {} and {x.suite for x in res.records} == set(CORRECTNESS_SUITES)
@@ -95,7 +97,7 @@ def test_the_clean_build_passes_every_suite_as_processes_side_by_side(cli_run: A
                                for j in f.jobs]]]
         assert len(spans) == 2 and max(s[0] for s in spans) < min(s[1] for s in spans), spans
     assert r.record("preflight", "image", "prod").evidence["id"].startswith("sha256:")
-    assert r.record("validity", "proofs", "prod").counts.valid == 4
+    assert r.record("validity", "proofs", "prod").counts.valid == 2
     for profile in ("bench", "prod"):
         assert {x.oracle for x in res.records_of("isolation", profile)} == {
             "hang", "lost-or-twice", "colliding-ids", "reused-id", "distinct-inputs"}
@@ -103,7 +105,7 @@ def test_the_clean_build_passes_every_suite_as_processes_side_by_side(cli_run: A
         # what the daemon really does is what each profile asks
         assert {x.oracle for x in res.records_of("behaviour", profile)} >= {
             "priority", "mode", "in-flight", "lone-request"}
-    warm = r.record("warmup", "first-proof", "prod").evidence  # 4 jobs at concurrency 4
+    warm = r.record("warmup", "first-proof", "prod").evidence  # 2 jobs at concurrency 4
     assert warm["floor_basis"] == "solo proof", warm
     prio = r.record("behaviour", "priority", "prod").evidence
     assert prio["queued_at_arrival"] >= 1 and prio["ratio"] <= prio["bound"], prio
@@ -138,7 +140,8 @@ def test_catalog_rows_as_processes(cli_run: Any, tmp_path: Path, three_job_workl
 
 
 def test_attached_daemon_is_checked_and_left_running(cli_run: Any, artifacts: Any,
-                                                     tmp_path: Path) -> None:
+                                                     tmp_path: Path, two_job_workload: str
+                                                     ) -> None:
     doc = tomllib.loads(profile_file("refprover").read_text(encoding="utf-8"))
     prod = Profile(name="prod", workload="wpost-2k", runtime=Runtime.PROCESS,
                    config=doc["profiles"]["prod"]["config"],
@@ -157,7 +160,7 @@ def test_attached_daemon_is_checked_and_left_running(cli_run: Any, artifacts: An
         path = tmp_path / "attach.toml"
         path.write_text(tomli_w.dumps(doc), encoding="utf-8")
         r = cli_run("--profiles", str(path), "--suite", "validity", "--suite", "warmup",
-                    run_id="e2e-attach")
+                    "--workload-file", two_job_workload, run_id="e2e-attach")
         first = r.record("warmup", "first-proof", "prod")
         assert first.outcome is Outcome.SKIPPED and "did not start it" in first.message
         assert r.record("validity", "proofs", "prod").outcome is Outcome.PASS
