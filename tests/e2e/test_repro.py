@@ -56,9 +56,11 @@ def _artifacts(tmp_path: Path, inputs: Path) -> list[str]:
 
 
 def test_repro_from_production_artifacts_writes_a_case_that_reproduces(
-        artifacts: Any, tmp_path: Path) -> None:
+        artifacts: Any, tmp_path: Path, two_job_workload: str) -> None:
+    # the first two jobs of the build's wpost-2k: both in flight at once on prod, which is
+    # where partition-race breaks proofs (the case proves them twice: written, then replayed)
     inputs = tmp_path / "prod-inputs.json"
-    shutil.copy(artifacts.workloads["wpost-2k"], inputs)
+    shutil.copy(two_job_workload.split("=", 1)[1], inputs)
     proc = _repro(tmp_path, "--id", "prod-wpost-invalid", "--title", "WindowPoSt partitions "
                   "invalid in production", "--incident", "every partition invalid on prod",
                   *_artifacts(tmp_path, inputs))
