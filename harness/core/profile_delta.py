@@ -39,6 +39,7 @@ def profile_view(profile: Profile) -> dict[str, Any]:
         "gpus": list(profile.gpus) if isinstance(profile.gpus, tuple) else profile.gpus,
         "network": profile.network, "cpus": profile.cpus, "mem_limit": profile.mem_limit,
         "timeout_s": profile.timeout_s, "ready_timeout_s": profile.ready_timeout_s,
+        "stall_s": profile.stall_s,
         **({"bench_tool": profile.bench_tool, "bench_args": list(profile.bench_args)}
            if profile.driver == "bench-cli" else {}),
     }

@@ -48,5 +48,6 @@ class Deadlines(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def deadlines_for(profile: Profile, *, verify_s: float = 300.0) -> Deadlines:
-    """The deadlines of ``profile``'s flows (``job_s`` = its ``timeout_s``)."""
-    return Deadlines(job_s=profile.timeout_s, verify_s=verify_s)
+    """The deadlines of ``profile``'s flows (``job_s`` = its ``timeout_s``, ``stall_s`` its
+    ``stall_s``)."""
+    return Deadlines(job_s=profile.timeout_s, stall_s=profile.stall_s, verify_s=verify_s)

@@ -106,6 +106,8 @@ PROFILE_KEYS: dict[str, str] = {
     "jobs": "how many workload jobs to run (int >= 1; default all)",
     "timeout_s": "deadline per job in seconds (default 600)",
     "ready_timeout_s": "deadline for the daemon to answer GetStatus, seconds (default 60)",
+    "stall_s": "the shortest stall, seconds: no daemon with requests outstanding is given up "
+               "on as stalled sooner (no answer, no CPU, no GetStatus; default 15)",
     "bench_tool": "bench-cli driver: the cuzk-bench-style client in the image, run as the "
                   "entrypoint of a short-lived container (default 'bench', refprover's; "
                   "'cuzk-bench' in a cuzk image); a path or a bin-dir name for a process or "
@@ -157,6 +159,8 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
         jobs: how many workload jobs to run; ``None`` = all.
         timeout_s: deadline per job, seconds (default 600).
         ready_timeout_s: deadline for readiness, seconds (default 60).
+        stall_s: the stall rule's floor, seconds (default 15;
+            :mod:`proofdiff.drivers.stall_rule`).
         bench_tool, bench_args: the bench client of the ``bench-cli`` driver and its extra args.
         binary, verifier_binary: the daemon and verifier programs of a process runtime
             (``None``: the build's, by name in the bin dir).
@@ -188,6 +192,7 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
     jobs: int | None = None
     timeout_s: float = 600.0
     ready_timeout_s: float = 60.0
+    stall_s: float = 15.0
     bench_tool: str = "bench"
     bench_args: tuple[str, ...] = ()
     binary: str | None = None

@@ -240,7 +240,7 @@ def _build(name: str, raw: Mapping[str, Any], source: str, overrides: tuple[str,
         isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1
         for v in floor.values()), where, "timing_floor", "a fraction in (0, 1) such as 0.05, "
             f"or a table of them by metric {TIMING_METRICS}", raw.get("timing_floor"))
-    for key, default in (("timeout_s", 600.0), ("ready_timeout_s", 60.0)):
+    for key, default in (("timeout_s", 600.0), ("ready_timeout_s", 60.0), ("stall_s", 15.0)):
         val = raw.get(key, default)
         _expect(isinstance(val, (int, float)) and not isinstance(val, bool) and val > 0,
                 where, key, "a positive number of seconds", val)
@@ -254,7 +254,8 @@ def _build(name: str, raw: Mapping[str, Any], source: str, overrides: tuple[str,
         network=network, cpus=float(cpus) if cpus is not None else None,
         mem_limit=str(mem) if mem is not None else None, jobs=jobs,
         timeout_s=float(raw.get("timeout_s", 600.0)),
-        ready_timeout_s=float(raw.get("ready_timeout_s", 60.0)), bench_tool=bench_tool,
+        ready_timeout_s=float(raw.get("ready_timeout_s", 60.0)),
+        stall_s=float(raw.get("stall_s", 15.0)), bench_tool=bench_tool,
         bench_args=tuple(bench_args), timing_floor={str(k): float(v) for k, v in floor.items()},
         source=source, overrides=overrides)
 

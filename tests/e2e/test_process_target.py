@@ -53,8 +53,10 @@ def _process_profiles(tmp_path: Path) -> Path:
     for fault in FAULTS:
         doc["profiles"][f"prod-{fault}"] = {**prod, "env": {**prod["env"],
                                                             "REFPROVER_FAULTS": fault}}
-    # a deadlocked daemon answers nothing: end its flows at 40 s, not the 600 s job deadline
+    # a deadlocked daemon answers nothing: end its flows at 40 s, not the 600 s job deadline,
+    # and give it up as stalled after 5 s of idle CPU, not the default 15 (in each of its flows)
     doc["profiles"]["prod-queue-deadlock"]["timeout_s"] = 40
+    doc["profiles"]["prod-queue-deadlock"]["stall_s"] = 5
     path = tmp_path / "process.toml"
     path.write_text(tomli_w.dumps(doc), encoding="utf-8")
     return path

@@ -62,6 +62,17 @@ def test_bad_value_is_named(tmp_path: Path) -> None:
         load_profiles(p)
 
 
+def test_the_stall_floor_is_a_profile_key_and_reaches_its_flows_deadlines(tmp_path: Path
+                                                                           ) -> None:
+    from proofdiff.drivers.deadlines import deadlines_for
+
+    ps = load_profiles(PROFILES, ["prod.stall_s=5"])
+    assert (deadlines_for(ps["prod"]).stall_s, deadlines_for(ps["bench"]).stall_s) == (5.0, 15.0)
+    for bad in ("0", "-1", '"15"', "true"):
+        with pytest.raises(ProfileError, match=r"'stall_s' must be a positive number of seconds"):
+            load_profiles(PROFILES, [f"prod.stall_s={bad}"])
+
+
 def test_override_parsing_literals_and_strings() -> None:
     o = parse_override("prod.env.REFPROVER_FAULTS=partition-race")
     assert (o.profile, o.path, o.value) == ("prod", ("env", "REFPROVER_FAULTS"), "partition-race")
