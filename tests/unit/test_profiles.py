@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from proofdiff.drivers.deadlines import deadlines_for
 from proofdiff.model.profile_file import (PROFILE_KEYS, ProfileError, load_profiles, parse_override,
                               select_profiles)
 
@@ -62,10 +63,7 @@ def test_bad_value_is_named(tmp_path: Path) -> None:
         load_profiles(p)
 
 
-def test_the_stall_floor_is_a_profile_key_and_reaches_its_flows_deadlines(tmp_path: Path
-                                                                           ) -> None:
-    from proofdiff.drivers.deadlines import deadlines_for
-
+def test_the_stall_floor_is_a_profile_key_and_reaches_its_flows_deadlines() -> None:
     ps = load_profiles(PROFILES, ["prod.stall_s=5"])
     assert (deadlines_for(ps["prod"]).stall_s, deadlines_for(ps["bench"]).stall_s) == (5.0, 15.0)
     for bad in ("0", "-1", '"15"', "true"):
