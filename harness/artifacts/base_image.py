@@ -39,15 +39,17 @@ def host_recipe() -> RootfsRecipe:
     return RootfsRecipe(arch=arch)
 
 
-def base_tag(recipe: RootfsRecipe) -> str:
-    """The base image tag for ``recipe``: ``proofdiff/base:<suite>-<first 12 hex of its key>``."""
-    return f"{BASE_REPO}:{recipe.suite}-{rootfs_key(recipe)[:12]}"
+def base_tag(recipe: RootfsRecipe, repo: str = BASE_REPO) -> str:
+    """The base image tag for ``recipe``: ``<repo>:<suite>-<first 12 hex of its key>``."""
+    return f"{repo}:{recipe.suite}-{rootfs_key(recipe)[:12]}"
 
 
 def ensure_base_image(
-    client: Any, root: Path, *, log: build_steps.Log, recipe: RootfsRecipe | None = None
+    client: Any, root: Path, *, log: build_steps.Log, recipe: RootfsRecipe | None = None,
+    repo: str = BASE_REPO,
 ) -> tuple[Any, StepReport]:
-    """Return the base image (a docker SDK Image) for ``recipe``, building it if the tag is missing.
+    """Return the base image (a docker SDK Image) for ``recipe`` (tagged in ``repo``), building
+    it if the tag is missing.
 
     Raises:
         BuildError: not root (debootstrap needs root), debootstrap missing and not installable,
@@ -56,7 +58,7 @@ def ensure_base_image(
     """
     start = time.monotonic()
     recipe = recipe or host_recipe()
-    tag = base_tag(recipe)
+    tag = base_tag(recipe, repo)
     image = find_image(client, tag)
     if image is None:
         with locked(root, "rootfs", "rootfs", DEBOOTSTRAP_TIMEOUT_S + IMPORT_TIMEOUT_S):
@@ -88,6 +90,7 @@ def _build(client: Any, root: Path, recipe: RootfsRecipe, tag: str, log: build_s
             debootstrap,
             f"--variant={recipe.variant}",
             f"--arch={recipe.arch}",
+            *([f"--include={','.join(recipe.include)}"] if recipe.include else []),
             recipe.suite,
             str(rootdir),
             recipe.mirror,

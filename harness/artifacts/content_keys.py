@@ -101,13 +101,15 @@ def tool_sources(crate_dir: Path, tool: str) -> list[str]:
 
 @dataclass(frozen=True)
 class RootfsRecipe:
-    """How the base rootfs is made: ``debootstrap --variant=VARIANT SUITE DIR MIRROR`` on ARCH."""
+    """How a base rootfs is made: ``debootstrap --variant=VARIANT [--include=PKG,...] SUITE DIR
+    MIRROR`` on ARCH (``include``: extra Debian packages, for the fleet's SSH host image)."""
 
     suite: str = "bookworm"
     variant: str = "minbase"
     mirror: str = "http://deb.debian.org/debian"
     arch: str = "amd64"
     script_version: int = 1
+    include: tuple[str, ...] = ()
 
 
 def rootfs_key(recipe: RootfsRecipe) -> str:
@@ -119,6 +121,8 @@ def rootfs_key(recipe: RootfsRecipe) -> str:
         recipe.mirror,
         recipe.arch,
         str(recipe.script_version),
+        # only when given: the plain base keeps the key (and the image) it always had
+        *([",".join(recipe.include)] if recipe.include else []),
     )
 
 

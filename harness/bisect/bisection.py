@@ -146,6 +146,7 @@ def bisect_profiles(options: RunOptions | None = None, *, good: str = "bench",
         delta = profile_delta(g, b)
         units = units_of(delta)
         executor = stack.enter_context(open_executor(opts, jobs=opts.probe_jobs, log=log))
+        opts = executor.ship(opts)  # probes on other machines: the artifacts go there first
         prober = Prober(g, units, workload=wl, oracle=checked or None, image_digest=image.digest,
                         run_dir=run_dir, deadline=t0 + opts.bisect_budget_s,
                         executor=executor, log=log, options=opts)

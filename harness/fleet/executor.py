@@ -22,15 +22,18 @@ run on threads never loads it.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
+from proofdiff.fleet.hosts import Host, Hosts
+from proofdiff.fleet.shipping import ShipReport
 from proofdiff.fleet.version import proofdiff_version
 from proofdiff.model import progress
 from proofdiff.model.errors import ProofdiffError
@@ -74,6 +77,17 @@ class Executor(Protocol):
         """:meth:`map`, each result with where it ran (``local``, or the worker's name)."""
         ...
 
+    def ship(self, options: RunOptions) -> RunOptions:
+        """``options`` ready to run where the units run: on other machines, its artifacts
+        (found or built here first) shipped to every worker (:mod:`proofdiff.fleet.shipping`)
+        and named by reference; here, unchanged."""
+        ...
+
+    def ship_path(self, what: str, path: str) -> str:
+        """A file or folder the units read, shipped like :meth:`ship`'s artifacts (its
+        reference), or ``path`` unchanged here."""
+        ...
+
 
 class ThreadExecutor:
     """Units on threads of this process (``jobs`` at once; ``jobs`` = 1 or one unit: in the
@@ -103,12 +117,30 @@ class ThreadExecutor:
         with ThreadPoolExecutor(max_workers=min(self.slots, len(pairs))) as pool:
             return list(pool.map(progress.carried(one), pairs))  # progress reaches the pool
 
+    def ship(self, options: RunOptions) -> RunOptions:
+        return options
 
-def _on_worker(fn: Callable[[Any], Any], item: Any) -> tuple[str, Any]:
-    """A unit on a Dask worker: ``(the worker's name, fn(item))``."""
+    def ship_path(self, what: str, path: str) -> str:
+        return path
+
+
+def _on_worker(fn: Callable[[Any], Any], item: Any,
+               hosts: Mapping[str, Host]) -> tuple[str, Any]:
+    """A unit on a Dask worker: ``(the worker's name, fn(item))``, ``item``'s shipped paths
+    made this machine's and its options made this host's (:func:`~proofdiff.fleet.placement.
+    on_host`: the hosts file's runtime, binaries and GPUs)."""
     from distributed import get_worker
 
-    return str(get_worker().name), fn(item)
+    from proofdiff.fleet.placement import on_host
+    from proofdiff.fleet.shipping import localize
+
+    name = str(get_worker().name)
+    host = hosts.get(name)
+    item = localize(item)
+    if host is None:
+        return name, fn(item)
+    with on_host(item, host) as placed:
+        return name, fn(placed)
 
 
 class DaskExecutor:
@@ -116,9 +148,14 @@ class DaskExecutor:
     ``Any``: distributed is only partly typed; one task per unit, never cached: ``pure=False``);
     ``cluster``: the SSHCluster this run started, if any."""
 
-    def __init__(self, client: Any, cluster: Any = None,
-                 no_worker_s: float = NO_WORKER_S) -> None:
+    def __init__(self, client: Any, cluster: Any = None, no_worker_s: float = NO_WORKER_S,
+                 hosts: Hosts | None = None, log: Callable[[str], None] = lambda _l: None,
+                 ) -> None:
         self.client, self.cluster, self.no_worker_s = client, cluster, no_worker_s
+        self.hosts = {h.name: h for h in hosts.hosts} if hosts else {}
+        self.log = log
+        #: what each worker was sent (:class:`~proofdiff.fleet.shipping.ShipReport`), per call
+        self.shipped: list[ShipReport] = []
         self.remote = True
         workers: dict[str, int] = client.nthreads()  # every worker (scheduler_info lists 5)
         self.slots = max(1, sum(workers.values()))
@@ -135,8 +172,9 @@ class DaskExecutor:
             return []
         token = uuid.uuid4().hex[:8]
         keys = [f"{name}-{i}-{token}" for i in range(len(items))]
-        futures = self.client.map(_on_worker, [fn] * len(items), list(items), key=keys,
-                                  pure=False)
+        futures = self.client.map(_on_worker, [fn] * len(items), list(items),
+                                  [self.hosts] * len(items), key=keys, pure=False,
+                                  resources=self._resources(items))
         from distributed import KilledWorker
 
         try:
@@ -153,6 +191,29 @@ class DaskExecutor:
             raise
         self.placed.extend((f"{name}-{i}", where) for i, (where, _v) in enumerate(got))
         return [(str(w), v) for w, v in got]
+
+    def _resources(self, items: Sequence[Any]) -> dict[str, int] | None:
+        """The Dask resources one unit holds: ``{"GPU": n}`` where its profiles ask for GPUs
+        (:func:`~proofdiff.fleet.placement.gpus_wanted`), so a host runs side by side only
+        the units its GPUs can hold."""
+        from proofdiff.fleet.placement import gpus_wanted
+
+        n = max((gpus_wanted(i) for i in items), default=0)
+        return {"GPU": n} if n else None
+
+    def ship(self, options: RunOptions) -> RunOptions:
+        from proofdiff.fleet.placement import ship_run
+
+        opts, reports = ship_run(self.client, options, self.hosts, log=self.log)
+        self.shipped.extend(reports)
+        return opts
+
+    def ship_path(self, what: str, path: str) -> str:
+        from proofdiff.fleet.shipping import bundle_of, ship
+
+        bundle = bundle_of(what, path)
+        self.shipped.extend(ship(self.client, [bundle], log=self.log))
+        return bundle.ref
 
     def _wait(self, futures: Sequence[Any]) -> None:
         """Until every future is done; a cluster left without any worker for
@@ -264,6 +325,7 @@ def open_executor(options: RunOptions, *, jobs: int = 1,
         yield ThreadExecutor(jobs)
         return
     cluster: Any = None
+    hosts: Hosts | None = None
     if options.hosts:
         from proofdiff.fleet.hosts import load_hosts
         from proofdiff.fleet.ssh import start_ssh_cluster
@@ -279,10 +341,15 @@ def open_executor(options: RunOptions, *, jobs: int = 1,
         client = connect(options.cluster, connect_timeout_s)
     try:
         check_versions(client)
-        ex = DaskExecutor(client, cluster)
+        ex = DaskExecutor(client, cluster, hosts=hosts, log=log)
         log(f"units on the {ex.description}")
         yield ex
     finally:
+        if cluster is not None:
+            # the workers first, each closed by its nanny so that it removes its own scratch
+            # folder on its host (the SSH processes are killed outright after)
+            with contextlib.suppress(Exception):
+                client.retire_workers(close_workers=True)
         client.close()
         if cluster is not None:
             cluster.close()

@@ -12,8 +12,11 @@ A TOML file::
     gpus = 1                        # a count, or
     # gpu_uuids = ["GPU-5d1c..."]   # the devices by UUID: never both (default gpus = 0)
     slots = 1                       # units at once on the host (default 1)
-    runtime = "process"             # how its daemons run: "process" (needs bin_dir) or "docker"
-    bin_dir = "/opt/refprover/bin"  # process: refprover's (or cuzk's) programs there
+    runtime = "process"             # how its daemons run: "process" or "docker"
+    bin_dir = "/opt/cuzk/bin"       # process: the host's own programs (default: the caller's
+                                    # binaries, shipped there: proofdiff.fleet.shipping)
+    ssh_key = "~/.ssh/fleet_ed25519"  # the caller's private key for it (default: the agent
+                                      # and ~/.ssh/id_*)
     # docker_socket = "unix:///var/run/docker.sock"   # docker: the engine (this is the default)
     python = "/usr/bin/python3"     # the host's Python with proofdiff and distributed (default python3)
 
@@ -37,7 +40,7 @@ __all__ = ["HOST_KEYS", "TOP_KEYS", "Host", "Hosts", "HostsError", "load_hosts",
 
 #: The keys of one ``[[host]]`` table.
 HOST_KEYS = ("name", "ssh", "labels", "gpus", "gpu_uuids", "slots", "runtime", "bin_dir",
-             "docker_socket", "python")
+             "docker_socket", "python", "ssh_key")
 #: The keys at the top of the file.
 TOP_KEYS = ("scheduler", "scheduler_port", "host")
 #: How a host's daemons run.
@@ -57,8 +60,10 @@ class Host(msgspec.Struct, frozen=True, kw_only=True):
         name: unique in the file; the Dask worker's name. ssh: ``[USER@]HOST[:PORT]``.
         labels: free words. gpus: how many GPUs (``len(gpu_uuids)`` when UUIDs are given).
         gpu_uuids: the devices by UUID ('' none given). slots: units at once (>= 1).
-        runtime: ``process`` or ``docker``. bin_dir: the programs of the process runtime.
-        docker_socket: the engine of the docker runtime. python: the host's Python.
+        runtime: ``process`` or ``docker``. bin_dir: the host's own programs for the process
+            runtime ('' = the caller's, shipped). docker_socket: the engine of the docker
+            runtime. python: the host's Python. ssh_key: the caller's private key file for
+            this host ('' = asyncssh's defaults: the agent, ``~/.ssh/id_*``).
     """
 
     name: str
@@ -71,6 +76,7 @@ class Host(msgspec.Struct, frozen=True, kw_only=True):
     bin_dir: str = ""
     docker_socket: str = ""
     python: str = "python3"
+    ssh_key: str = ""
 
     @property
     def ssh_host(self) -> str:
@@ -86,6 +92,8 @@ class Host(msgspec.Struct, frozen=True, kw_only=True):
         port = re.search(r":(\d+)$", rest)
         if port:
             out["port"] = int(port.group(1))
+        if self.ssh_key:
+            out["client_keys"] = [str(Path(self.ssh_key).expanduser())]
         return out
 
 
@@ -167,7 +175,7 @@ def _host(raw: Any, i: int, text: str, where: str) -> Host:
     runtime = raw.get("runtime", "process")
     if runtime not in RUNTIMES:
         raise fail("runtime", f"runtime = {runtime!r}", f"one of {', '.join(RUNTIMES)}")
-    for key in ("bin_dir", "docker_socket", "python"):
+    for key in ("bin_dir", "docker_socket", "python", "ssh_key"):
         if key in raw and (not isinstance(raw[key], str) or not raw[key]):
             raise fail(key, f"{key} = {raw[key]!r} is not a non-empty string")
     if runtime == "process" and "docker_socket" in raw:
@@ -176,15 +184,12 @@ def _host(raw: Any, i: int, text: str, where: str) -> Host:
     if runtime == "docker" and "bin_dir" in raw:
         raise fail("bin_dir", f"{name!r} runs daemons in Docker but names a bin_dir",
                    "drop bin_dir, or set runtime = \"process\"")
-    if runtime == "process" and "bin_dir" not in raw:
-        raise fail("runtime", f"{name!r} runs daemons as processes but names no bin_dir",
-                   "bin_dir = \"/path/to/refprover/bin\" (the host's folder of programs)")
     return Host(name=name, ssh=raw["ssh"], labels=tuple(labels),
                 gpus=len(uuids) if uuids else gpus, gpu_uuids=tuple(uuids), slots=slots,
                 runtime=runtime, bin_dir=raw.get("bin_dir", ""),
                 docker_socket=(raw.get("docker_socket", DEFAULT_SOCKET)
                                if runtime == "docker" else ""),
-                python=raw.get("python", "python3"))
+                python=raw.get("python", "python3"), ssh_key=raw.get("ssh_key", ""))
 
 
 def parse_hosts(text: str, where: str = "<hosts>") -> Hosts:

@@ -9,6 +9,7 @@ never lost.
 
 from __future__ import annotations
 
+import os
 import traceback
 from pathlib import Path
 
@@ -22,13 +23,23 @@ from proofdiff.report.view import ReportView
 
 __all__ = ["render_page", "write_report", "write_view"]
 
+
+
+def _bytecode_dir() -> str:
+    """``jinja2/`` in proofdiff's cache (``$PROOFDIFF_CACHE``, else ``~/.cache/proofdiff``):
+    kept with the other caches, never in the temp dir of a fleet's host."""
+    path = Path(os.environ.get("PROOFDIFF_CACHE") or Path.home() / ".cache" / "proofdiff")
+    (path / "jinja2").mkdir(parents=True, exist_ok=True)
+    return str(path / "jinja2")
+
+
 #: The pages' templates. Compiling index.html.j2 takes about 0.3 s on 2 cores, more than the
-#: rest of a failed run's report; the compiled code is kept in jinja2's bytecode cache (a
-#: per-user folder in the temp dir, checked against each template's source checksum).
+#: rest of a failed run's report; the compiled code is kept in jinja2's bytecode cache
+#: (:func:`_bytecode_dir`, checked against each template's source checksum).
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("proofdiff.report", "templates"),
     autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined,
-    bytecode_cache=jinja2.FileSystemBytecodeCache())
+    bytecode_cache=jinja2.FileSystemBytecodeCache(_bytecode_dir()))
 
 
 def render_page(view: ReportView) -> str:

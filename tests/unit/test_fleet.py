@@ -61,7 +61,8 @@ def test_a_hosts_file_reads_into_hosts() -> None:
     (("name = \"h200-b\"", "name = \"h200-a\""), 13, "duplicate host name 'h200-a'"),
     (("gpus = 1", "gpus = 1\ngpu_uuids = [\"GPU-1\"]"), 16, "both a GPU count"),
     (("scheduler = ", "schedular = "), 1, "unknown key 'schedular' at the top"),
-    (("bin_dir = \"/opt/refprover/bin\"", ""), 9, "names no bin_dir"),
+    (("gpus = 1\nruntime = \"docker\"", "gpus = 1\nruntime = \"docker\"\nbin_dir = \"/b\""),
+     18, "runs daemons in Docker but names a bin_dir"),
     (("slots = 2", "slots = 0"), 8, "slots = 0"),
 ])
 def test_a_bad_hosts_file_names_its_line_and_the_valid_keys(
@@ -83,13 +84,17 @@ def test_the_ssh_cluster_spec_gives_each_host_its_own_worker() -> None:
     from proofdiff.fleet.ssh import cluster_spec
 
     workers, scheduler = cluster_spec(parse_hosts(HOSTS), timeout_s=5)
+    # every server listens on its host's SSH address only, the dashboard on a free port there
     assert scheduler["options"]["address"] == "127.0.0.1"
-    assert scheduler["options"]["kwargs"] == {"port": 8786, "dashboard_address": None}
+    assert scheduler["options"]["kwargs"] == {"port": 8786, "host": "127.0.0.1",
+                                              "dashboard_address": "127.0.0.1:0"}
     a, b = workers["h200-a"]["options"], workers["h200-b"]["options"]
-    assert (a["address"], a["kwargs"]) == ("gpu-a.example", {"nthreads": 2,
-                                                              "resources": {"GPU": 2}})
+    assert (a["address"], a["kwargs"]) == ("gpu-a.example", {
+        "nthreads": 2, "resources": {"GPU": 2}, "name": "h200-a", "host": "gpu-a.example",
+        "local_directory": ".cache/proofdiff/dask"})
     assert a["connect_options"]["port"] == 2222 and a["connect_options"]["connect_timeout"] == 5
-    assert b["kwargs"] == {"nthreads": 1, "resources": {"GPU": 1}}
+    assert b["kwargs"] == {"nthreads": 1, "resources": {"GPU": 1}, "name": "h200-b",
+                           "host": "gpu-b.example", "local_directory": ".cache/proofdiff/dask"}
 
 
 def test_threads_run_units_here() -> None:

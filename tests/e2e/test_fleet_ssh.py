@@ -1,0 +1,106 @@
+"""proofdiff's workflows over a fleet of SSH hosts with no Docker (README: A fleet of hosts):
+three containers of the SSH host image (tests/e2e/ssh_hosts.py), a Dask ``SSHCluster`` started
+over them from a hosts file (the scheduler on the first host, one worker per host), every
+daemon run there as a process from binaries, params and workloads shipped through the engine.
+
+The hosts are started once for the module; each command starts its own cluster and stops it.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from proofdiff.bisect import BisectResult
+from proofdiff.model import serde
+from proofdiff.model.status import Verdict
+from proofdiff.report.summary_json import load_summary
+
+from tests.e2e.conftest import REPO, unique
+from tests.e2e.ssh_hosts import SshHosts, start_ssh_hosts
+from tests.e2e.test_process_target import _leftovers
+
+pytestmark = pytest.mark.e2e
+
+#: Two fake device UUIDs on host-c: placement by UUID is what is checked, not a GPU.
+HOST_C_GPUS = ["GPU-00000000-0000-0000-0000-0000000000c1",
+               "GPU-00000000-0000-0000-0000-0000000000c2"]
+
+
+@pytest.fixture(scope="module")
+def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshHosts]:
+    yield from start_ssh_hosts(tmp_path_factory.mktemp("ssh-hosts"),
+                               gpu_uuids={"host-c": HOST_C_GPUS})
+
+
+def _proofdiff(tmp_path: Path, *args: str) -> tuple[int, str, Path]:
+    rid = unique(f"ssh-{args[0]}")
+    cmd = [sys.executable, "-m", "proofdiff", *args, "--report-dir", str(tmp_path),
+           "--run-id", rid]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert (tmp_path / rid / "summary.json").is_file(), f"no report from {cmd}:\n{out}"
+    return proc.returncode, out, tmp_path / rid
+
+
+def _shipped(out: str) -> dict[str, tuple[int, int]]:
+    """host -> (files sent, files already there), from the caller's log."""
+    return {m[1]: (int(m[2]), int(m[3])) for m in re.finditer(
+        r"artifacts: (\S+): sent (\d+) file\(s\), [\d.]+ MB; (\d+) already there", out)}
+
+
+def _nothing_left(hosts: SshHosts) -> None:
+    for name in hosts.names:
+        procs = hosts.exec(name, "ps -eo args --no-headers").splitlines()
+        assert [p for p in procs if not p.startswith(("sshd:", "ps ", "bash -lc"))] == [], name
+        # nothing in the temp folders; in the home, the caches alone (the shipped artifacts
+        # and Dask's scratch in proofdiff's, matplotlib's config)
+        assert hosts.exec(name, "find /tmp /var/tmp -mindepth 1").strip() == "", name
+        home = set(hosts.exec(name, "ls -A ~").split()) - {".bashrc", ".bash_logout",
+                                                           ".profile"}
+        assert home <= {".cache", ".config"}, (name, home)
+    assert not _leftovers(), "daemon processes left here"
+
+
+def test_a_differential_and_a_bisection_run_on_ssh_hosts_with_artifacts_shipped_once(
+        artifacts: Any, hosts: SshHosts, tmp_path: Path, one_partition_workload: str) -> None:
+    fleet = ("--hosts", str(hosts.hosts_file), "--workload-file", one_partition_workload)
+    # nothing of refprover's is on the hosts before: what they prove with was shipped
+    assert hosts.exec("host-a", "ls /usr/local/bin; ls ~/.cache 2>&1 || true").strip() in (
+        "ls: cannot access '/home/prover/.cache': No such file or directory", "")
+    rc, out, rdir = _proofdiff(tmp_path, "run", *fleet, "--suite", "validity")
+    res = load_summary(rdir)
+    assert rc == 0 and res.verdict is Verdict.SAME, (res.verdict_line, out)
+    assert res.machine["fleet_host"] in hosts.names, res.machine
+    assert all(run.daemon is not None and run.daemon.runtime == "process" for run in res.runs)
+    [proofs] = res.records_of("validity", "prod", "wpost-2k", "proofs")
+    assert proofs.counts is not None and proofs.counts.valid >= 1, proofs
+    first = _shipped(out)
+    assert set(first) == set(hosts.names), out  # every host, before any unit
+    sent = {n for n, _p in first.values()}
+    assert len(sent) == 1 and sent.pop() > 0, first  # the same artifacts to each host
+    _nothing_left(hosts)
+
+    # a bisection: its probes are units on every host; nothing is shipped again
+    rc, out, rdir = _proofdiff(tmp_path, "bisect", *fleet, "--set",
+                               "*.env.REFPROVER_FAULTS=param-path-default",
+                               "--oracle", "preflight/params")
+    r = serde.read(rdir / "summary.json", BisectResult)
+    assert rc == 0 and r.status == "found", out
+    assert {c.path for c in r.change} == {"mounts.params", "config.srs.param_cache",
+                                          "env.FIL_PROOFS_PARAMETER_CACHE"}, r.steps
+    assert len({p.host for p in r.probes}) >= 2 and {p.host for p in r.probes} <= set(
+        hosts.names), [(p.index, p.host) for p in r.probes]
+    again = _shipped(out)
+    assert set(again) == set(hosts.names) and all(s == 0 for s, _p in again.values()), again
+    # each host holds each artifact once: its blobs are what the first command sent
+    for name in hosts.names:
+        blobs = hosts.exec(name, "ls ~/.cache/proofdiff/shipped/blobs | wc -l")
+        assert int(blobs) == first[name][0], (name, blobs)
+    _nothing_left(hosts)
