@@ -121,8 +121,8 @@ def pin_artifacts(options: RunOptions, workloads: Sequence[str], *, docker: bool
     opts = options.with_env()
     given_files = set(opts.workload_files)
     if (not reference and opts.param_cache and set(workloads) <= given_files
-            and opts.verifier_image and opts.bin_dir):
-        return opts, None
+            and (opts.verifier_image or not docker) and opts.bin_dir):
+        return opts, None  # all given (processes verify with bin_dir's verify, no image)
     art = run_artifacts(opts, workloads, docker=docker, log=log)
     ref = ImageInfo(tag=art.image_tag, digest=art.image_id) if art.image_tag else None
     return msgspec.structs.replace(

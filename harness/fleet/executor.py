@@ -84,8 +84,8 @@ class Executor(Protocol):
         ...
 
     def ship_path(self, what: str, path: str) -> str:
-        """A file or folder the units read, shipped like :meth:`ship`'s artifacts (its
-        reference), or ``path`` unchanged here."""
+        """A file or folder the units read, shipped like :meth:`ship`'s artifacts under its
+        own name (its reference), or ``path`` unchanged here."""
         ...
 
 
@@ -199,7 +199,15 @@ class DaskExecutor:
         from proofdiff.fleet.placement import gpus_wanted
 
         n = max((gpus_wanted(i) for i in items), default=0)
-        return {"GPU": n} if n else None
+        if not n:
+            return None
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        if not any(w.get("resources", {}).get("GPU", 0) >= n for w in info.values()):
+            raise FleetError(f"a unit asks for {n} GPU(s) and no worker of "
+                             f"{self.client.scheduler.address} has as many",
+                             fix="give the hosts their GPUs in the hosts file (gpus = N or "
+                                 "gpu_uuids = [...]), or ask for fewer (--set '*.gpus=none')")
+        return {"GPU": n}
 
     def ship(self, options: RunOptions) -> RunOptions:
         from proofdiff.fleet.placement import ship_run
@@ -211,7 +219,7 @@ class DaskExecutor:
     def ship_path(self, what: str, path: str) -> str:
         from proofdiff.fleet.shipping import bundle_of, ship
 
-        bundle = bundle_of(what, path)
+        bundle = bundle_of(what, path, named=True)
         self.shipped.extend(ship(self.client, [bundle], log=self.log))
         return bundle.ref
 

@@ -145,7 +145,8 @@ class _Placer:
             for name, n in _profile_gpus(s).items():
                 if n:
                     sets.append(f"{name}.gpus=[{', '.join(repr(u) for u in self.take(n))}]")
-        return msgspec.structs.replace(s, overrides=tuple(sets),
+        # the caller's cache and crate are not this host's: its own are read from its env
+        return msgspec.structs.replace(s, overrides=tuple(sets), cache_root="", crate_dir="",
                                        bin_dir=self.host.bin_dir or s.bin_dir)
 
 

@@ -52,14 +52,14 @@ class Blob(msgspec.Struct, frozen=True):
 
 class Bundle(msgspec.Struct, frozen=True):
     """Files shipped together and laid out as one folder on the host. ``what``: what they are,
-    for the logs (``binaries``, ``params``, ``workload wpost-2k``); ``file``: the one name a
-    reference points at inside the folder ('' = the folder itself); ``source``: the caller's
-    path (never read on the worker)."""
+    for the logs (``binaries``, ``params``, ``workload wpost-2k``); ``file``: the name a
+    reference points at inside the folder ('' = the folder itself); ``base``: the caller's
+    folder that the blobs' names are relative to (never read on the worker)."""
 
     what: str
     blobs: tuple[Blob, ...]
     file: str = ""
-    source: str = ""
+    base: str = ""
 
     @property
     def key(self) -> str:
@@ -71,7 +71,7 @@ class Bundle(msgspec.Struct, frozen=True):
 
     @property
     def ref(self) -> str:
-        """What a unit carries in place of ``source``."""
+        """What a unit carries in place of the caller's path."""
         return f"{PREFIX}{self.key}" + (f"/{self.file}" if self.file else "")
 
     @property
@@ -111,18 +111,20 @@ def _sha256(path: Path) -> str:
     return _digests[memo]
 
 
-def bundle_of(what: str, path: str | Path, *, programs: bool = False) -> Bundle:
+def bundle_of(what: str, path: str | Path, *, programs: bool = False,
+              named: bool = False) -> Bundle:
     """The bundle of a file (the folder holds it alone; the reference names it) or of a folder
     (every regular file under it, links followed, ``__pycache__`` left out; ``programs``: only
     the executable files at its top, as a bin dir such as cargo's ``target/release`` holds its
-    programs beside hundreds of MB of build files).
+    programs beside hundreds of MB of build files; ``named``: the folder keeps its name on the
+    host, inside the bundle's, for a reader that goes by it, such as a regression case's).
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
     """
     p = Path(path).resolve()
     if p.is_file():
-        return Bundle(what=what, file=p.name, source=str(p),
+        return Bundle(what=what, file=p.name, base=str(p.parent),
                       blobs=(Blob(p.name, _sha256(p), p.stat().st_size,
                                   os.access(p, os.X_OK)),))
     if not p.is_dir():
@@ -130,9 +132,10 @@ def bundle_of(what: str, path: str | Path, *, programs: bool = False) -> Bundle:
     files = (sorted(f for f in p.iterdir() if f.is_file() and os.access(f, os.X_OK))
              if programs else
              sorted(f for f in p.rglob("*") if f.is_file() and "__pycache__" not in f.parts))
-    return Bundle(what=what, source=str(p), blobs=tuple(
-        Blob(f.relative_to(p).as_posix(), _sha256(f), f.stat().st_size, os.access(f, os.X_OK))
-        for f in files))
+    base = p.parent if named else p
+    return Bundle(what=what, file=p.name if named else "", base=str(base), blobs=tuple(
+        Blob(f.relative_to(base).as_posix(), _sha256(f), f.stat().st_size,
+             os.access(f, os.X_OK)) for f in files))
 
 
 # -- on the worker ------------------------------------------------------------------------------
@@ -206,7 +209,8 @@ def localize(item: T) -> T:
     def one(s: str) -> str:
         return str(root / s[len(PREFIX):]) if s.startswith(PREFIX) else s
 
-    return walk(item, one)
+    out: T = walk(item, one)
+    return out
 
 
 def walk(item: Any, on_str: Callable[[str], str],
@@ -249,9 +253,8 @@ def ship(client: Any, bundles: Iterable[Bundle], *, workers: Mapping[str, str] |
         workers = {addr: str(w.get("name", addr)) for addr, w in info.items()}
     by_sha: dict[str, tuple[Path, Blob]] = {}
     for bundle in bundles:
-        src = Path(bundle.source)
         for b in bundle.blobs:
-            by_sha.setdefault(b.sha256, (src if bundle.file else src / b.name, b))
+            by_sha.setdefault(b.sha256, (Path(bundle.base) / b.name, b))
     reports = []
     for addr in sorted(workers):
         on = [addr]

@@ -28,6 +28,7 @@ from proofdiff.artifacts.build_errors import BuildError
 from proofdiff.core.differential import run_differential
 from proofdiff.core.failure_signature import matches
 from proofdiff.core.plan import pin_artifacts
+from proofdiff.model.choices import Runtime
 from proofdiff.model.image import ImageInfo
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.result import DifferentialResult
@@ -195,17 +196,26 @@ def replay_run(case: RegressionCase, options: RunOptions | None = None, *, fixed
         except WorkloadError as exc:  # no vk for this shape here, and no --param-cache
             return out("missing", str(exc))
         wl_name, files = w.name, {w.name: case.workload_file}
+    profiles = case.resolved(fixed=fixed, overrides=opts.overrides)
+    # replayed as processes (``--set '*.runtime=process'``, a fleet host without Docker): the
+    # reference build is its binaries, and nothing of Docker is built or looked up
+    as_processes = profiles[case.profile].runtime is Runtime.PROCESS
+    if as_processes and not (case.reference or case.binaries):
+        return out("missing", f"the case pins the image {case.image.tag} "
+                   f"({case.image.digest or 'no digest'}), which a process runtime cannot "
+                   "run: replay it where Docker is")
     try:
         opts, reference = pin_artifacts(
             msgspec.structs.replace(opts, workload_files={**opts.workload_files, **files}),
-            [build_name], reference=case.reference, log=log)
+            [build_name], docker=not as_processes,
+            reference=case.reference and not as_processes, log=log)
     except BuildError as exc:  # a build that fails is no absent input: the replay is broken
         return out("broken", f"the artifacts for {build_name} could not be built: {exc}")
-    got = ("", "") if case.binaries else _image(case, reference.tag if reference else "")
+    got = (("", "") if case.binaries or as_processes
+           else _image(case, reference.tag if reference else ""))
     if isinstance(got, str):
         return out("missing", got)
     tag, digest = got
-    profiles = case.resolved(fixed=fixed, overrides=opts.overrides)
     p = msgspec.structs.replace(profiles[case.profile], image=tag or None, workload=wl_name)
     rid = f"case-{case.id}{'-fixed' if fixed else ''}-{int(time.time())}"
     result = run_differential(msgspec.structs.replace(

@@ -122,22 +122,27 @@ def replay_all(options: RunOptions | None = None, *,
         proofdiff.fleet.executor.FleetError: the cluster cannot be used (before any case).
     """
     opts = (options or RunOptions()).with_env()
-    units = [CaseUnit(folder=str(f), options=msgspec.structs.replace(opts, cluster="",
-                                                                       hosts=""))
-             for f in discover(opts.regressions_dir)]
     if executor is None:
         with open_executor(opts, log=log) as ex:
             return replay_all(opts, log=log, executor=ex, on_result=on_result)
+    folders = discover(opts.regressions_dir)
+    # on other machines, the artifacts and each case folder go there first
+    unit_opts = executor.ship(msgspec.structs.replace(opts, cluster="", hosts="")) if folders \
+        else opts
+    units = [CaseUnit(folder=executor.ship_path(f"case {f.name}", str(f)), options=unit_opts)
+             for f in folders]
     # progress lines reach the log only from this process's threads
     fn = replay_case if executor.remote else functools.partial(replay_case, log=log)
-    runs = executor.map(fn, units, name="case")
+    runs = executor.map_placed(fn, units, name="case")
     from proofdiff.report.writer import write_report
 
-    for run in runs:
+    for where, run in runs:
         for res in run.results:
+            if executor.remote:  # the record names the fleet's host that replayed it
+                res = msgspec.structs.replace(res, machine={**res.machine, "fleet_host": where})
             write_report(res, opts.report_root)
             on_result(res)
-    return [r.verdict for r in runs]
+    return [r.verdict for _w, r in runs]
 
 
 def exit_code(verdicts: list[CaseVerdict]) -> int:

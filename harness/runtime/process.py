@@ -144,7 +144,10 @@ class ProcessHandle:
         :func:`proofdiff.runtime.daemon.inspect_view`."""
         return {
             "image": self.argv[0], "entrypoint": self.argv[:1], "cmd": self.argv[1:],
-            "user": f"{os.getuid()}:{os.getgid()}", "env": dict(self.spec.env),
+            "user": f"{os.getuid()}:{os.getgid()}",
+            # the profile's env, and the devices the runtime gave it (by UUID on a fleet host)
+            "env": {**self.spec.env, **{k: v for k, v in self.env.items()
+                                        if k == "CUDA_VISIBLE_DEVICES" and v}},
             "mounts": {m.container_path: f"{m.source} (host path)" for m in self.spec.mounts},
             "limits": {"memory_bytes": self.limits.mem_limit_bytes, "cpus": self.limits.cpus,
                        "enforced_by": self.limits.enforced_by, "note": self.limits.note},

@@ -8,7 +8,9 @@ The hosts are started once for the module; each command starts its own cluster a
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -103,4 +105,48 @@ def test_a_differential_and_a_bisection_run_on_ssh_hosts_with_artifacts_shipped_
     for name in hosts.names:
         blobs = hosts.exec(name, "ls ~/.cache/proofdiff/shipped/blobs | wc -l")
         assert int(blobs) == first[name][0], (name, blobs)
+    _nothing_left(hosts)
+
+
+def test_a_unit_that_asks_for_gpus_lands_where_they_are_and_gets_them_by_uuid(
+        artifacts: Any, hosts: SshHosts, tmp_path: Path, one_partition_workload: str) -> None:
+    # bench and prod ask for one GPU each: the unit holds two of Dask's GPU resources, which
+    # only host-c offers (its two UUIDs); each daemon sees its own device, by UUID
+    rc, out, rdir = _proofdiff(tmp_path, "run", "--hosts", str(hosts.hosts_file),
+                               "--workload-file", one_partition_workload, "--suite", "validity",
+                               "--set", "*.gpus=1")
+    res = load_summary(rdir)
+    assert rc == 0 and res.verdict is Verdict.SAME, (res.verdict_line, out)
+    assert res.machine["fleet_host"] == "host-c", res.machine
+    seen = {}
+    for run in res.runs:
+        assert run.daemon is not None
+        env = run.daemon.inspect_view.get("env", {})
+        seen[run.profile] = env.get("CUDA_VISIBLE_DEVICES") if isinstance(env, dict) else env
+    assert sorted(seen.values()) == HOST_C_GPUS, seen  # disjoint, by UUID, never an index
+    _nothing_left(hosts)
+
+
+def test_regression_cases_are_replayed_as_units_over_the_hosts(
+        artifacts: Any, hosts: SshHosts, tmp_path: Path) -> None:
+    # two cases of the reference build, each replayed as pinned and with its fix, as processes
+    # on whichever host Dask gives it; their folders shipped like the other artifacts
+    cases = tmp_path / "cases"
+    for name in ("concurrent-jobs-share-one-job-id", "warmup-fails-params-read-elsewhere"):
+        shutil.copytree(REPO / "regressions" / name, cases / name)
+    rid = unique("ssh-replay")
+    proc = subprocess.run([sys.executable, "-m", "proofdiff", "run", "--hosts",
+                           str(hosts.hosts_file), "--suite", "regressions", "--report-dir",
+                           str(tmp_path / "r"), "--run-id", rid],
+                          cwd=REPO, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "PROOFDIFF_REGRESSIONS": str(cases)})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "2 case(s); exit 0" in out, out
+    summaries = [load_summary(d) for d in (tmp_path / "r").iterdir()
+                 if (d / "summary.json").is_file()]
+    assert len(summaries) == 4, out  # each case as pinned and with its fix
+    assert all(s.machine["fleet_host"] in hosts.names for s in summaries)
+    assert all(run.daemon is not None and run.daemon.runtime == "process"
+               for s in summaries for run in s.runs)
+    assert len({s.machine["fleet_host"] for s in summaries}) >= 2, out
     _nothing_left(hosts)

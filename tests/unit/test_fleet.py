@@ -20,6 +20,7 @@ from proofdiff.fleet.differential import differential_unit
 from proofdiff.fleet.executor import FleetError, ThreadExecutor, connect, open_executor
 from proofdiff.fleet.hosts import HOST_KEYS, HostsError, parse_hosts
 from proofdiff.fleet.version import proofdiff_version
+from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
 from proofdiff.model.status import Verdict
@@ -62,7 +63,7 @@ def test_a_hosts_file_reads_into_hosts() -> None:
     (("gpus = 1", "gpus = 1\ngpu_uuids = [\"GPU-1\"]"), 16, "both a GPU count"),
     (("scheduler = ", "schedular = "), 1, "unknown key 'schedular' at the top"),
     (("gpus = 1\nruntime = \"docker\"", "gpus = 1\nruntime = \"docker\"\nbin_dir = \"/b\""),
-     18, "runs daemons in Docker but names a bin_dir"),
+     17, "runs daemons in Docker but names a bin_dir"),
     (("slots = 2", "slots = 0"), 8, "slots = 0"),
 ])
 def test_a_bad_hosts_file_names_its_line_and_the_valid_keys(
@@ -176,3 +177,66 @@ def test_an_unreachable_scheduler_is_an_error_within_the_deadline() -> None:
     with pytest.raises(FleetError, match="both --cluster and --hosts"):
         with open_executor(RunOptions(cluster="tcp://127.0.0.1:1", hosts="h.toml")):
             pass
+
+
+def test_artifacts_are_shipped_to_each_worker_once_and_checked_by_content(
+        cluster: str, tmp_path: Path) -> None:
+    from distributed import Client
+
+    from proofdiff.fleet import shipping
+
+    src = tmp_path / "bin"
+    (src / "sub").mkdir(parents=True)
+    (src / "prover").write_bytes(b"#!/bin/sh\necho prover\n")
+    (src / "prover").chmod(0o755)
+    (src / "sub" / "vk").write_bytes(os.urandom(3 << 20))
+    bundle = shipping.bundle_of("binaries", src)
+    assert [(b.name, b.executable) for b in bundle.blobs] == [("prover", True),
+                                                              ("sub/vk", False)]
+    with Client(cluster, set_as_default=False) as c:
+        # each worker its own "host": its own shipped root
+        roots = c.run(lambda dask_worker: os.environ.__setitem__(
+            "PROOFDIFF_SHIPPED", f"{tmp_path}/host-{dask_worker.name}") or
+            os.environ["PROOFDIFF_SHIPPED"])
+        first = shipping.ship(c, [bundle])
+        again = shipping.ship(c, [bundle])
+        assert [(r.sent, r.present) for r in first] == [(2, 0), (2, 0)], first
+        assert [(r.sent, r.sent_bytes, r.present) for r in again] == [(0, 0, 2)] * 2, again
+        for root in roots.values():
+            laid = Path(root) / "dirs" / bundle.key
+            assert (laid / "sub" / "vk").read_bytes() == (src / "sub" / "vk").read_bytes()
+            assert os.access(laid / "prover", os.X_OK)
+        # bytes that do not hash to their name are refused, and not kept
+        addr = next(iter(roots))
+        with pytest.raises(ValueError, match="a transfer broke"):
+            c.run(shipping._put, "0" * 64, 0, b"other bytes", True, False, workers=[addr])
+        assert c.run(shipping._missing, ["0" * 64], workers=[addr])[addr] == ["0" * 64]
+        # a unit's reference becomes the worker's own path
+        opts = RunOptions(bin_dir=bundle.ref, workload_files={"w": f"{bundle.ref}/sub/vk"})
+        local = c.run(shipping.localize, opts, workers=[addr])[addr]
+        assert local.bin_dir == f"{roots[addr]}/dirs/{bundle.key}"
+        assert local.workload_files["w"] == f"{roots[addr]}/dirs/{bundle.key}/sub/vk"
+
+
+def test_a_unit_on_a_process_host_with_gpus_gets_the_hosts_runtime_and_disjoint_uuids() -> None:
+    from proofdiff.bisect.probe import ProbeUnit
+    from proofdiff.core.plan import load_selected
+    from proofdiff.fleet.placement import _pool, gpus_wanted, on_host
+
+    host = parse_hosts(HOSTS).hosts[0]  # process, two GPU UUIDs, its own bin_dir
+    opts = RunOptions(overrides=("*.gpus=1",))
+    assert gpus_wanted(opts) == 2  # bench and prod may run side by side
+    with on_host(opts, host) as placed:
+        assert placed.bin_dir == "/opt/refprover/bin"
+        got = load_selected(placed)
+        assert {p.runtime.value for p in got.values()} == {"process"}
+        assert sorted(u for p in got.values() for u in p.gpus) == list(host.gpu_uuids)
+        # the host has no GPU left for another unit until this one ends
+        with pytest.raises(ProofdiffError, match="not free on this host within 0 s"):
+            with _pool(host).lease(1, 0):
+                pass
+    # a bisection probe carries its profile: that is what is placed
+    probe = ProbeUnit(options=RunOptions(), profile=next(iter(load_selected(opts).values())))
+    with on_host(probe, host) as placed:
+        assert placed.profile.runtime.value == "process"
+        assert placed.profile.gpus == host.gpu_uuids[:1]
