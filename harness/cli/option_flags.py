@@ -34,6 +34,10 @@ def add_run_options(p: argparse.ArgumentParser, groups: Sequence[str], *,
     for spec in OPTIONS:
         if spec.group not in groups or (only and spec.flag not in only):
             continue
+        if spec.switch:
+            g.add_argument(f"--{spec.flag}", dest=spec.dest, action="store_true",
+                           help=spec.help)
+            continue
         kw: dict[str, Any] = {"dest": spec.dest, "metavar": spec.metavar, "help": spec.help,
                               "default": default_of(spec)}
         if spec.parse is not None:

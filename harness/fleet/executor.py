@@ -336,9 +336,10 @@ def open_executor(options: RunOptions, *, jobs: int = 1,
     hosts: Hosts | None = None
     if options.hosts:
         from proofdiff.fleet.hosts import load_hosts
-        from proofdiff.fleet.ssh import start_ssh_cluster
+        from proofdiff.fleet.ssh import start_ssh_cluster, usable_hosts
 
-        hosts = load_hosts(options.hosts)
+        hosts = usable_hosts(load_hosts(options.hosts), timeout_s=connect_timeout_s,
+                             every=options.all_hosts, log=log)
         cluster = start_ssh_cluster(hosts, timeout_s=connect_timeout_s, log=log)
         from distributed import Client as DaskClient
 

@@ -10,14 +10,19 @@ hosts by tests/e2e/test_fleet_ssh.py (containers with sshd and no Docker).
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import shlex
 import warnings
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from proofdiff.fleet.hosts import Host, Hosts
 
-__all__ = ["DASK_DIR", "cluster_spec", "start_ssh_cluster"]
+__all__ = ["DASK_DIR", "HostCheck", "check_hosts", "cluster_spec", "start_ssh_cluster",
+           "usable_hosts"]
 
 #: A worker's scratch folder, relative to the SSH login's home: beside the shipped artifacts
 #: in the host's cache, not in /tmp (Dask purges a dead worker's folder at the next start).
@@ -55,6 +60,123 @@ def cluster_spec(hosts: Hosts, timeout_s: float) -> tuple[dict[str, Any], dict[s
     return workers, scheduler
 
 
+class HostCheck(msgspec.Struct, frozen=True):
+    """One host's check before the cluster starts: ``problem`` '' = it can run units."""
+
+    host: str
+    problem: str = ""
+    fix: str = ""
+
+    def line(self) -> str:
+        """``host-a: ok`` or ``host-b: <problem> (fix: ...)``."""
+        return f"{self.host}: ok" if not self.problem else f"{self.host}: {self.problem} " \
+            f"(fix: {self.fix})"
+
+
+def _asyncssh() -> Any:
+    """The asyncssh module (SSHCluster's SSH and the host checks').
+
+    Raises:
+        proofdiff.fleet.executor.FleetError: it is not installed.
+    """
+    from proofdiff.fleet.executor import FleetError
+
+    try:
+        with warnings.catch_warnings():  # cryptography's notice about DSA keys, at import
+            warnings.simplefilter("ignore")
+            import asyncssh
+    except ImportError:
+        raise FleetError("--hosts reaches its hosts over SSH with asyncssh, which is not "
+                         "installed", fix="pip install asyncssh==2.24.1, or join a running "
+                         "scheduler with --cluster tcp://HOST:PORT") from None
+    return asyncssh
+
+
+async def _check(host: Host, want: str, timeout_s: float) -> HostCheck:
+    asyncssh = _asyncssh()
+
+    probe = (f"{shlex.quote(host.python)} -c 'import distributed; from proofdiff.fleet.version "
+             "import proofdiff_version as v; print(v())'")
+    if host.runtime == "process" and host.bin_dir:
+        probe += f" && test -d {shlex.quote(host.bin_dir)} && echo has-bin-dir"
+    if host.runtime == "docker":
+        probe += (f" && test -S {shlex.quote(host.docker_socket.removeprefix('unix://'))}"
+                  " && echo has-docker")
+    try:
+        async with asyncssh.connect(host.ssh_host, **_connect(host, timeout_s)) as conn:
+            got = await asyncio.wait_for(conn.run(probe), timeout_s)
+    except (OSError, asyncssh.Error, asyncio.TimeoutError) as exc:
+        return HostCheck(host.name, f"did not answer over SSH at {host.ssh} within "
+                         f"{timeout_s:.0f} s ({type(exc).__name__}: {exc})",
+                         f"check `ssh {host.ssh} true` works with the hosts file's ssh and "
+                         "ssh_key, and that the host is up")
+    lines = str(got.stdout or "").split()
+    if not lines:
+        err = str(got.stderr or "").strip().splitlines()
+        return HostCheck(host.name, f"{host.python} there cannot import proofdiff and "
+                         f"distributed ({err[-1] if err else f'exit {got.exit_status}'})",
+                         f"install them there ({host.python} -m pip install <this checkout> "
+                         "distributed), or point the hosts file's python at the Python that has "
+                         "them")
+    if lines[0] != want:
+        return HostCheck(host.name, f"runs proofdiff {lines[0]}, not this caller's {want}",
+                         "install this checkout's proofdiff there (pip install .)")
+    if host.runtime == "process" and host.bin_dir and "has-bin-dir" not in lines:
+        return HostCheck(host.name, f"has no bin_dir {host.bin_dir}",
+                         "copy the programs there, or drop bin_dir to have the caller's "
+                         "binaries shipped")
+    if host.runtime == "docker" and "has-docker" not in lines:
+        return HostCheck(host.name, f"has no Docker engine at {host.docker_socket}",
+                         "start Docker there, or set runtime = \"process\"")
+    return HostCheck(host.name)
+
+
+def check_hosts(hosts: Hosts, timeout_s: float) -> list[HostCheck]:
+    """Every host checked at once over SSH (:class:`HostCheck`, in file order): it answers
+    within ``timeout_s``, its ``python`` imports distributed and runs this caller's proofdiff
+    (:func:`~proofdiff.fleet.version.proofdiff_version`), and it has its ``bin_dir`` (a
+    process host that names one) or its Docker socket (a docker host)."""
+    from proofdiff.fleet.version import proofdiff_version
+
+    want = proofdiff_version()
+    _asyncssh()
+
+    async def every() -> list[HostCheck]:
+        return list(await asyncio.gather(*(_check(h, want, timeout_s) for h in hosts.hosts)))
+
+    return asyncio.run(every())
+
+
+def usable_hosts(hosts: Hosts, *, timeout_s: float, every: bool,
+                 log: Callable[[str], None] = lambda _l: None) -> Hosts:
+    """``hosts`` less those that fail :func:`check_hosts` (each logged with its fix).
+
+    Raises:
+        proofdiff.fleet.executor.FleetError: a host failed and ``every`` (``--all-hosts``) was
+            given; no host passed; the scheduler's host failed.
+    """
+    from proofdiff.fleet.executor import FleetError
+
+    checks = check_hosts(hosts, timeout_s)
+    bad = [c for c in checks if c.problem]
+    for c in checks:
+        log(f"host {c.line()}")
+    sched = next((h for h in hosts.hosts if h.ssh == hosts.scheduler), None)
+    if bad and (every or len(bad) == len(checks)
+                or (sched is not None and sched.name in {c.host for c in bad})):
+        why = ("--all-hosts was given" if every else "no host passed" if len(bad) == len(
+            checks) else "the scheduler runs on one of them")
+        raise FleetError(f"{len(bad)} of {len(checks)} host(s) of {hosts.source} cannot run "
+                         f"units ({why}): " + "; ".join(c.line() for c in bad),
+                         fix="fix each host as its line says, or leave it out of the hosts "
+                             "file")
+    if bad:
+        log(f"going on with {len(checks) - len(bad)} of {len(checks)} host(s)")
+    names = {c.host for c in bad}
+    return msgspec.structs.replace(hosts, hosts=tuple(h for h in hosts.hosts
+                                                      if h.name not in names))
+
+
 def start_ssh_cluster(hosts: Hosts, *, timeout_s: float,
                       log: Callable[[str], None] = lambda _l: None) -> Any:
     """Start the cluster of :func:`cluster_spec` (blocks until every worker has started).
@@ -65,14 +187,7 @@ def start_ssh_cluster(hosts: Hosts, *, timeout_s: float,
     """
     from proofdiff.fleet.executor import FleetError
 
-    try:
-        with warnings.catch_warnings():  # cryptography's notice about DSA keys, at import
-            warnings.simplefilter("ignore")
-            import asyncssh  # noqa: F401 - SSHCluster's SSH
-    except ImportError:
-        raise FleetError("--hosts starts its workers over SSH with asyncssh, which is not "
-                         "installed", fix="pip install asyncssh==2.24.1, or join a running "
-                         "scheduler with --cluster tcp://HOST:PORT") from None
+    _asyncssh()
     from distributed import SpecCluster
     spec_cluster: Any = SpecCluster  # distributed is only partly typed
 

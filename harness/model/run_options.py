@@ -66,6 +66,8 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     Fleet (:mod:`proofdiff.fleet`; both '' = threads on this machine):
         cluster: a Dask scheduler's address (``tcp://HOST:PORT``) whose workers run the units.
         hosts: a hosts file (:mod:`proofdiff.fleet.hosts`) to start a Dask ``SSHCluster`` over.
+        all_hosts: every host of ``hosts`` must pass its check, or nothing runs (default:
+            the run goes on with those that do, each other one reported with its fix).
     Schedule:
         side_by_side: whether the profiles' workload runs prove at the same time on disjoint
             CPU sets (:class:`~proofdiff.model.choices.SideBySide`; default ``auto``).
@@ -99,6 +101,7 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     side_by_side: SideBySide = SideBySide.AUTO
     cluster: str = ""
     hosts: str = ""
+    all_hosts: bool = False
     cache_root: str = ""
     crate_dir: str = ""
     regressions_dir: str = ""
@@ -231,6 +234,7 @@ class OptionSpec:
             default (``Default: ...``).
         parse: argparse ``type``. repeat: repeatable (``action=append``). bare: the value of
             the flag given alone (``nargs='?'``, ``const=bare``); ``None`` = a value is required.
+        switch: a flag with no value, true when given (``action=store_true``).
     """
 
     flag: str
@@ -241,6 +245,7 @@ class OptionSpec:
     parse: Callable[[str], Any] | None = None
     repeat: bool = False
     bare: str | None = None
+    switch: bool = False
 
     @property
     def dest(self) -> str:
@@ -274,7 +279,8 @@ def _load_table() -> tuple[OptionSpec, ...]:
                               metavar=e["metavar"],
                               help=e["help"].replace("{profile_sets}", sets),
                               parse=PARSERS[e["parse"]] if "parse" in e else None,
-                              repeat=bool(e.get("repeat", False)), bare=e.get("bare")))
+                              repeat=bool(e.get("repeat", False)), bare=e.get("bare"),
+                              switch=bool(e.get("switch", False))))
     return tuple(out)
 
 
@@ -285,6 +291,8 @@ _DEFAULTS = RunOptions()
 
 
 def _value(spec: OptionSpec, raw: Any) -> Any:
+    if spec.switch:
+        return bool(raw)
     if spec.field == "workload_files":
         return {n: str(p) for n, p in raw or ()}
     if spec.repeat:

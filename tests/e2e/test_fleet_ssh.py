@@ -23,6 +23,7 @@ from proofdiff.bisect import BisectResult
 from proofdiff.model import serde
 from proofdiff.model.status import Verdict
 from proofdiff.report.summary_json import load_summary
+from proofdiff.runtime.process import free_port
 
 from tests.e2e.conftest import REPO, unique
 from tests.e2e.ssh_hosts import SshHosts, start_ssh_hosts
@@ -110,13 +111,28 @@ def test_a_differential_and_a_bisection_run_on_ssh_hosts_with_artifacts_shipped_
 
 def test_a_unit_that_asks_for_gpus_lands_where_they_are_and_gets_them_by_uuid(
         artifacts: Any, hosts: SshHosts, tmp_path: Path, one_partition_workload: str) -> None:
+    # two more hosts that cannot run units: one that does not answer, one whose Python has no
+    # proofdiff; each is reported with its fix, and the run goes on with the three others
+    broken = tmp_path / "hosts-with-broken.toml"
+    broken.write_text(hosts.hosts_file.read_text() + "\n".join([
+        "", "[[host]]", 'name = "host-d"', f'ssh = "prover@127.0.0.1:{free_port()}"',
+        'runtime = "process"', "", "[[host]]", 'name = "host-e"',
+        f'ssh = "prover@127.0.0.1:{hosts.ports[1]}"', 'python = "/usr/bin/python3"',
+        f'ssh_key = "{hosts.hosts_file.parent / "id_ed25519"}"', ""]))
+    rc, out, rdir = _proofdiff(tmp_path, "run", "--hosts", str(broken), "--all-hosts",
+                               "--suite", "validity")
+    assert rc == 3 and "2 of 5 host(s)" in out and "--all-hosts was given" in out, out
+    assert not load_summary(rdir).runs, "a unit ran although --all-hosts was not met"
     # bench and prod ask for one GPU each: the unit holds two of Dask's GPU resources, which
     # only host-c offers (its two UUIDs); each daemon sees its own device, by UUID
-    rc, out, rdir = _proofdiff(tmp_path, "run", "--hosts", str(hosts.hosts_file),
+    rc, out, rdir = _proofdiff(tmp_path, "run", "--hosts", str(broken),
                                "--workload-file", one_partition_workload, "--suite", "validity",
                                "--set", "*.gpus=1")
     res = load_summary(rdir)
     assert rc == 0 and res.verdict is Verdict.SAME, (res.verdict_line, out)
+    assert "host host-d: did not answer over SSH" in out and "ssh_key" in out, out
+    assert "host host-e: /usr/bin/python3 there cannot import proofdiff" in out, out
+    assert "going on with 3 of 5 host(s)" in out, out
     assert res.machine["fleet_host"] == "host-c", res.machine
     seen = {}
     for run in res.runs:
