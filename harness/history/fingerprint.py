@@ -1,7 +1,7 @@
 """The machine fingerprint: which runs may be compared with each other.
 
-Two runs share a fingerprint when they ran on the same host with the same GPU models and
-driver, the same usable cores and the same memory (whole GiB). A run that moved to another GPU
+Two runs share a fingerprint when they ran on the same host (a fleet's host by its name in
+the hosts file) with the same GPU models and driver, the same usable cores and the same memory (whole GiB). A run that moved to another GPU
 model, driver or host starts a new series instead of making a change point. Memory is rounded
 to whole GiB because MemTotal moves by a few MiB between boots (and, on some GPU hosts, grows
 as memory is used: :mod:`proofdiff.runtime.host`).
@@ -52,7 +52,9 @@ def machine_key(facts: Mapping[str, Any]) -> MachineKey:
     driver = ", ".join(sorted({str(g.get("driver_version", "?")) for g in gpus}))
     cpus = int(facts.get("cpus_usable") or facts.get("cpus") or 0)
     mem_gib = round(int(facts.get("mem_total_bytes") or 0) / 2 ** 30)
-    host = str(facts.get("hostname", "") or "unknown")
+    # a fleet's host by its name in the hosts file: two hosts on one machine (containers, a
+    # rented box's slices) are two series, and a rented host keeps its name across hostnames
+    host = str(facts.get("fleet_host") or facts.get("hostname", "") or "unknown")
     ident = "|".join((host, model, driver, str(cpus), str(mem_gib)))
     return MachineKey(fingerprint=hashlib.sha256(ident.encode()).hexdigest(), host=host,
                       gpu_model=model, gpu_driver=driver, cpus=cpus, mem_gib=mem_gib)

@@ -240,3 +240,12 @@ def test_a_unit_on_a_process_host_with_gpus_gets_the_hosts_runtime_and_disjoint_
     with on_host(probe, host) as placed:
         assert placed.profile.runtime.value == "process"
         assert placed.profile.gpus == host.gpu_uuids[:1]
+
+
+def test_each_fleet_host_is_its_own_history_series() -> None:
+    from proofdiff.history.fingerprint import machine_key
+
+    facts = {"hostname": "box", "cpus_usable": 16, "mem_total_bytes": 128 << 30}
+    a, b = (machine_key({**facts, "fleet_host": h}) for h in ("host-a", "host-b"))
+    assert a.fingerprint != b.fingerprint and (a.host, b.host) == ("host-a", "host-b")
+    assert machine_key(facts).host == "box"
