@@ -23,7 +23,6 @@ from proofdiff.core.side_by_side import Placement
 from proofdiff.core.store import MemoryStore, Store
 from proofdiff.core.suite_result import SuiteResult, merge_flows, once
 from proofdiff.drivers.bench_cli import BenchCliDriver
-from proofdiff.drivers.cuzk_client import loaded_srs, status_probe
 from proofdiff.drivers.deadlines import Deadlines, deadlines_for
 from proofdiff.drivers.flow import prove_many
 from proofdiff.drivers.hang_guard import CpuProbe
@@ -42,7 +41,7 @@ from proofdiff.model.status import JobStatus
 from proofdiff.model.workload import MIXED, Workload, WorkloadError, load_workload
 from proofdiff.oracles.preflight import BLOCKING
 from proofdiff.oracles.suite_table import SUITES
-from proofdiff.runtime.daemon import Daemon, LaunchError, start_daemon
+from proofdiff.runtime.daemon import Daemon, LaunchError, ReadyProbe, start_daemon
 from proofdiff.runtime.identity import program_identity
 from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.spec import ContainerError
@@ -52,6 +51,20 @@ from proofdiff.verify.tool_verifier import ToolVerifier, Verifier, attach_verdic
 
 __all__ = ["Session", "SuiteResult", "merge_flows"]
 
+
+
+# gRPC's stack (grpc, the cuzk stubs: 0.2-0.3 s) is imported by the first daemon's readiness
+# probe, on its start thread while the daemon boots, not with this module (issue 18)
+def _status_probe(address: str) -> ReadyProbe:
+    from proofdiff.drivers.cuzk_client import status_probe
+
+    return status_probe(address)
+
+
+def _loaded_srs(address: str) -> tuple[str, ...]:
+    from proofdiff.drivers.cuzk_client import loaded_srs
+
+    return loaded_srs(address)
 
 class Session(PreflightLooks):
     """Computes a plan's runs and records on demand; see the module docstring.
@@ -140,7 +153,7 @@ class Session(PreflightLooks):
             p = self.profiles[profile]
             self.log(f"starting {profile} ({p.runtime}: {p.program})")
             try:
-                d = start_daemon(self.runner, p, self.param_cache, probe=status_probe,
+                d = start_daemon(self.runner, p, self.param_cache, probe=_status_probe,
                                  name=self.runner.unique_name(profile, self.worker),
                                  cpuset=self.placement.cpusets.get(profile, ())
                                  if self.placement else ())
@@ -268,7 +281,7 @@ class Session(PreflightLooks):
     @staticmethod
     def _facts(daemon: Daemon, settle_s: float = 0.0) -> DaemonFacts:
         """The daemon's facts, with the SRS its API reports loaded."""
-        return daemon.facts(settle_s, srs_loaded=loaded_srs(daemon.address) if daemon.address
+        return daemon.facts(settle_s, srs_loaded=_loaded_srs(daemon.address) if daemon.address
                             else ())
 
     def facts(self, profile: str) -> DaemonFacts | None:

@@ -18,7 +18,7 @@ A real cuzk proves one WindowPoSt partition per request and cuzk-bench's ``batch
 for partition 0, so for a cuzk daemon (``daemon = "cuzk"``) a WindowPoSt job of several
 partitions is proved with ``single --partition K`` per partition, each with that partition's
 sectors; ``single`` prints the 192-byte proof whole, so these proofs are verified, and the
-job's record joins its partitions' (:func:`proofdiff.drivers.grpc_driver.merge_partitions`).
+job's record joins its partitions' (:func:`proofdiff.drivers.partitions.merge_partitions`).
 cuzk-bench has no flag that writes proofs out (its ``single`` and ``batch`` arguments, curio
 e0294b0f ``extern/cuzk/cuzk-bench/src/main.rs``); ``single`` is its only way to hand one out, so
 a tool without ``--save-proofs`` proves every job whose whole proof ``single`` prints
@@ -56,7 +56,7 @@ from proofdiff.drivers.bench_inputs import BenchToolError, bench_input, bench_ty
 from proofdiff.drivers.bench_output import (SINGLE_PRINTS_WHOLE, BenchOutputError,
                                             parse_bench_output, parse_single_output, usage_error)
 from proofdiff.drivers.deadlines import Deadlines
-from proofdiff.drivers.grpc_driver import merge_partitions
+from proofdiff.drivers.partitions import merge_partitions
 from proofdiff.drivers.hang_guard import INTERRUPTED, Guard
 
 __all__ = ["TOOL_CHOSEN_ID", "BenchCliDriver", "BenchToolError"]

@@ -25,11 +25,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from proofdiff.model.jobs import JobRecord, StatusSample
 from proofdiff.model.status import JobStatus
-from proofdiff.drivers.cuzk_client import ClientError, ProverClient
 from proofdiff.drivers.stall_rule import IDLE_CORES, AnswerClock, Observed, stall_reason
+
+if TYPE_CHECKING:  # gRPC's stack loads on the guard's thread (a session's import: issue 18)
+    from proofdiff.drivers.cuzk_client import ProverClient
 
 _RUNNING = re.compile(r"^cuzk_running_jobs(?:\{[^}]*\})?\s+([0-9.eE+-]+)\s*$", re.M)
 
@@ -133,6 +136,8 @@ def _sample(client: ProverClient, guard: Guard, metrics: list[bool]) -> StatusSa
     in progress (its queues, or the GPUs it says are busy, whichever says more: cuzk lists a
     queue only for kinds with waiting jobs, so a lone running job shows only on its GPU), and
     ``cuzk_running_jobs``."""
+    from proofdiff.drivers.cuzk_client import ClientError
+
     st = client.get_status()
     pending = sum(q.pending for q in st.queues)
     active = max(sum(q.in_progress for q in st.queues),
@@ -164,6 +169,9 @@ def _watch(address: str, guard: Guard, stall_s: float, poll_s: float,
     seen_cpu = 0.0
     last: StatusSample | None = None
     metrics = [True]
+    # gRPC's stack is imported here, on the guard's thread, not with the session
+    from proofdiff.drivers.cuzk_client import ClientError, ProverClient
+
     with ProverClient(address, default_timeout_s=max(1.0, poll_s * 4)) as client:
         while not finished.wait(poll_s) and not guard.expired():
             now = time.monotonic()
