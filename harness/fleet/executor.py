@@ -212,7 +212,8 @@ class DaskExecutor:
     def ship(self, options: RunOptions) -> RunOptions:
         from proofdiff.fleet.placement import ship_run
 
-        opts, reports = ship_run(self.client, options, self.hosts, log=self.log)
+        with _shipping(self.client):
+            opts, reports = ship_run(self.client, options, self.hosts, log=self.log)
         self.shipped.extend(reports)
         return opts
 
@@ -220,7 +221,8 @@ class DaskExecutor:
         from proofdiff.fleet.shipping import bundle_of, ship
 
         bundle = bundle_of(what, path, named=True)
-        self.shipped.extend(ship(self.client, [bundle], log=self.log))
+        with _shipping(self.client):
+            self.shipped.extend(ship(self.client, [bundle], log=self.log))
         return bundle.ref
 
     def _wait(self, futures: Sequence[Any]) -> None:
@@ -246,6 +248,21 @@ class DaskExecutor:
                     f"{self.no_worker_s:.0f} s; {len(pending)} unit(s) never finished: "
                     + ", ".join(sorted(str(f.key) for f in pending)[:5]),
                     fix="restart the workers (dask worker tcp://...), or run without --cluster")
+
+
+@contextmanager
+def _shipping(client: Any) -> Iterator[None]:
+    """A transfer that breaks (a worker lost, a step past its deadline, a blob that arrives
+    corrupt, a full disk there) is a :class:`FleetError` naming the cause."""
+    try:
+        yield
+    except ProofdiffError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever broke between here and a worker
+        raise FleetError(f"shipping the artifacts to the workers of {client.scheduler.address} "
+                         f"failed: {type(exc).__name__}: {exc}",
+                         fix="check the workers' disks (~/.cache/proofdiff/shipped) and logs, "
+                             "then run again: what arrived whole is kept") from None
 
 
 def connect(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Any:

@@ -5,7 +5,8 @@ A folder or file the units need (refprover's binaries, the param cache, a worklo
 profile file, a regression case) is a :class:`Bundle`: its files, each a :class:`Blob` named by
 the sha256 of its bytes. Shipping a bundle to a worker (:func:`ship`):
 
-1. asks the worker which blobs it lacks (``client.run`` of :func:`_missing` on that worker);
+1. asks the worker which blobs it lacks (a task of :func:`_missing` pinned to that worker;
+   every step has a deadline, :data:`STEP_TIMEOUT_S`);
 2. sends each missing blob in chunks of :data:`CHUNK_BYTES` (:func:`_put`), which the worker
    checks against its sha256 before it keeps it: ``<root>/blobs/<sha256>``;
 3. has the worker lay the bundle out as a folder of hard links, ``<root>/dirs/<bundle key>/``
@@ -36,6 +37,8 @@ __all__ = ["CHUNK_BYTES", "PREFIX", "Blob", "Bundle", "ShipReport", "bundle_of",
 PREFIX = "@shipped/"
 #: Bytes per message of a blob's transfer (a Dask message of this size is routine).
 CHUNK_BYTES = 32 << 20
+#: Deadline of one step on a worker (a question, a chunk, a folder laid out), s.
+STEP_TIMEOUT_S = 300.0
 
 T = TypeVar("T")
 
@@ -244,8 +247,9 @@ def ship(client: Any, bundles: Iterable[Bundle], *, workers: Mapping[str, str] |
         One :class:`ShipReport` per worker, in address order.
 
     Raises:
-        OSError: a source file cannot be read. Whatever a worker raises (a blob that arrives
-            corrupt: ``ValueError``; a full disk: ``OSError``) comes back here.
+        OSError: a source file cannot be read. TimeoutError: a step ran past
+            :data:`STEP_TIMEOUT_S`. Whatever a worker raises (a blob that arrives corrupt:
+            ``ValueError``; a full disk: ``OSError``) comes back here.
     """
     bundles = list(bundles)
     if workers is None:
@@ -255,10 +259,19 @@ def ship(client: Any, bundles: Iterable[Bundle], *, workers: Mapping[str, str] |
     for bundle in bundles:
         for b in bundle.blobs:
             by_sha.setdefault(b.sha256, (Path(bundle.base) / b.name, b))
+    def on(addr: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` on the worker at ``addr`` alone, within :data:`STEP_TIMEOUT_S`."""
+        fut = client.submit(fn, *args, workers=[addr], allow_other_workers=False, pure=False)
+        try:
+            return fut.result(timeout=STEP_TIMEOUT_S)
+        except TimeoutError:
+            fut.cancel()
+            raise TimeoutError(f"{fn.__name__} on worker {workers[addr]} did not finish within "
+                               f"{STEP_TIMEOUT_S:.0f} s") from None
+
     reports = []
     for addr in sorted(workers):
-        on = [addr]
-        lacking = client.run(_missing, sorted(by_sha), workers=on)[addr]
+        lacking = on(addr, _missing, sorted(by_sha))
         sent_bytes = 0
         for sha in lacking:
             path, blob = by_sha[sha]
@@ -267,13 +280,13 @@ def ship(client: Any, bundles: Iterable[Bundle], *, workers: Mapping[str, str] |
                 while True:
                     chunk = fh.read(CHUNK_BYTES)
                     last = offset + len(chunk) >= blob.size
-                    client.run(_put, sha, offset, chunk, last, blob.executable, workers=on)
+                    on(addr, _put, sha, offset, chunk, last, blob.executable)
                     offset += len(chunk)
                     if last:
                         break
             sent_bytes += blob.size
         for bundle in bundles:
-            client.run(_assemble, bundle, workers=on)
+            on(addr, _assemble, bundle)
         report = ShipReport(worker=workers[addr], sent=len(lacking), sent_bytes=sent_bytes,
                             present=len(by_sha) - len(lacking))
         log(f"artifacts: {report.line()}")
