@@ -19,14 +19,13 @@ from typing import Any
 
 import pytest
 
-from proofdiff.bisect import BisectResult
-from proofdiff.model import serde
 from proofdiff.model.status import Verdict
 from proofdiff.report.summary_json import load_summary
 from proofdiff.runtime.process import free_port
 
 from tests.e2e.conftest import REPO, unique
 from tests.e2e.ssh_hosts import SshHosts, start_ssh_hosts
+from tests.e2e.test_fleet import _proofdiff, bisect_param_path
 from tests.e2e.test_process_target import _leftovers
 
 pytestmark = pytest.mark.e2e
@@ -40,16 +39,6 @@ HOST_C_GPUS = ["GPU-00000000-0000-0000-0000-0000000000c1",
 def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshHosts]:
     yield from start_ssh_hosts(tmp_path_factory.mktemp("ssh-hosts"),
                                gpu_uuids={"host-c": HOST_C_GPUS})
-
-
-def _proofdiff(tmp_path: Path, *args: str) -> tuple[int, str, Path]:
-    rid = unique(f"ssh-{args[0]}")
-    cmd = [sys.executable, "-m", "proofdiff", *args, "--report-dir", str(tmp_path),
-           "--run-id", rid]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
-    out = proc.stdout + proc.stderr
-    assert (tmp_path / rid / "summary.json").is_file(), f"no report from {cmd}:\n{out}"
-    return proc.returncode, out, tmp_path / rid
 
 
 def _shipped(out: str) -> dict[str, tuple[int, int]]:
@@ -91,13 +80,7 @@ def test_a_differential_and_a_bisection_run_on_ssh_hosts_with_artifacts_shipped_
     _nothing_left(hosts)
 
     # a bisection: its probes are units on every host; nothing is shipped again
-    rc, out, rdir = _proofdiff(tmp_path, "bisect", *fleet, "--set",
-                               "*.env.REFPROVER_FAULTS=param-path-default",
-                               "--oracle", "preflight/params")
-    r = serde.read(rdir / "summary.json", BisectResult)
-    assert rc == 0 and r.status == "found", out
-    assert {c.path for c in r.change} == {"mounts.params", "config.srs.param_cache",
-                                          "env.FIL_PROOFS_PARAMETER_CACHE"}, r.steps
+    r, out = bisect_param_path(tmp_path, *fleet)
     assert len({p.host for p in r.probes}) >= 2 and {p.host for p in r.probes} <= set(
         hosts.names), [(p.index, p.host) for p in r.probes]
     again = _shipped(out)
