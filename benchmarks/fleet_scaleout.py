@@ -79,7 +79,7 @@ def main() -> int:
             per = _hosts(Path(tmp))
         rows.append({"workers": n, "cores_each": len(share["0"]), "wall_s": round(wall, 1),
                      "exit": proc.returncode, "units": dict(sorted(per.items()))})
-        if proc.returncode not in (0, 1):
+        if proc.returncode != 0 or not per:  # what went wrong, whatever the exit code
             print((proc.stdout + proc.stderr)[-3000:], file=sys.stderr)
     base = rows[0]["wall_s"]
     table = Table(title=f"scale-out of `proofdiff {' '.join(cmd)}` on {len(cores)} cores")

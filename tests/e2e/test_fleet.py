@@ -49,9 +49,10 @@ def _proofdiff(tmp_path: Path, *args: str) -> tuple[int, str, Path]:
     return proc.returncode, out, tmp_path / rid
 
 
-def bisect_param_path(tmp_path: Path, *args: str) -> tuple[BisectResult, str]:
+def bisect_param_path(tmp_path: Path, *args: str) -> tuple[BisectResult, str, Path]:
     """``proofdiff bisect ARGS`` of ``param-path-default`` judged by ``preflight/params``: it
-    is found, the three keys that name the param path (the same on one machine or a fleet)."""
+    is found, the three keys that name the param path (the same on one machine or a fleet);
+    the result, the output and the report dir."""
     rc, out, rdir = _proofdiff(tmp_path, "bisect", *args, "--set",
                                "*.env.REFPROVER_FAULTS=param-path-default",
                                "--oracle", "preflight/params")
@@ -59,14 +60,14 @@ def bisect_param_path(tmp_path: Path, *args: str) -> tuple[BisectResult, str]:
     assert rc == 0 and r.status == "found", out
     assert {c.path for c in r.change} == {"mounts.params", "config.srs.param_cache",
                                           "env.FIL_PROOFS_PARAMETER_CACHE"}, r.steps
-    return r, out
+    return r, out, rdir
 
 
 def test_a_bisection_and_a_differential_run_their_units_on_a_dask_cluster(
         artifacts: Any, cluster: str, tmp_path: Path, two_job_workload: str) -> None:
     procs = ("--cluster", cluster, "--bin-dir", str(artifacts.bin_dir), "--set",
              "*.runtime=process", "--workload-file", two_job_workload)
-    r, out = bisect_param_path(tmp_path, *procs)
+    r, out, rdir = bisect_param_path(tmp_path, *procs)
     # each worker ran its share: the good and bad profiles, and the confirmation, side by side
     assert {p.host for p in r.probes} == {"0", "1"}, [(p.index, p.host) for p in r.probes]
     assert all((rdir / "probes" / p.run_id / "summary.json").is_file() for p in r.probes)

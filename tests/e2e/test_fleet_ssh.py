@@ -80,7 +80,7 @@ def test_a_differential_and_a_bisection_run_on_ssh_hosts_with_artifacts_shipped_
     _nothing_left(hosts)
 
     # a bisection: its probes are units on every host; nothing is shipped again
-    r, out = bisect_param_path(tmp_path, *fleet)
+    r, out, _rdir = bisect_param_path(tmp_path, *fleet)
     assert len({p.host for p in r.probes}) >= 2 and {p.host for p in r.probes} <= set(
         hosts.names), [(p.index, p.host) for p in r.probes]
     again = _shipped(out)
