@@ -32,6 +32,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
+import msgspec
+
 from proofdiff.fleet.hosts import Host, Hosts
 from proofdiff.fleet.shipping import ShipReport
 from proofdiff.fleet.version import proofdiff_version
@@ -132,11 +134,14 @@ def _on_worker(fn: Callable[[Any], Any], item: Any,
     from distributed import get_worker
 
     from proofdiff.fleet.placement import on_host
-    from proofdiff.fleet.shipping import localize
+    from proofdiff.fleet.shipping import localize, walk
 
     name = str(get_worker().name)
     host = hosts.get(name)
-    item = localize(item)
+    # the caller's paths made this machine's: shipped artifacts by reference, and its cache
+    # and crate dropped (this machine's own are read from its environment)
+    item = walk(localize(item), lambda s: s, lambda s: msgspec.structs.replace(
+        s, cache_root="", crate_dir="") if isinstance(s, RunOptions) else s)
     if host is None:
         return name, fn(item)
     with on_host(item, host) as placed:

@@ -11,8 +11,8 @@ artifacts shipped beforehand, and GPUs by UUID.
   (:func:`gpus_wanted`), so a host runs side by side only what its GPUs hold; on the host, each
   profile's count becomes that many device UUIDs from the host's ``gpu_uuids`` (leased from a
   per-process pool, disjoint between the units and the profiles of one unit), which the
-  runtimes pass as ``CUDA_VISIBLE_DEVICES`` / ``NVIDIA_VISIBLE_DEVICES`` by UUID: never an
-  index, whose meaning changes with the host's device order.
+  runtimes pass by UUID (a process's ``CUDA_VISIBLE_DEVICES``, a container's device request
+  by id): never an index, whose meaning changes with the host's device order.
 """
 
 from __future__ import annotations
@@ -145,8 +145,7 @@ class _Placer:
             for name, n in _profile_gpus(s).items():
                 if n:
                     sets.append(f"{name}.gpus=[{', '.join(repr(u) for u in self.take(n))}]")
-        # the caller's cache and crate are not this host's: its own are read from its env
-        return msgspec.structs.replace(s, overrides=tuple(sets), cache_root="", crate_dir="",
+        return msgspec.structs.replace(s, overrides=tuple(sets),
                                        bin_dir=self.host.bin_dir or s.bin_dir)
 
 
