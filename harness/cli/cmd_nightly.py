@@ -50,7 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "exist yet is the first night. Default: the latest earlier night's "
                         "REPORT_DIR/<night>/allure-report/history/ (or the history its "
                         "allure-results carried)")
-    add_run_options(p, [g for g in EVERY_GROUP if g != "bisect"],
+    add_run_options(p, [*(g for g in EVERY_GROUP if g != "bisect"), "fleet"],
                     choices={"suite": [*SUITES, "all"]})
     add_run_options(p, ("bisect",), only=("bisect-jobs",))
 

@@ -48,9 +48,11 @@ def differential_on_fleet(options: RunOptions, *, log: Callable[[str], None] = l
             unit = ex.ship(unit)  # another machine: its artifacts go there first
             [result] = ex.map(differential_unit, [unit], name="differential")
             log(f"the differential ran on {ex.placed[-1][1]}")
-            # the record names the fleet's host (its machine facts are that host's own)
+            # the record names the fleet's host (its machine facts are that host's own), and
+            # the allowlist by the caller's path, not its shipped copy's
             result = msgspec.structs.replace(
-                result, machine={**result.machine, "fleet_host": ex.placed[-1][1]})
+                result, machine={**result.machine, "fleet_host": ex.placed[-1][1]},
+                allowlist=opts.allowlist if result.allowlist else "")
     except ProofdiffError as exc:
         result = assemble(run_id=opts.run_id, profiles={}, records=[], runs=[],
                           errors=[str(exc)], wall_s=time.monotonic() - t0,

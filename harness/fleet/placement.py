@@ -2,7 +2,8 @@
 artifacts shipped beforehand, and GPUs by UUID.
 
 * **Artifacts** (:func:`ship_run`, on the caller): the run's binaries, param cache, workload
-  files and profile file are found or built here (``pin_artifacts``), shipped to every worker
+  files, profile file, params manifest and allowlist are found or built here
+  (``pin_artifacts``), shipped to every worker
   (:mod:`proofdiff.fleet.shipping`), and the options name them by reference.
 * **The host's runtime** (:func:`on_host`, on the worker): a ``process`` host runs every
   profile as a process (``*.runtime=process``), with its own ``bin_dir`` where the hosts file
@@ -189,7 +190,7 @@ def ship_run(client: Any, options: RunOptions, hosts: Mapping[str, Host], *,
         bundles["bin_dir"] = bundle_of("binaries", opts.bin_dir, programs=True)
     if opts.param_cache:
         bundles["param_cache"] = bundle_of("params", opts.param_cache)
-    for name in ("profiles", "params_manifest"):
+    for name in ("profiles", "params_manifest", "allowlist"):
         value = getattr(opts, name)
         if value and Path(value).is_file():
             bundles[name] = bundle_of(name, value)

@@ -4,7 +4,11 @@ before it on the same machine.
 1. The differential (:func:`~proofdiff.core.differential.run_differential`) on every
    configured workload (each selected profile's, unless ``--workload`` names them) with the
    default suites and the timing suite (unless ``--suite`` names them); its report is
-   ``differential/`` in the night's folder. The allowlist applies there: an accepted failure is
+   ``differential/`` in the night's folder. With ``--cluster`` or ``--hosts`` it is one unit
+   of the fleet (:func:`~proofdiff.fleet.differential.differential_on_fleet`: on the host Dask
+   gives it, its artifacts shipped there), and the night joins that host's series (the
+   history's machine fingerprint names the fleet's host); the (host, workload) matrix is not
+   split into units yet. The allowlist applies there: an accepted failure is
    shown as such and has no standing here.
 2. The history (``--history``; default a SQLite file in the report root,
    ``<report_dir>/history.sqlite``): the last :data:`NIGHTS` nightly runs on this machine
@@ -216,8 +220,13 @@ def run_nightly(options: RunOptions | None = None, *,
     rid = opts.run_id or new_run_id()
     opts = nightly_options(msgspec.structs.replace(opts, run_id=rid))
     run_dir = opts.report_root / rid
-    diff = run_differential(msgspec.structs.replace(opts, report_dir=str(run_dir),
-                                                    run_id="differential"), log=log)
+    night = msgspec.structs.replace(opts, report_dir=str(run_dir), run_id="differential")
+    if opts.cluster or opts.hosts:  # on a fleet: the differential is a unit on one host, whose
+        from proofdiff.fleet.differential import differential_on_fleet  # series it joins
+
+        diff = differential_on_fleet(night, log=log)
+    else:
+        diff = run_differential(night, log=log)
     result = compare_night(diff, history=opts.history, report_root=opts.report_root,
                            run_id=rid, wall_s=time.monotonic() - t0)
     log(f"nightly: {result.history}: compared with {len(result.nights)} earlier night(s)")

@@ -149,3 +149,25 @@ def test_regression_cases_are_replayed_as_units_over_the_hosts(
                for s in summaries for run in s.runs)
     assert len({s.machine["fleet_host"] for s in summaries}) >= 2, out
     _nothing_left(hosts)
+
+
+def test_a_night_runs_its_differential_on_a_host_and_joins_that_hosts_series(
+        artifacts: Any, hosts: SshHosts, tmp_path: Path, one_partition_workload: str) -> None:
+    rid = unique("ssh-night")
+    report = tmp_path / "nights"
+    proc = subprocess.run([sys.executable, "-m", "proofdiff", "nightly", "--hosts",
+                           str(hosts.hosts_file), "--suite", "validity", "--workload-file",
+                           one_partition_workload, "--bisect-budget-s", "0", "--report-dir",
+                           str(report), "--run-id", rid],
+                          cwd=REPO, capture_output=True, text=True, timeout=900)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out  # the first night: nothing new
+    diff = load_summary(report / rid / "differential")
+    host = diff.machine["fleet_host"]
+    assert host in hosts.names and diff.verdict is Verdict.SAME, (diff.verdict_line, out)
+    # the night is stored in the default history, as that host's series
+    shown = subprocess.run([sys.executable, "-m", "proofdiff", "history", "--history",
+                            "default", "--report-dir", str(report), "--profile", "bench"],
+                           cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert f"- {host}, no GPU" in shown.stdout, shown.stdout + shown.stderr
+    _nothing_left(hosts)
