@@ -108,16 +108,20 @@ def _wheels(root: Path, lock: Path, log: build_steps.Log) -> Path:
         if (out / "requirements.txt").is_file():
             return out
         tmp = scratch_dir(root, "host-wheels-")
-        (tmp / "requirements.txt").write_text("\n".join(reqs) + "\n")
-        log(f"  ssh-host: pip download of {len(reqs)} requirement(s) at the lock's versions")
-        build_steps.run("ssh-host", [sys.executable, "-m", "pip", "download", "-q",
-                                     "--only-binary=:all:", "-d", str(tmp), "-c", str(lock),
-                                     "-r", str(tmp / "requirements.txt")],
-                        timeout_s=DOWNLOAD_TIMEOUT_S, log=log,
-                        fix="check that PyPI is reachable (pip download works here)",
-                        log_path=root / "logs" / "host-wheels.log")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp.rename(out)
+        try:
+            (tmp / "requirements.txt").write_text("\n".join(reqs) + "\n")
+            log(f"  ssh-host: pip download of {len(reqs)} requirement(s) at the lock's "
+                "versions")
+            build_steps.run("ssh-host", [sys.executable, "-m", "pip", "download", "-q",
+                                         "--only-binary=:all:", "-d", str(tmp), "-c",
+                                         str(lock), "-r", str(tmp / "requirements.txt")],
+                            timeout_s=DOWNLOAD_TIMEOUT_S, log=log,
+                            fix="check that PyPI is reachable (pip download works here)",
+                            log_path=root / "logs" / "host-wheels.log")
+            out.parent.mkdir(parents=True, exist_ok=True)
+            tmp.rename(out)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)  # gone already when it was kept
     return out
 
 

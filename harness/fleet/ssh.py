@@ -99,7 +99,8 @@ async def _check(host: Host, want: str, timeout_s: float) -> HostCheck:
              "import proofdiff_version as v; print(v())'")
     if host.runtime == "process" and host.bin_dir:
         probe += f" && test -d {shlex.quote(host.bin_dir)} && echo has-bin-dir"
-    if host.runtime == "docker":
+    local_engine = host.runtime == "docker" and host.docker_socket.startswith("unix://")
+    if local_engine:  # an engine over TCP is not a file to look for
         probe += (f" && test -S {shlex.quote(host.docker_socket.removeprefix('unix://'))}"
                   " && echo has-docker")
     try:
@@ -125,7 +126,7 @@ async def _check(host: Host, want: str, timeout_s: float) -> HostCheck:
         return HostCheck(host.name, f"has no bin_dir {host.bin_dir}",
                          "copy the programs there, or drop bin_dir to have the caller's "
                          "binaries shipped")
-    if host.runtime == "docker" and "has-docker" not in lines:
+    if local_engine and "has-docker" not in lines:
         return HostCheck(host.name, f"has no Docker engine at {host.docker_socket}",
                          "start Docker there, or set runtime = \"process\"")
     return HostCheck(host.name)
