@@ -35,7 +35,7 @@ from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
 from proofdiff.model.status import Outcome
 from proofdiff.model.workload import POREP, Workload, WorkloadError, load_workload
-from proofdiff.runtime.docker import ContainerError
+from proofdiff.runtime.spec import ContainerError
 from proofdiff.runtime.identity import file_sha256
 from proofdiff.runtime.runner import Runner
 

@@ -49,7 +49,7 @@ from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
 from proofdiff.model.status import Outcome
 from proofdiff.model.workload import WorkloadError, load_workload
-from proofdiff.runtime.docker import ContainerError
+from proofdiff.runtime.spec import ContainerError
 from proofdiff.runtime.runner import Runner
 
 from proofdiff.regressions.case import CaseError, load_case, write_case

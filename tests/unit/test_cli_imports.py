@@ -75,9 +75,12 @@ def test_a_bad_profile_file_is_reported_before_anything_is_built(tmp_path: Path)
 def test_the_run_path_of_a_process_host_loads_no_docker_sdk() -> None:
     # a GPU host often has no Docker, and on the H200 the SDK's import was part of the fixed
     # cost of every process run: the session, the runner, the samplers and the artifacts
-    # package load it only where a container is made or an image built
+    # package load it only where a container is made or an image built; the regression replay
+    # and repro too (`run --suite regressions` on an H100 host without the SDK: a traceback)
     code = ("import sys, proofdiff.cli.cmd_run, proofdiff.core.differential, "
-            "proofdiff.core.session, proofdiff.runtime.resources, proofdiff.artifacts; "
+            "proofdiff.core.session, proofdiff.runtime.resources, proofdiff.artifacts, "
+            "proofdiff.regressions.replay_all, proofdiff.regressions.repro, "
+            "proofdiff.fleet.executor, proofdiff.fleet.placement; "
             "print(sorted(m for m in sys.modules if m == 'docker' or m.startswith('docker.')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True)
