@@ -206,6 +206,13 @@ def run_probe(unit: ProbeUnit) -> DifferentialResult:
     return run_differential(unit.options, profiles={"probe": unit.profile}, write_report=False)
 
 
+def _lost_probe(unit: ProbeUnit, message: str) -> DifferentialResult:
+    """A probe whose host went away while it ran: an ERROR run (the probe is UNRESOLVED)."""
+    from proofdiff.fleet.differential import lost_result
+
+    return lost_result(unit.options, message)
+
+
 class Prober:
     """Runs probes for :func:`proofdiff.bisect.dd.isolate` (``tester``) and keeps the table.
 
@@ -337,7 +344,7 @@ class Prober:
             batch = todo[at:at + step]
             started = [self._start(cfg_of[k]) for k in batch]
             results = self.executor.map_placed(run_probe, [u for _i, u in started],
-                                               name="probe")
+                                               name="probe", lost=_lost_probe)
             done += [self._finish(cfg_of[k], fresh, i, u, r, host)
                      for k, (i, u), (host, r) in zip(batch, started, results, strict=True)]
         got = dict(zip(todo, done, strict=True))

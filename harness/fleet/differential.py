@@ -13,7 +13,7 @@ from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
 
-__all__ = ["differential_on_fleet", "differential_unit"]
+__all__ = ["differential_on_fleet", "differential_unit", "lost_result"]
 
 
 def differential_unit(options: RunOptions) -> DifferentialResult:
@@ -24,6 +24,14 @@ def differential_unit(options: RunOptions) -> DifferentialResult:
     return run_differential(options, write_report=False)
 
 
+def lost_result(options: RunOptions, message: str) -> DifferentialResult:
+    """The result of a run whose unit was lost with its host (``message``: which, and the fix):
+    verdict ERROR, no records (nothing came back), the run id of ``options``."""
+    from proofdiff.core.differential import assemble
+
+    return assemble(run_id=options.run_id, profiles={}, records=[], runs=[], errors=[message])
+
+
 def differential_on_fleet(options: RunOptions, *, log: Callable[[str], None] = lambda _l: None,
                           write_report: bool = True) -> DifferentialResult:
     """The differential of ``options`` as one unit of its executor (``cluster`` or ``hosts``:
@@ -31,8 +39,9 @@ def differential_on_fleet(options: RunOptions, *, log: Callable[[str], None] = l
 
     Returns:
         The worker's :class:`DifferentialResult`; a cluster that cannot be used (unreachable,
-        no worker, another proofdiff on a worker) comes back as verdict ERROR with the cause
-        and the fix, as every bad input of :func:`run_differential` does. The worker's
+        no worker, another proofdiff on a worker) or a unit lost with its host comes back as
+        verdict ERROR with the cause and the fix, as every bad input of
+        :func:`run_differential` does. The worker's
         progress lines are not relayed (only this side's).
     """
     from proofdiff.core.differential import assemble
@@ -46,12 +55,13 @@ def differential_on_fleet(options: RunOptions, *, log: Callable[[str], None] = l
     try:
         with open_executor(opts, log=log) as ex:
             unit = ex.ship(unit)  # another machine: its artifacts go there first
-            [result] = ex.map(differential_unit, [unit], name="differential")
-            log(f"the differential ran on {ex.placed[-1][1]}")
+            [(where, result)] = ex.map_placed(differential_unit, [unit], name="differential",
+                                              lost=lost_result)
+            log(f"the differential ran on {where}")
             # the record names the fleet's host (its machine facts are that host's own), and
             # the allowlist by the caller's path, not its shipped copy's
             result = msgspec.structs.replace(
-                result, machine={**result.machine, "fleet_host": ex.placed[-1][1]},
+                result, machine={**result.machine, "fleet_host": where},
                 allowlist=opts.allowlist if result.allowlist else "")
     except ProofdiffError as exc:
         result = assemble(run_id=opts.run_id, profiles={}, records=[], runs=[],

@@ -48,6 +48,8 @@ __all__ = ["CONNECT_TIMEOUT_S", "DaskExecutor", "Executor", "FleetError", "Threa
 CONNECT_TIMEOUT_S = 30.0
 #: How long the cluster may have no worker while units wait, s, before they are given up.
 NO_WORKER_S = 120.0
+#: How long interrupted units have to stop their daemons and come back, s.
+INTERRUPT_S = 60.0
 _ADDRESS = re.compile(r"^(tcp|tls)://[A-Za-z0-9.\-\[\]:]+:\d{1,5}$")
 
 T = TypeVar("T")
@@ -74,9 +76,13 @@ class Executor(Protocol):
         A unit's exception is raised here (the first, in order)."""
         ...
 
-    def map_placed(self, fn: Callable[[T], R], items: Sequence[T], *,
-                   name: str) -> list[tuple[str, R]]:
-        """:meth:`map`, each result with where it ran (``local``, or the worker's name)."""
+    def map_placed(self, fn: Callable[[T], R], items: Sequence[T], *, name: str,
+                   lost: Callable[[T, str], R] | None = None) -> list[tuple[str, R]]:
+        """:meth:`map`, each result with where it ran (``local``, or the worker's name).
+
+        ``lost(item, message)``: the result of a unit whose host went away while it ran
+        (``message`` names the unit and the host, with the fix), where ``retry_lost`` is off;
+        ``None``: such a unit is a :class:`FleetError`."""
         ...
 
     def ship(self, options: RunOptions) -> RunOptions:
@@ -105,8 +111,9 @@ class ThreadExecutor:
     def map(self, fn: Callable[[T], R], items: Sequence[T], *, name: str) -> list[R]:
         return [v for _w, v in self.map_placed(fn, items, name=name)]
 
-    def map_placed(self, fn: Callable[[T], R], items: Sequence[T], *,
-                   name: str) -> list[tuple[str, R]]:
+    def map_placed(self, fn: Callable[[T], R], items: Sequence[T], *, name: str,
+                   lost: Callable[[T, str], R] | None = None) -> list[tuple[str, R]]:
+        del lost  # this machine is never lost to itself
         def one(pair: tuple[int, T]) -> tuple[str, R]:
             out = fn(pair[1])
             with self._lock:
@@ -155,8 +162,10 @@ class DaskExecutor:
 
     def __init__(self, client: Any, cluster: Any = None, no_worker_s: float = NO_WORKER_S,
                  hosts: Hosts | None = None, log: Callable[[str], None] = lambda _l: None,
-                 ) -> None:
+                 retry_lost: bool = False) -> None:
         self.client, self.cluster, self.no_worker_s = client, cluster, no_worker_s
+        #: a unit whose worker died is run again elsewhere (Dask's way), else reported lost
+        self.retry_lost = retry_lost
         self.hosts = {h.name: h for h in hosts.hosts} if hosts else {}
         self.log = log
         #: what each worker was sent (:class:`~proofdiff.fleet.shipping.ShipReport`), per call
@@ -171,8 +180,8 @@ class DaskExecutor:
     def map(self, fn: Callable[[T], R], items: Sequence[T], *, name: str) -> list[R]:
         return [v for _w, v in self.map_placed(fn, items, name=name)]
 
-    def map_placed(self, fn: Callable[[T], R], items: Sequence[T], *,
-                   name: str) -> list[tuple[str, R]]:
+    def map_placed(self, fn: Callable[[T], R], items: Sequence[T], *, name: str,
+                   lost: Callable[[T, str], R] | None = None) -> list[tuple[str, R]]:
         if not items:
             return []
         token = uuid.uuid4().hex[:8]
@@ -180,22 +189,84 @@ class DaskExecutor:
         futures = self.client.map(_on_worker, [fn] * len(items), list(items),
                                   [self.hosts] * len(items), key=keys, pure=False,
                                   resources=self._resources(items))
-        from distributed import KilledWorker
-
         try:
             self._wait(futures)
-            got = self.client.gather(futures)
-        except KilledWorker as exc:  # Dask re-ran it on other workers; each of them died too
-            self.client.cancel(futures)
-            raise FleetError(f"a unit of {name} killed every worker it ran on: {exc}",
-                             fix="read the workers' logs (dask worker ...) for the cause; "
-                                 "the unit is retried on another worker up to "
-                                 "distributed.scheduler.allowed-failures times") from None
+            got = [self._outcome(f, item, f"{name}-{i}", lost)
+                   for i, (f, item) in enumerate(zip(futures, items, strict=True))]
+        except KeyboardInterrupt:
+            got = self._interrupted(futures, keys, items, name, lost)
         except BaseException:
             self.client.cancel(futures)
             raise
         self.placed.extend((f"{name}-{i}", where) for i, (where, _v) in enumerate(got))
-        return [(str(w), v) for w, v in got]
+        return got
+
+    def _interrupted(self, futures: Sequence[Any], keys: Sequence[str], items: Sequence[T],
+                     name: str, lost: Callable[[T, str], R] | None) -> list[tuple[str, R]]:
+        """A Ctrl-C here: the units not started are cancelled, the running ones interrupted on
+        their workers (a ``KeyboardInterrupt`` raised in the thread that runs each, as a
+        Ctrl-C reaches a unit on this machine), and waited for up to :data:`INTERRUPT_S`, so
+        that each stops its daemons and gives back what it did.
+
+        Returns:
+            Every unit's result where each was running (a differential or a probe comes back
+            INTERRUPTED), so that the caller writes its report.
+
+        Raises:
+            KeyboardInterrupt: a unit had not started, or did not stop within the deadline.
+        """
+        running = {k for hit in self.client.run(_interrupt_units(list(keys))).values()
+                   for k in hit}
+        self.client.cancel([f for f, k in zip(futures, keys, strict=True) if k not in running])
+        self.log(f"interrupted: {len(running)} running unit(s) of {name} told to stop on their "
+                 f"host(s), {len(keys) - len(running)} not started cancelled")
+        if len(running) < len(keys):
+            raise KeyboardInterrupt
+        deadline = time.monotonic() + INTERRUPT_S
+        while not all(f.done() for f in futures) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if not all(f.done() for f in futures):
+            self.client.cancel(futures)
+            raise KeyboardInterrupt
+        return [self._outcome(f, item, f"{name}-{i}", lost)
+                for i, (f, item) in enumerate(zip(futures, items, strict=True))]
+
+    def _outcome(self, future: Any, item: T, unit: str,
+                 lost: Callable[[T, str], R] | None) -> tuple[str, R]:
+        """``(where it ran, its result)`` of a finished unit; a unit whose worker died is
+        ``lost``'s result where ``retry_lost`` is off.
+
+        Raises:
+            FleetError: a lost unit without ``lost``, or (``retry_lost``) one that killed every
+                worker it was tried on.
+            BaseException: what the unit raised.
+        """
+        from distributed import KilledWorker
+
+        try:
+            where, value = future.result()
+            return str(where), value
+        except KilledWorker as exc:
+            host = str(exc.last_worker.name)
+            if self.retry_lost:  # Dask re-ran it on other workers; each of them died too
+                raise FleetError(f"unit {unit} killed every worker it ran on, the last on "
+                                 f"host {host}: {exc}",
+                                 fix="read the workers' logs (dask worker ...) for the cause; "
+                                     "the unit is retried on another worker up to "
+                                     "distributed.scheduler.allowed-failures times") from None
+            why = (f"unit {unit} was lost: host {host} went away while it ran (its Dask worker "
+                   f"died); nothing of it came back")
+            fix = ("see why the host went (its console, dmesg, the worker's log), or give "
+                   "--retry-lost to run such a unit again on another host")
+            if lost is None:
+                raise FleetError(why, fix=fix) from None
+            self.log(f"{why} (fix: {fix})")
+            return host, lost(item, f"{why} (fix: {fix})")
+
+    def _worker_names(self) -> dict[str, str]:
+        """Worker address -> its name (the hosts file's host name)."""
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        return {a: str(w.get("name", a)) for a, w in info.items()}
 
     def _resources(self, items: Sequence[Any]) -> dict[str, int] | None:
         """The Dask resources one unit holds: ``{"GPU": n}`` where its profiles ask for GPUs
@@ -238,11 +309,19 @@ class DaskExecutor:
             FleetError: no worker for ``no_worker_s`` (the units still pending named).
         """
         alone_since: float | None = None
+        names = self._worker_names()
         while True:
             if all(f.done() for f in futures):  # errored units count as done
                 return
             time.sleep(0.5)  # a unit is a run of seconds at least
-            if self.client.nthreads():
+            alive = set(self.client.nthreads())
+            for gone in sorted(set(names) - alive):
+                self.log(f"host {names.pop(gone)} left the cluster: its running units "
+                         + ("run again on another host (--retry-lost)" if self.retry_lost
+                            else "are reported lost (--retry-lost would run them again)"))
+            if alive - set(names):
+                names = self._worker_names()
+            if alive:
                 alone_since = None
                 continue
             alone_since = alone_since or time.monotonic()
@@ -331,6 +410,42 @@ def check_versions(client: Any) -> None:
                 "restart them; no unit was run")
 
 
+def _interrupt_units(keys: list[str]) -> Callable[..., list[str]]:
+    """A function for ``Client.run`` that raises ``KeyboardInterrupt`` in each thread of the
+    worker that runs one of ``keys`` (``PyThreadState_SetAsyncExc``: delivered when the thread
+    next runs Python code, so within a wait's poll) and returns the keys it reached. Made here,
+    so that it pickles by value."""
+
+    def interrupt(dask_worker: Any) -> list[str]:
+        import ctypes
+
+        with dask_worker.active_threads_lock:
+            threads = dict(dask_worker.active_threads)
+        hit = []
+        for tid, key in threads.items():
+            if key in keys:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid),
+                                                           ctypes.py_object(KeyboardInterrupt))
+                hit.append(str(key))
+        return hit
+
+    return interrupt
+
+
+def _allowed_failures_set(n: int) -> Callable[..., int]:
+    """A function for ``Client.run_on_scheduler`` that sets the scheduler's
+    ``allowed_failures`` (how many workers may die running one task before it errs with
+    ``KilledWorker``; Dask's default 3) to ``n`` and returns the previous value. Made here, so
+    that it pickles by value: the scheduler need not import proofdiff."""
+
+    def swap(dask_scheduler: Any) -> int:
+        before = int(dask_scheduler.allowed_failures)
+        dask_scheduler.allowed_failures = n
+        return before
+
+    return swap
+
+
 @contextmanager
 def open_executor(options: RunOptions, *, jobs: int = 1,
                   connect_timeout_s: float = CONNECT_TIMEOUT_S,
@@ -370,12 +485,18 @@ def open_executor(options: RunOptions, *, jobs: int = 1,
         _with_worker(client, str(cluster.scheduler_address), connect_timeout_s)
     else:
         client = connect(options.cluster, connect_timeout_s)
+    restore: int | None = None
     try:
         check_versions(client)
-        ex = DaskExecutor(client, cluster, hosts=hosts, log=log)
+        if not options.retry_lost:  # a unit whose worker dies errs at once, not run again
+            restore = client.run_on_scheduler(_allowed_failures_set(0))
+        ex = DaskExecutor(client, cluster, hosts=hosts, log=log, retry_lost=options.retry_lost)
         log(f"units on the {ex.description}")
         yield ex
     finally:
+        if restore is not None:  # a scheduler this run joined is left as it was
+            with contextlib.suppress(Exception):
+                client.run_on_scheduler(_allowed_failures_set(restore))
         if cluster is not None:
             # the workers first, each closed by its nanny so that it removes its own scratch
             # folder on its host (the SSH processes are killed outright after)

@@ -4,6 +4,8 @@ A TOML file::
 
     scheduler = "127.0.0.1"         # SSH address of the scheduler's host (default: the first host's)
     scheduler_port = 8786           # the scheduler's port there (default 8786)
+    known_hosts = "~/.ssh/known_hosts"  # host keys are checked against it (OpenSSH's format;
+                                        # default: not checked); a host may name its own
 
     [[host]]
     name = "h200-a"                 # unique; the Dask worker's name
@@ -40,9 +42,9 @@ __all__ = ["HOST_KEYS", "TOP_KEYS", "Host", "Hosts", "HostsError", "load_hosts",
 
 #: The keys of one ``[[host]]`` table.
 HOST_KEYS = ("name", "ssh", "labels", "gpus", "gpu_uuids", "slots", "runtime", "bin_dir",
-             "docker_socket", "python", "ssh_key")
+             "docker_socket", "python", "ssh_key", "known_hosts")
 #: The keys at the top of the file.
-TOP_KEYS = ("scheduler", "scheduler_port", "host")
+TOP_KEYS = ("scheduler", "scheduler_port", "known_hosts", "host")
 #: How a host's daemons run.
 RUNTIMES = ("process", "docker")
 DEFAULT_SOCKET = "unix:///var/run/docker.sock"
@@ -63,7 +65,9 @@ class Host(msgspec.Struct, frozen=True, kw_only=True):
         runtime: ``process`` or ``docker``. bin_dir: the host's own programs for the process
             runtime ('' = the caller's, shipped). docker_socket: the engine of the docker
             runtime. python: the host's Python. ssh_key: the caller's private key file for
-            this host ('' = asyncssh's defaults: the agent, ``~/.ssh/id_*``).
+            this host ('' = asyncssh's defaults: the agent, ``~/.ssh/id_*``). known_hosts: an
+            OpenSSH known_hosts file the host's key must be in (its own, else the file's
+            top-level one; '' = the key is not checked).
     """
 
     name: str
@@ -77,6 +81,7 @@ class Host(msgspec.Struct, frozen=True, kw_only=True):
     docker_socket: str = ""
     python: str = "python3"
     ssh_key: str = ""
+    known_hosts: str = ""
 
     @property
     def ssh_host(self) -> str:
@@ -94,6 +99,9 @@ class Host(msgspec.Struct, frozen=True, kw_only=True):
             out["port"] = int(port.group(1))
         if self.ssh_key:
             out["client_keys"] = [str(Path(self.ssh_key).expanduser())]
+        # asyncssh checks the host's key against the file; None accepts any key
+        out["known_hosts"] = str(Path(self.known_hosts).expanduser()) if self.known_hosts \
+            else None
         return out
 
 
@@ -105,6 +113,7 @@ class Hosts(msgspec.Struct, frozen=True, kw_only=True):
     scheduler: str
     scheduler_port: int = 8786
     source: str = ""
+    known_hosts: str = ""
 
 
 def _line(text: str, table: int | None, key: str) -> int:
@@ -136,7 +145,7 @@ def _valid_keys() -> str:
             f"{', '.join(k for k in TOP_KEYS if k != 'host')}")
 
 
-def _host(raw: Any, i: int, text: str, where: str) -> Host:
+def _host(raw: Any, i: int, text: str, where: str, known_hosts: str = "") -> Host:
     """One ``[[host]]`` table, checked (module docstring)."""
     def fail(key: str, what: str, fix: str = "") -> HostsError:
         return _fail(where, text, i, key, f"host #{i + 1}: {what}", fix or _valid_keys())
@@ -175,7 +184,7 @@ def _host(raw: Any, i: int, text: str, where: str) -> Host:
     runtime = raw.get("runtime", "process")
     if runtime not in RUNTIMES:
         raise fail("runtime", f"runtime = {runtime!r}", f"one of {', '.join(RUNTIMES)}")
-    for key in ("bin_dir", "docker_socket", "python", "ssh_key"):
+    for key in ("bin_dir", "docker_socket", "python", "ssh_key", "known_hosts"):
         if key in raw and (not isinstance(raw[key], str) or not raw[key]):
             raise fail(key, f"{key} = {raw[key]!r} is not a non-empty string")
     if runtime == "process" and "docker_socket" in raw:
@@ -189,7 +198,8 @@ def _host(raw: Any, i: int, text: str, where: str) -> Host:
                 runtime=runtime, bin_dir=raw.get("bin_dir", ""),
                 docker_socket=(raw.get("docker_socket", DEFAULT_SOCKET)
                                if runtime == "docker" else ""),
-                python=raw.get("python", "python3"), ssh_key=raw.get("ssh_key", ""))
+                python=raw.get("python", "python3"), ssh_key=raw.get("ssh_key", ""),
+                known_hosts=raw.get("known_hosts", known_hosts))
 
 
 def parse_hosts(text: str, where: str = "<hosts>") -> Hosts:
@@ -219,7 +229,11 @@ def parse_hosts(text: str, where: str = "<hosts>") -> Hosts:
     if not isinstance(raw_hosts, list) or not raw_hosts:
         raise HostsError(f"{where}:1: no [[host]] table", fix="add one [[host]] per machine: "
                          + _valid_keys())
-    hosts = [_host(h, i, text, where) for i, h in enumerate(raw_hosts)]
+    known = doc.get("known_hosts", "")
+    if not isinstance(known, str):
+        raise _fail(where, text, None, "known_hosts", f"known_hosts = {known!r} is not a path",
+                    "known_hosts = \"~/.ssh/known_hosts\"")
+    hosts = [_host(h, i, text, where, known) for i, h in enumerate(raw_hosts)]
     seen: dict[str, int] = {}
     for i, h in enumerate(hosts):
         if h.name in seen:
@@ -234,7 +248,8 @@ def parse_hosts(text: str, where: str = "<hosts>") -> Hosts:
     if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port < 65536:
         raise _fail(where, text, None, "scheduler_port", f"scheduler_port = {port!r}",
                     "a TCP port, e.g. scheduler_port = 8786")
-    return Hosts(hosts=tuple(hosts), scheduler=sched, scheduler_port=port, source=where)
+    return Hosts(hosts=tuple(hosts), scheduler=sched, scheduler_port=port, source=where,
+                 known_hosts=known)
 
 
 def load_hosts(path: str | Path) -> Hosts:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -85,17 +86,18 @@ class Bundle(msgspec.Struct, frozen=True):
 
 class ShipReport(msgspec.Struct, frozen=True):
     """What one worker was sent: ``sent`` blobs of ``sent_bytes`` bytes; ``present`` it had
-    already."""
+    already; ``seconds``: the wall of that worker's shipment (asking, sending, laying out)."""
 
     worker: str
     sent: int
     sent_bytes: int
     present: int
+    seconds: float = 0.0
 
     def line(self) -> str:
-        """``host-a: sent 7 file(s), 35.2 MB; 0 already there``."""
+        """``host-a: sent 7 file(s), 35.2 MB; 0 already there (1.4 s)``."""
         return (f"{self.worker}: sent {self.sent} file(s), {self.sent_bytes / 1e6:.1f} MB; "
-                f"{self.present} already there")
+                f"{self.present} already there ({self.seconds:.1f} s)")
 
 
 _digests: dict[tuple[str, int, int], str] = {}
@@ -271,6 +273,7 @@ def ship(client: Any, bundles: Iterable[Bundle], *, workers: Mapping[str, str] |
 
     reports = []
     for addr in sorted(workers):
+        t0 = time.monotonic()
         lacking = on(addr, _missing, sorted(by_sha))
         sent_bytes = 0
         for sha in lacking:
@@ -288,7 +291,8 @@ def ship(client: Any, bundles: Iterable[Bundle], *, workers: Mapping[str, str] |
         for bundle in bundles:
             on(addr, _assemble, bundle)
         report = ShipReport(worker=workers[addr], sent=len(lacking), sent_bytes=sent_bytes,
-                            present=len(by_sha) - len(lacking))
+                            present=len(by_sha) - len(lacking),
+                            seconds=round(time.monotonic() - t0, 2))
         log(f"artifacts: {report.line()}")
         reports.append(report)
     return reports

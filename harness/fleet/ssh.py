@@ -30,7 +30,7 @@ DASK_DIR = ".cache/proofdiff/dask"
 
 
 def _connect(host: Host, timeout_s: float) -> dict[str, Any]:
-    return {**host.connect_options, "known_hosts": None, "connect_timeout": timeout_s}
+    return {**host.connect_options, "connect_timeout": timeout_s}
 
 
 def cluster_spec(hosts: Hosts, timeout_s: float) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -45,7 +45,7 @@ def cluster_spec(hosts: Hosts, timeout_s: float) -> tuple[dict[str, Any], dict[s
 
     # the scheduler's host is a fleet host when the addresses match (its key and Python too)
     sched_host = next((h for h in hosts.hosts if h.ssh == hosts.scheduler),
-                      Host(name="scheduler", ssh=hosts.scheduler))
+                      Host(name="scheduler", ssh=hosts.scheduler, known_hosts=hosts.known_hosts))
     scheduler = {"cls": Scheduler, "options": {
         "address": sched_host.ssh_host, "connect_options": _connect(sched_host, timeout_s),
         "kwargs": {"port": hosts.scheduler_port, "host": sched_host.ssh_host,
@@ -106,6 +106,12 @@ async def _check(host: Host, want: str, timeout_s: float) -> HostCheck:
     try:
         async with asyncssh.connect(host.ssh_host, **_connect(host, timeout_s)) as conn:
             got = await asyncio.wait_for(conn.run(probe), timeout_s)
+    except asyncssh.HostKeyNotVerifiable as exc:
+        return HostCheck(host.name, f"its host key at {host.ssh} is not the one "
+                         f"{host.known_hosts} holds for it ({exc})",
+                         f"if the host was rebuilt, replace its line in {host.known_hosts} "
+                         f"(ssh-keygen -R HOST, then ssh-keyscan [-p PORT] HOST >> FILE); "
+                         "else do not trust it")
     except (OSError, asyncssh.Error, asyncio.TimeoutError) as exc:
         return HostCheck(host.name, f"did not answer over SSH at {host.ssh} within "
                          f"{timeout_s:.0f} s ({type(exc).__name__}: {exc})",

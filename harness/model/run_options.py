@@ -68,6 +68,9 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
         hosts: a hosts file (:mod:`proofdiff.fleet.hosts`) to start a Dask ``SSHCluster`` over.
         all_hosts: every host of ``hosts`` must pass its check, or nothing runs (default:
             the run goes on with those that do, each other one reported with its fix).
+        retry_lost: a unit whose worker is lost mid-unit (its host went away) is run again
+            on another worker, as Dask does; default: it is reported lost, its host named, and
+            the run ends with what the other units gave.
     Schedule:
         side_by_side: whether the profiles' workload runs prove at the same time on disjoint
             CPU sets (:class:`~proofdiff.model.choices.SideBySide`; default ``auto``).
@@ -102,6 +105,7 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     cluster: str = ""
     hosts: str = ""
     all_hosts: bool = False
+    retry_lost: bool = False
     cache_root: str = ""
     crate_dir: str = ""
     regressions_dir: str = ""

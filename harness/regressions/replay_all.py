@@ -133,7 +133,9 @@ def replay_all(options: RunOptions | None = None, *,
              for f in folders]
     # progress lines reach the log only from this process's threads
     fn = replay_case if executor.remote else functools.partial(replay_case, log=log)
-    runs = executor.map_placed(fn, units, name="case")
+    names = {u.folder: f.name for u, f in zip(units, folders, strict=True)}
+    runs = executor.map_placed(fn, units, name="case", lost=lambda u, why: CaseRun(
+        verdict=CaseVerdict(case=names[u.folder], verdict="ERROR", message=why)))
     from proofdiff.report.writer import write_report
 
     for where, run in runs:

@@ -91,8 +91,13 @@ def start_ssh_hosts(tmp: Path, names: tuple[str, ...] = ("host-a", "host-b", "ho
         deadline = time.monotonic() + SSH_READY_S
         for port in ports:
             _greets(port, deadline)
+        # every host key checked, as on a real fleet: the file ssh-keyscan writes
+        known = tmp / "known_hosts"
+        known.write_text("".join(subprocess.run(
+            ["ssh-keyscan", "-T", "10", "-p", str(p), "127.0.0.1"], capture_output=True,
+            text=True, check=True, timeout=30).stdout for p in ports))
         lines = [f'scheduler = "prover@127.0.0.1:{ports[0]}"',
-                 f"scheduler_port = {free_port()}"]
+                 f"scheduler_port = {free_port()}", f'known_hosts = "{known}"']
         for name, port in zip(names, ports, strict=True):
             uuids = (gpu_uuids or {}).get(name)
             lines += ["", "[[host]]", f'name = "{name}"', f'ssh = "prover@127.0.0.1:{port}"',

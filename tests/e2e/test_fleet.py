@@ -81,3 +81,32 @@ def test_a_bisection_and_a_differential_run_their_units_on_a_dask_cluster(
     [proofs] = res.records_of("validity", "prod", "wpost-2k", "proofs")
     assert proofs.counts is not None and proofs.counts.valid == 2, proofs
     assert not _leftovers(), "daemon processes outlived the units"
+
+
+def test_a_ctrl_c_stops_the_unit_running_on_a_worker_and_its_report_is_written(
+        artifacts: Any, cluster: str, tmp_path: Path, two_job_workload: str) -> None:
+    import signal
+    import time
+
+    rid = unique("fleet-interrupt")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "proofdiff", "run", "--cluster", cluster, "--bin-dir",
+         str(artifacts.bin_dir), "--set", "*.runtime=process", "--workload-file",
+         two_job_workload, "--suite", "validity", "--report-dir", str(tmp_path), "--run-id",
+         rid], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while not _leftovers():  # the unit's daemons run on a worker (a process of this machine)
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    t0 = time.monotonic()
+    out = proc.communicate(timeout=90)[0]
+    assert proc.returncode == 130 and time.monotonic() - t0 < 30, (proc.returncode, out)
+    assert "1 running unit(s) of differential told to stop" in out, out
+    res = load_summary(tmp_path / rid)  # what the unit did comes back, its report written
+    assert res.verdict is Verdict.INTERRUPTED, res.verdict_line
+    assert not _leftovers(), "the interrupted unit left its daemons running on the worker"
+    from distributed import Client
+
+    with Client(cluster, set_as_default=False) as c:  # the worker is free again
+        assert not any(c.processing().values()), c.processing()

@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -94,17 +95,24 @@ def test_a_differential_and_a_bisection_run_on_ssh_hosts_with_artifacts_shipped_
 
 def test_a_unit_that_asks_for_gpus_lands_where_they_are_and_gets_them_by_uuid(
         artifacts: Any, hosts: SshHosts, tmp_path: Path, one_partition_workload: str) -> None:
-    # two more hosts that cannot run units: one that does not answer, one whose Python has no
-    # proofdiff; each is reported with its fix, and the run goes on with the three others
+    # more hosts that cannot run units: one that does not answer, one whose Python has no
+    # proofdiff, one whose host key is not the known one; each is reported with its fix, and
+    # the run goes on with the three others
+    # and one whose key is not the one its known_hosts holds (another key stands in for it)
+    impostor = tmp_path / "known_hosts"
+    impostor.write_text(f"[127.0.0.1]:{hosts.ports[2]} "
+                        + (hosts.hosts_file.parent / "id_ed25519.pub").read_text())
     broken = tmp_path / "hosts-with-broken.toml"
     broken.write_text(hosts.hosts_file.read_text() + "\n".join([
         "", "[[host]]", 'name = "host-d"', f'ssh = "prover@127.0.0.1:{free_port()}"',
         'runtime = "process"', "", "[[host]]", 'name = "host-e"',
         f'ssh = "prover@127.0.0.1:{hosts.ports[1]}"', 'python = "/usr/bin/python3"',
-        f'ssh_key = "{hosts.hosts_file.parent / "id_ed25519"}"', ""]))
+        f'ssh_key = "{hosts.hosts_file.parent / "id_ed25519"}"', "", "[[host]]",
+        'name = "host-f"', f'ssh = "prover@127.0.0.1:{hosts.ports[2]}"',
+        f'known_hosts = "{impostor}"', ""]))
     rc, out, rdir = _proofdiff(tmp_path, "run", "--hosts", str(broken), "--all-hosts",
                                "--suite", "validity")
-    assert rc == 3 and "2 of 5 host(s)" in out and "--all-hosts was given" in out, out
+    assert rc == 3 and "3 of 6 host(s)" in out and "--all-hosts was given" in out, out
     assert not load_summary(rdir).runs, "a unit ran although --all-hosts was not met"
     # bench and prod ask for one GPU each: the unit holds two of Dask's GPU resources, which
     # only host-c offers (its two UUIDs); each daemon sees its own device, by UUID
@@ -115,7 +123,8 @@ def test_a_unit_that_asks_for_gpus_lands_where_they_are_and_gets_them_by_uuid(
     assert rc == 0 and res.verdict is Verdict.SAME, (res.verdict_line, out)
     assert "host host-d: did not answer over SSH" in out and "ssh_key" in out, out
     assert "host host-e: /usr/bin/python3 there cannot import proofdiff" in out, out
-    assert "going on with 3 of 5 host(s)" in out, out
+    assert "host host-f: its host key at prover@127.0.0.1" in out and "ssh-keyscan" in out, out
+    assert "going on with 3 of 6 host(s)" in out, out
     assert res.machine["fleet_host"] == "host-c", res.machine
     seen = {}
     for run in res.runs:
@@ -171,3 +180,72 @@ def test_a_night_runs_its_differential_on_a_host_and_joins_that_hosts_series(
                            cwd=REPO, capture_output=True, text=True, timeout=300)
     assert f"- {host}, no GPU" in shown.stdout, shown.stdout + shown.stderr
     _nothing_left(hosts)
+
+
+def _kill_the_host_that_proves(hosts: SshHosts, candidates: tuple[str, ...],
+                               proc: subprocess.Popen[str], deadline_s: float = 300) -> str:
+    """Wait until a refprover daemon runs on one of ``candidates``, then kill that host's
+    container (its sshd, Dask worker and daemons die at once, as with a host that goes away);
+    its name."""
+    import docker
+
+    client = docker.from_env()
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        for name in candidates:
+            c = client.containers.get(hosts.containers[hosts.names.index(name)])
+            if any(p[-1].split()[0].endswith("/refprover") for p in c.top()["Processes"]):
+                c.kill()
+                return name
+        time.sleep(0.2)
+    proc.kill()
+    pytest.fail(f"no daemon was seen on {candidates}: {proc.communicate()[0]}")
+
+
+def test_a_host_lost_mid_unit_is_named_or_its_unit_run_again_with_retry_lost(
+        artifacts: Any, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path,
+        one_partition_workload: str) -> None:
+    # hosts of its own (some die here): x the scheduler's, y and z with two GPU UUIDs each,
+    # so a unit that asks for two GPUs runs on y or z, never on the scheduler's host
+    gpus = {n: [f"GPU-00000000-0000-0000-0000-0000000000{n[-1]}{i}" for i in (1, 2)]
+            for n in ("host-y", "host-z")}
+    gen = start_ssh_hosts(tmp_path_factory.mktemp("lost-hosts"),
+                          ("host-x", "host-y", "host-z"), gpu_uuids=gpus)
+    hosts = next(gen)
+    try:
+        def run(*extra: str) -> tuple[subprocess.Popen[str], str, Path]:
+            rid = unique("ssh-lost")
+            cmd = [sys.executable, "-m", "proofdiff", "run", "--hosts", str(hosts.hosts_file),
+                   "--workload-file", one_partition_workload, "--suite", "validity", "--set",
+                   "*.gpus=1", "--report-dir", str(tmp_path), "--run-id", rid, *extra]
+            proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True)
+            return proc, rid, tmp_path / rid
+
+        # --retry-lost: the unit runs again, to its end, on the other GPU host
+        proc, _rid, rdir = run("--retry-lost")
+        dead = _kill_the_host_that_proves(hosts, ("host-y", "host-z"), proc)
+        out = proc.communicate(timeout=600)[0]
+        res = load_summary(rdir)
+        other = ({"host-y", "host-z"} - {dead}).pop()
+        assert proc.returncode == 0 and res.verdict is Verdict.SAME, (res.verdict_line, out)
+        assert res.machine["fleet_host"] == other, (res.machine, out)
+        assert f"host {dead} left the cluster: its running units run again" in out, out
+
+        # by default: the unit is reported lost, its host named; the run ends with its report
+        proc, _rid, rdir = run()
+        assert _kill_the_host_that_proves(hosts, (other,), proc) == other
+        out = proc.communicate(timeout=600)[0]
+        res = load_summary(rdir)  # the report is written, with the loss in it
+        assert proc.returncode == 3 and res.verdict is Verdict.ERROR, (res.verdict_line, out)
+        assert f"host {dead}: did not answer over SSH" in out, out  # the one killed before
+        assert any(f"was lost: host {other} went away while it ran" in e and "--retry-lost" in e
+                   for e in res.errors), (res.errors, out)
+        assert f"was lost: host {other}" in (rdir / "index.html").read_text(), "not in the page"
+        # the host that stayed has nothing left of either run
+        assert not [p for p in hosts.exec("host-x", "ps -eo args --no-headers").splitlines()
+                    if not p.startswith(("sshd:", "ps ", "bash -lc"))]
+        assert hosts.exec("host-x", "find /tmp /var/tmp -mindepth 1").strip() == ""
+        assert not _leftovers(), "daemon processes left here"
+    finally:
+        gen.close()

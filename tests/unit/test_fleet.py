@@ -51,10 +51,16 @@ def test_a_hosts_file_reads_into_hosts() -> None:
     a, b = hosts.hosts
     assert (a.name, a.gpus, a.slots, a.runtime, a.bin_dir) == ("h200-a", 2, 2, "process",
                                                                "/opt/refprover/bin")
-    assert a.ssh_host == "gpu-a.example" and a.connect_options == {"username": "root",
-                                                                   "port": 2222}
+    assert a.ssh_host == "gpu-a.example" and a.connect_options == {
+        "username": "root", "port": 2222, "known_hosts": None}  # None: keys not checked
     assert (b.gpus, b.gpu_uuids, b.docker_socket) == (1, (), "unix:///var/run/docker.sock")
-    assert b.connect_options == {} and hosts.scheduler == "127.0.0.1"
+    assert b.connect_options == {"known_hosts": None} and hosts.scheduler == "127.0.0.1"
+    # a top-level known_hosts is every host's, unless a host names its own
+    checked = parse_hosts('known_hosts = "/etc/fleet_known_hosts"\n' + HOSTS.replace(
+        'ssh = "gpu-b.example"', 'ssh = "gpu-b.example"\nknown_hosts = "~/.ssh/b_hosts"'))
+    a, b = checked.hosts
+    assert a.connect_options["known_hosts"] == "/etc/fleet_known_hosts"
+    assert b.connect_options["known_hosts"] == str(Path.home() / ".ssh" / "b_hosts")
 
 
 @pytest.mark.parametrize(("edit", "line", "words"), [
@@ -161,6 +167,39 @@ def test_a_worker_on_other_proofdiff_code_is_refused_before_any_unit(
     finally:
         worker.terminate()
         worker.wait(timeout=30)
+
+
+def test_a_unit_whose_worker_dies_is_reported_lost_or_run_again_with_retry_lost(
+        cluster: str, tmp_path: Path) -> None:
+    def dies_once(marker: str) -> str:  # nested: it pickles by value to the workers
+        from distributed import get_worker
+
+        if not os.path.exists(marker):
+            Path(marker).touch()
+            os._exit(1)  # the worker process dies mid-unit, as with its host
+        return f"ran on {get_worker().name}"
+
+    lines: list[str] = []
+    with open_executor(RunOptions(cluster=cluster), log=lines.append) as ex:
+        got = ex.map_placed(dies_once, [str(tmp_path / "lost")], name="unit",
+                            lost=lambda item, why: f"LOST {why}")
+        with pytest.raises(FleetError, match=r"unit unit-0 was lost: host \S+ went away"):
+            ex.map(dies_once, [str(tmp_path / "lost-again")], name="unit")
+    [(host, value)] = got
+    assert value.startswith(f"LOST unit unit-0 was lost: host {host} went away") and \
+        "--retry-lost" in value, value
+    assert any(f"host {host} left the cluster" in line for line in lines), lines
+    from distributed import Client
+
+    with Client(cluster, set_as_default=False) as c:
+        # the scheduler this run joined is left as it was (Dask's default: 3)
+        assert c.run_on_scheduler(lambda dask_scheduler: dask_scheduler.allowed_failures) == 3
+        c.wait_for_workers(2, timeout=60)  # the nanny restarted the dead one
+    with open_executor(RunOptions(cluster=cluster, retry_lost=True)) as ex:
+        [(host, value)] = ex.map_placed(dies_once, [str(tmp_path / "retried")], name="unit")
+    assert value == f"ran on {host}", value  # run again, to its end
+    with Client(cluster, set_as_default=False) as c:
+        c.wait_for_workers(2, timeout=60)
 
 
 def test_an_unreachable_scheduler_is_an_error_within_the_deadline() -> None:

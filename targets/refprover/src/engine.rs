@@ -438,6 +438,13 @@ impl Engine {
         if factor > 1.0 {
             burn_until(started + started.elapsed().mul_f64(factor));
         }
+        // FAULT gpu-bound-ms=<N>: an idle wait of N ms per partition proved, as a GPU's kernels
+        // would take while the host's cores do nothing (no real GPU here).
+        let per_partition = self.faults.gpu_bound().unwrap_or_default();
+        if !per_partition.is_zero() {
+            let partitions = if k.is_some() { 1 } else { inputs.partitions() };
+            std::thread::sleep(per_partition * partitions as u32);
+        }
         if witness {
             self.witness_cache.lock().expect("witness lock").insert(key, bytes.clone());
         }

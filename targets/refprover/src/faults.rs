@@ -1,7 +1,9 @@
 //! Fault switches read from `REFPROVER_FAULTS` (comma list), for proofdiff's self-tests.
 //! Each is latent in a bench-style config and triggered by a prod-style one (docs/fault-catalog.md),
 //! except `slow-prove=<factor>`, which slows every config alike (a slower candidate image for
-//! the gate's timing verdict).
+//! the gate's timing verdict), and `gpu-bound-ms=<N>`, which makes every partition wait N ms
+//! idle, standing in for GPU time while the host's cores are free (the fleet's scale-out
+//! benchmark on a machine without a GPU).
 
 use std::collections::BTreeMap;
 
@@ -21,10 +23,11 @@ pub const KNOWN_FAULTS: &[&str] = &[
     "ignore-deprecated",
     "slow-prove",
     "lenient-verify",
+    "gpu-bound-ms",
 ];
 
 /// Faults that take a value (`name=value`); the others take none.
-const VALUED: &[&str] = &["slow-prove"];
+const VALUED: &[&str] = &["slow-prove", "gpu-bound-ms"];
 
 /// The set of enabled faults.
 #[derive(Debug, Clone, Default)]
@@ -62,6 +65,9 @@ impl Faults {
         if f.on("slow-prove") && f.slow_factor() < 1.0 {
             anyhow::bail!("slow-prove needs a factor >= 1 (proving takes factor x as long), e.g. slow-prove=1.25");
         }
+        if f.on("gpu-bound-ms") && f.gpu_bound().is_none() {
+            anyhow::bail!("gpu-bound-ms needs a whole number of milliseconds per partition, e.g. gpu-bound-ms=500");
+        }
         Ok(f)
     }
 
@@ -71,6 +77,15 @@ impl Faults {
         match self.enabled.get("slow-prove") {
             Some(Some(v)) => v.parse::<f64>().ok().filter(|x| x.is_finite()).unwrap_or(0.0),
             _ => 1.0,
+        }
+    }
+
+    /// The `gpu-bound-ms` wait per partition: `Some(ZERO)` when off, `None` when its value is
+    /// not a whole number of milliseconds (which `parse` rejects).
+    pub fn gpu_bound(&self) -> Option<std::time::Duration> {
+        match self.enabled.get("gpu-bound-ms") {
+            Some(Some(v)) => v.parse::<u64>().ok().map(std::time::Duration::from_millis),
+            _ => Some(std::time::Duration::ZERO),
         }
     }
 
@@ -115,6 +130,17 @@ mod tests {
         assert_eq!(f.names(), vec!["partition-race".to_string(), "slow-prove=1.25".to_string()]);
         for bad in ["slow-prove", "slow-prove=0.5", "slow-prove=fast", "partition-race=2"] {
             assert!(Faults::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn gpu_bound_takes_milliseconds() {
+        assert_eq!(Faults::default().gpu_bound(), Some(std::time::Duration::ZERO));
+        let f = Faults::parse("gpu-bound-ms=250").unwrap();
+        assert_eq!(f.gpu_bound(), Some(std::time::Duration::from_millis(250)));
+        for bad in ["gpu-bound-ms", "gpu-bound-ms=-1", "gpu-bound-ms=0.5", "gpu-bound-ms=soon"] {
+            let err = Faults::parse(bad).unwrap_err().to_string();
+            assert!(err.contains("gpu-bound-ms"), "{bad}: {err}");
         }
     }
 }
