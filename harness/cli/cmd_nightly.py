@@ -103,6 +103,11 @@ def nightly(args: argparse.Namespace, console: Console) -> int:
                            style="bold" if b.found else "yellow"), soft_wrap=True)
     for a in result.accepted:
         console.print(Text(f"  accepted: {a}", style="yellow"), soft_wrap=True)
+    for h in result.hosts:
+        console.print(Text(f"  host {h.host}: {h.decision.value}: {h.decision_line} (report: "
+                           f"{opts.report_root / h.run_id / 'index.html'})",
+                           style={0: "green", 2: "yellow"}.get(h.exit_code, "red")),
+                      soft_wrap=True)
     for e in result.errors:
         console.print(Text(e, style="red"), soft_wrap=True)
     style = {0: "green", 2: "yellow"}.get(result.exit_code, "red")

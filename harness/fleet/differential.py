@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import msgspec
 
@@ -13,7 +14,7 @@ from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
 
-__all__ = ["differential_on_fleet", "differential_unit", "lost_result"]
+__all__ = ["differential_on_fleet", "differential_per_host", "differential_unit", "lost_result"]
 
 
 def differential_unit(options: RunOptions) -> DifferentialResult:
@@ -72,3 +73,41 @@ def differential_on_fleet(options: RunOptions, *, log: Callable[[str], None] = l
 
         write(result, opts.report_root)
     return result
+
+
+def differential_per_host(options: RunOptions, *, report_dir_of: Callable[[str], Path],
+                          log: Callable[[str], None] = lambda _l: None,
+                          ) -> list[tuple[str, DifferentialResult]]:
+    """The differential of ``options`` on every host of its executor (``cluster`` or
+    ``hosts``), one unit pinned to each, side by side, the artifacts shipped to each once;
+    each report written here, into ``report_dir_of(host) / options.run_id``.
+
+    Returns:
+        ``(host, result)`` per host, in name order; each result's machine names its fleet host.
+        A unit lost with its host is an ERROR result naming it; a fleet that cannot be used
+        (no host passes its check, an unreachable scheduler) is one ERROR result, as host
+        ``fleet``, with the cause and the fix.
+    """
+    from proofdiff.core.differential import assemble
+    from proofdiff.report.writer import write_report as write
+    from proofdiff.runtime.host import machine_facts
+
+    t0 = time.monotonic()
+    opts = options.with_env()
+    unit = msgspec.structs.replace(opts, cluster="", hosts="")
+    try:
+        with open_executor(opts, log=log) as ex:
+            hosts = ex.workers()
+            unit = ex.ship(unit)  # once per host, before any unit
+            got = ex.map_placed(differential_unit, [unit] * len(hosts), name="differential",
+                                lost=lost_result, on=hosts)
+            results = [(host, msgspec.structs.replace(
+                r, machine={**r.machine, "fleet_host": host},
+                allowlist=opts.allowlist if r.allowlist else "")) for host, r in got]
+    except ProofdiffError as exc:
+        results = [("fleet", assemble(run_id=opts.run_id, profiles={}, records=[], runs=[],
+                                      errors=[str(exc)], wall_s=time.monotonic() - t0,
+                                      machine=machine_facts()))]
+    for host, r in results:
+        write(r, report_dir_of(host))
+    return results

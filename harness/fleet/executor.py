@@ -77,12 +77,18 @@ class Executor(Protocol):
         ...
 
     def map_placed(self, fn: Callable[[T], R], items: Sequence[T], *, name: str,
-                   lost: Callable[[T, str], R] | None = None) -> list[tuple[str, R]]:
+                   lost: Callable[[T, str], R] | None = None,
+                   on: Sequence[str] | None = None) -> list[tuple[str, R]]:
         """:meth:`map`, each result with where it ran (``local``, or the worker's name).
 
         ``lost(item, message)``: the result of a unit whose host went away while it ran
         (``message`` names the unit and the host, with the fix), where ``retry_lost`` is off;
-        ``None``: such a unit is a :class:`FleetError`."""
+        ``None``: such a unit is a :class:`FleetError`. ``on``: the worker each item must run
+        on (a name of :meth:`workers`), else wherever the engine puts it."""
+        ...
+
+    def workers(self) -> list[str]:
+        """The names of the machines units can run on now (``["local"]`` here)."""
         ...
 
     def ship(self, options: RunOptions) -> RunOptions:
@@ -112,8 +118,9 @@ class ThreadExecutor:
         return [v for _w, v in self.map_placed(fn, items, name=name)]
 
     def map_placed(self, fn: Callable[[T], R], items: Sequence[T], *, name: str,
-                   lost: Callable[[T, str], R] | None = None) -> list[tuple[str, R]]:
-        del lost  # this machine is never lost to itself
+                   lost: Callable[[T, str], R] | None = None,
+                   on: Sequence[str] | None = None) -> list[tuple[str, R]]:
+        del lost, on  # one machine: nothing to lose, and nowhere else to place a unit
         def one(pair: tuple[int, T]) -> tuple[str, R]:
             out = fn(pair[1])
             with self._lock:
@@ -125,6 +132,9 @@ class ThreadExecutor:
             return [one(p) for p in pairs]
         with ThreadPoolExecutor(max_workers=min(self.slots, len(pairs))) as pool:
             return list(pool.map(progress.carried(one), pairs))  # progress reaches the pool
+
+    def workers(self) -> list[str]:
+        return ["local"]
 
     def ship(self, options: RunOptions) -> RunOptions:
         return options
@@ -181,18 +191,28 @@ class DaskExecutor:
         return [v for _w, v in self.map_placed(fn, items, name=name)]
 
     def map_placed(self, fn: Callable[[T], R], items: Sequence[T], *, name: str,
-                   lost: Callable[[T, str], R] | None = None) -> list[tuple[str, R]]:
+                   lost: Callable[[T, str], R] | None = None,
+                   on: Sequence[str] | None = None) -> list[tuple[str, R]]:
         if not items:
             return []
         token = uuid.uuid4().hex[:8]
         keys = [f"{name}-{i}-{token}" for i in range(len(items))]
-        futures = self.client.map(_on_worker, [fn] * len(items), list(items),
-                                  [self.hosts] * len(items), key=keys, pure=False,
-                                  resources=self._resources(items))
+        resources = self._resources(items)
+        if on is None:
+            futures = self.client.map(_on_worker, [fn] * len(items), list(items),
+                                      [self.hosts] * len(items), key=keys, pure=False,
+                                      resources=resources)
+        else:  # each on its worker, by address (a name that is no worker's: lost at once)
+            address = {n: a for a, n in self._worker_names().items()}
+            futures = [self.client.submit(_on_worker, fn, item, self.hosts, key=key,
+                                          pure=False, resources=resources,
+                                          workers=[address.get(where, where)],
+                                          allow_other_workers=False)
+                       for item, key, where in zip(items, keys, on, strict=True)]
         try:
-            self._wait(futures)
-            got = [self._outcome(f, item, f"{name}-{i}", lost)
-                   for i, (f, item) in enumerate(zip(futures, items, strict=True))]
+            gone = self._wait(futures, dict(zip(keys, on, strict=True)) if on else None)
+            got = [self._outcome(f, item, f"{name}-{i}", lost, gone.get(k))
+                   for i, (f, item, k) in enumerate(zip(futures, items, keys, strict=True))]
         except KeyboardInterrupt:
             got = self._interrupted(futures, keys, items, name, lost)
         except BaseException:
@@ -231,10 +251,11 @@ class DaskExecutor:
         return [self._outcome(f, item, f"{name}-{i}", lost)
                 for i, (f, item) in enumerate(zip(futures, items, strict=True))]
 
-    def _outcome(self, future: Any, item: T, unit: str,
-                 lost: Callable[[T, str], R] | None) -> tuple[str, R]:
+    def _outcome(self, future: Any, item: T, unit: str, lost: Callable[[T, str], R] | None,
+                 pinned_to_gone: str | None = None) -> tuple[str, R]:
         """``(where it ran, its result)`` of a finished unit; a unit whose worker died is
-        ``lost``'s result where ``retry_lost`` is off.
+        ``lost``'s result where ``retry_lost`` is off, as is a unit pinned to a worker that
+        left (``pinned_to_gone``: its name; it can run nowhere else).
 
         Raises:
             FleetError: a lost unit without ``lost``, or (``retry_lost``) one that killed every
@@ -243,6 +264,14 @@ class DaskExecutor:
         """
         from distributed import KilledWorker
 
+        if pinned_to_gone is not None:
+            why = (f"unit {unit} was lost: host {pinned_to_gone}, the one it must run on, "
+                   "is not in the cluster (it went away, or never joined)")
+            fix = "see why the host went (its console, dmesg, the worker's log) and run again"
+            if lost is None:
+                raise FleetError(why, fix=fix)
+            self.log(f"{why} (fix: {fix})")
+            return pinned_to_gone, lost(item, f"{why} (fix: {fix})")
         try:
             where, value = future.result()
             return str(where), value
@@ -262,6 +291,9 @@ class DaskExecutor:
                 raise FleetError(why, fix=fix) from None
             self.log(f"{why} (fix: {fix})")
             return host, lost(item, f"{why} (fix: {fix})")
+
+    def workers(self) -> list[str]:
+        return sorted(self._worker_names().values())
 
     def _worker_names(self) -> dict[str, str]:
         """Worker address -> its name (the hosts file's host name)."""
@@ -301,18 +333,30 @@ class DaskExecutor:
             self.shipped.extend(ship(self.client, [bundle], log=self.log))
         return bundle.ref
 
-    def _wait(self, futures: Sequence[Any]) -> None:
+    def _wait(self, futures: Sequence[Any], pinned: Mapping[str, str] | None = None,
+              ) -> dict[str, str]:
         """Until every future is done; a cluster left without any worker for
-        ``no_worker_s`` ends the wait.
+        ``no_worker_s`` ends the wait. ``pinned``: unit key -> the worker it must run on; a
+        unit whose worker is not (or no longer) in the cluster is cancelled, as it could run
+        nowhere else.
+
+        Returns:
+            The pinned units so cancelled: key -> the worker's name.
 
         Raises:
             FleetError: no worker for ``no_worker_s`` (the units still pending named).
         """
         alone_since: float | None = None
         names = self._worker_names()
+        gone_with: dict[str, str] = {}
         while True:
-            if all(f.done() for f in futures):  # errored units count as done
-                return
+            for f in futures:
+                where = (pinned or {}).get(str(f.key))
+                if where is not None and where not in names.values() and not f.done():
+                    gone_with[str(f.key)] = where
+                    f.cancel()
+            if all(f.done() or str(f.key) in gone_with for f in futures):
+                return gone_with  # errored units count as done
             time.sleep(0.5)  # a unit is a run of seconds at least
             alive = set(self.client.nthreads())
             for gone in sorted(set(names) - alive):

@@ -5,11 +5,10 @@ before it on the same machine.
    configured workload (each selected profile's, unless ``--workload`` names them) with the
    default suites and the timing suite (unless ``--suite`` names them); its report is
    ``differential/`` in the night's folder. With ``--cluster`` or ``--hosts`` it is one unit
-   of the fleet (:func:`~proofdiff.fleet.differential.differential_on_fleet`: on the host Dask
-   gives it, its artifacts shipped there), and the night joins that host's series (the
-   history's machine fingerprint names the fleet's host); the (host, workload) matrix is not
-   split into units yet. The allowlist applies there: an accepted failure is
-   shown as such and has no standing here.
+   the night is the (host, workload) matrix, a row per host (:mod:`proofdiff.nightly.
+   fleet_night`): every host runs the differential as a unit of its own and its night is
+   judged, stored and written as below against that host's series. The allowlist applies
+   there: an accepted failure is shown as such and has no standing here.
 2. The history (``--history``; default a SQLite file in the report root,
    ``<report_dir>/history.sqlite``): the last :data:`NIGHTS` nightly runs on this machine
    fingerprint are read, tonight's run is stored (as ``nightly``, under the night's run id,
@@ -56,8 +55,8 @@ from proofdiff.nightly.nightly_result import (NightBisection, NightDecision, Nig
                                               Slowdown)
 from proofdiff.oracles.suite_table import DEFAULT_SUITES
 
-__all__ = ["NIGHTS", "NIGHT_METRICS", "compare_night", "nightly_options", "run_nightly",
-           "with_bisections"]
+__all__ = ["NIGHTS", "NIGHT_METRICS", "compare_night", "judge_night", "nightly_options",
+           "run_nightly", "with_bisections"]
 
 #: Earlier nights compared, at most.
 NIGHTS = 10
@@ -219,14 +218,29 @@ def run_nightly(options: RunOptions | None = None, *,
     opts = (options or RunOptions()).with_env()
     rid = opts.run_id or new_run_id()
     opts = nightly_options(msgspec.structs.replace(opts, run_id=rid))
-    run_dir = opts.report_root / rid
-    night = msgspec.structs.replace(opts, report_dir=str(run_dir), run_id="differential")
-    if opts.cluster or opts.hosts:  # on a fleet: the differential is a unit on one host, whose
-        from proofdiff.fleet.differential import differential_on_fleet  # series it joins
+    if opts.cluster or opts.hosts:  # a night per host (proofdiff.nightly.fleet_night)
+        from proofdiff.nightly.fleet_night import fleet_night
 
-        diff = differential_on_fleet(night, log=log)
-    else:
-        diff = run_differential(night, log=log)
+        return fleet_night(opts, log=log, write_report=write_report,
+                           bisect_budget_s=bisect_budget_s, allure_history=allure_history,
+                           t0=t0, started=started)
+    run_dir = opts.report_root / rid
+    diff = run_differential(msgspec.structs.replace(opts, report_dir=str(run_dir),
+                                                    run_id="differential"), log=log)
+    return judge_night(diff, opts, log=log, write_report=write_report,
+                       bisect_budget_s=bisect_budget_s, allure_history=allure_history, t0=t0,
+                       started=started)
+
+
+def judge_night(diff: DifferentialResult, opts: RunOptions, *, log: Callable[[str], None],
+                write_report: bool, bisect_budget_s: float | None, allure_history: str,
+                t0: float, started: float) -> NightlyResult:
+    """Steps 2 to 5 of the module docstring for tonight's differential ``diff`` (its report
+    already in ``<report root>/<opts.run_id>/differential/``): stored as the nightly run
+    ``opts.run_id``, compared, its new divergences bisected, its report written there.
+    ``t0``/``started``: when the night began (``time.monotonic()``, ``time.time()``)."""
+    rid = opts.run_id
+    run_dir = opts.report_root / rid
     result = compare_night(diff, history=opts.history, report_root=opts.report_root,
                            run_id=rid, wall_s=time.monotonic() - t0)
     log(f"nightly: {result.history}: compared with {len(result.nights)} earlier night(s)")

@@ -8,6 +8,7 @@ comparison established: each failing check's standing across nights and each new
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 
 import msgspec
@@ -135,6 +136,31 @@ class NightBisection(msgspec.Struct, frozen=True, kw_only=True):
         return f"{where}: {self.status.upper()}: {self.line}"
 
 
+#: The decisions from the gravest down: a fleet's night takes the first that any host gave.
+GRAVITY = (NightDecision.INTERRUPTED, NightDecision.NEW, NightDecision.ERROR,
+           NightDecision.UNDECIDED, NightDecision.CLEAN)
+
+
+def worst(decisions: Iterable[NightDecision]) -> NightDecision:
+    """The gravest of ``decisions`` (:data:`GRAVITY`): one host's new failure fails the fleet's
+    night, one host that could not run makes it ERROR, never CLEAN; none at all is ERROR."""
+    got = set(decisions)
+    return next((d for d in GRAVITY if d in got), NightDecision.ERROR)
+
+
+class HostNight(msgspec.Struct, frozen=True, kw_only=True):
+    """One host's night within a fleet's night: its decision, and its own night's run id
+    (its report: ``<report_dir>/<run_id>/``, beside the fleet's). machine: its fingerprint's
+    label."""
+
+    host: str
+    run_id: str
+    decision: NightDecision
+    decision_line: str
+    exit_code: int
+    machine: str = ""
+
+
 class NightlyResult(msgspec.Struct, frozen=True, kw_only=True):
     """Everything a nightly established.
 
@@ -153,6 +179,8 @@ class NightlyResult(msgspec.Struct, frozen=True, kw_only=True):
             run or not be compared. wall_s: the night's wall time, s. allure_history: where
             allure-results/history/ was carried from (the previous night's Allure history),
             or why it was not ('' = not asked).
+        hosts: a fleet's night (``--cluster``/``--hosts``): each host's night, whose report
+            holds its checks, slowdowns and bisections (this one's are then empty).
     """
 
     run_id: str
@@ -175,6 +203,7 @@ class NightlyResult(msgspec.Struct, frozen=True, kw_only=True):
     wall_s: float = 0.0
     started_unix_s: float = 0.0
     allure_history: str = ""
+    hosts: tuple[HostNight, ...] = ()
 
     def of(self, standing: Standing) -> list[CheckStanding]:
         """The checks of one standing."""

@@ -38,6 +38,13 @@ def _ms(unix_s: float, default_ms: int) -> int:
     return int(unix_s * 1000) if unix_s > 0 else default_ms
 
 
+def _of_exit(code: int) -> CheckStatus:
+    """A decision's check status: PASSED clean, BROKEN could not run or interrupted, else
+    FAILED (new, undecided)."""
+    return (CheckStatus.PASSED if code == 0 else CheckStatus.BROKEN if code in (3, 130)
+            else CheckStatus.FAILED)
+
+
 def _checks(r: NightlyResult) -> list[Check]:
     t = int(r.created_unix_s * 1000)
     out = []
@@ -65,8 +72,12 @@ def _checks(r: NightlyResult) -> list[Check]:
             b.status, CheckStatus.UNKNOWN), message=b.summary(), text=text, profile=b.profile,
             workload=b.workload, start_ms=_ms(b.started_unix_s, t),
             stop_ms=_ms(b.stopped_unix_s, t)))
-    status = (CheckStatus.PASSED if r.exit_code == 0 else CheckStatus.BROKEN
-              if r.exit_code in (3, 130) else CheckStatus.FAILED)
+    for h in r.hosts:  # a fleet's night: each host's decision (its checks are in its report)
+        out.append(Check(suite="nightly-host", name=h.host, status=_of_exit(h.exit_code),
+                         message=h.decision_line,
+                         text=f"{h.decision_line}\nreport: ../{h.run_id}/index.html",
+                         start_ms=_ms(r.started_unix_s, t), stop_ms=t))
+    status = _of_exit(r.exit_code)
     out.append(Check(suite="nightly", name="decision", status=status, message=r.decision_line,
                      text="\n".join([r.decision_line, *r.errors]),
                      start_ms=_ms(r.started_unix_s, t - int(r.wall_s * 1000)), stop_ms=t))
@@ -97,8 +108,9 @@ def nightly_view(result: NightlyResult, *, run_dir: Path | None = None,
     tonight's divergence (failing jobs, partitions, suspects) from ``differential/``; with
     ``history`` (a history URL), the page plots each timing series with its change points."""
     diff = _tonight(run_dir)
-    trend, trend_note = trend_plots(history, result.run_id,
-                                    run_dir.parent if run_dir else Path.cwd())
+    # a fleet's night has no series of its own: each host's page plots that host's
+    trend, trend_note = trend_plots(history, result.run_id, run_dir.parent if run_dir
+                                    else Path.cwd()) if not result.hosts else ([], "")
     return ReportView(
         run_id=result.run_id, kind="nightly", decision=result.decision.value,
         decision_line=result.decision_line, exit_code=result.exit_code,

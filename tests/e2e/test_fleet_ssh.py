@@ -8,6 +8,7 @@ The hosts are started once for the module; each command starts its own cluster a
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -160,7 +161,7 @@ def test_regression_cases_are_replayed_as_units_over_the_hosts(
     _nothing_left(hosts)
 
 
-def test_a_night_runs_its_differential_on_a_host_and_joins_that_hosts_series(
+def test_a_night_runs_on_every_host_and_each_joins_its_own_series(
         artifacts: Any, hosts: SshHosts, tmp_path: Path, one_partition_workload: str) -> None:
     rid = unique("ssh-night")
     report = tmp_path / "nights"
@@ -170,15 +171,24 @@ def test_a_night_runs_its_differential_on_a_host_and_joins_that_hosts_series(
                            str(report), "--run-id", rid],
                           cwd=REPO, capture_output=True, text=True, timeout=900)
     out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out  # the first night: nothing new
-    diff = load_summary(report / rid / "differential")
-    host = diff.machine["fleet_host"]
-    assert host in hosts.names and diff.verdict is Verdict.SAME, (diff.verdict_line, out)
-    # the night is stored in the default history, as that host's series
+    assert proc.returncode == 0, out  # the first night: nothing new on any host
+    # the fleet's night: one row per host, each host's night a complete night of its own
+    fleet = json.loads((report / rid / "summary.json").read_text())
+    assert [(h["host"], h["decision"]) for h in fleet["hosts"]] == [
+        (n, "clean") for n in hosts.names], fleet
+    page = (report / rid / "index.html").read_text()
+    assert all(f'href="../{rid}-{n}/index.html"' in page for n in hosts.names)
+    for name in hosts.names:
+        diff = load_summary(report / f"{rid}-{name}" / "differential")
+        assert diff.machine["fleet_host"] == name and diff.verdict is Verdict.SAME, (
+            name, diff.verdict_line, out)
+        assert f"host {name}: clean" in out, out
+    # each night is stored in the default history, in its host's own series
     shown = subprocess.run([sys.executable, "-m", "proofdiff", "history", "--history",
                             "default", "--report-dir", str(report), "--profile", "bench"],
                            cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert f"- {host}, no GPU" in shown.stdout, shown.stdout + shown.stderr
+    assert all(f"- {n}, no GPU" in shown.stdout for n in hosts.names), (
+        shown.stdout + shown.stderr)
     _nothing_left(hosts)
 
 

@@ -197,7 +197,15 @@ def test_a_unit_whose_worker_dies_is_reported_lost_or_run_again_with_retry_lost(
         c.wait_for_workers(2, timeout=60)  # the nanny restarted the dead one
     with open_executor(RunOptions(cluster=cluster, retry_lost=True)) as ex:
         [(host, value)] = ex.map_placed(dies_once, [str(tmp_path / "retried")], name="unit")
-    assert value == f"ran on {host}", value  # run again, to its end
+        assert value == f"ran on {host}", value  # run again, to its end
+        # pinned units run where they are told; one pinned to no worker is lost at once
+        ex.client.wait_for_workers(2, timeout=60)  # type: ignore[attr-defined]
+        names = ex.workers()
+        got = ex.map_placed(dies_once, [str(tmp_path / "retried")] * 3, name="pinned",
+                            on=[*names, "gone-host"], lost=lambda item, why: why)
+    assert [w for w, _v in got] == [*names, "gone-host"] and len(names) == 2, got
+    assert [v for _w, v in got[:2]] == [f"ran on {n}" for n in names], got
+    assert "host gone-host, the one it must run on, is not in the cluster" in got[2][1]
     with Client(cluster, set_as_default=False) as c:
         c.wait_for_workers(2, timeout=60)
 

@@ -302,3 +302,15 @@ def test_the_previous_nights_allure_history_is_carried_into_tonights_results(
     with pytest.raises(SystemExit):  # a file is no history folder: argparse's usage error
         main(["nightly", "--allure-history", str(bad)])
     assert "is not a folder" in capsys.readouterr().err
+
+
+def test_a_fleets_night_takes_the_gravest_decision_of_its_hosts() -> None:
+    from proofdiff.nightly.nightly_result import NightDecision as D
+    from proofdiff.nightly.nightly_result import worst
+
+    assert worst([D.CLEAN, D.CLEAN]) is D.CLEAN
+    assert worst([D.CLEAN, D.UNDECIDED]) is D.UNDECIDED
+    assert worst([D.CLEAN, D.ERROR, D.UNDECIDED]) is D.ERROR  # a host that could not run
+    assert worst([D.ERROR, D.NEW, D.CLEAN]) is D.NEW  # a new failure anywhere fails the night
+    assert worst([D.NEW, D.INTERRUPTED]) is D.INTERRUPTED
+    assert worst([]) is D.ERROR  # no host at all is never clean
