@@ -6,7 +6,8 @@ daemons its units start inherit the pinning), the wall per worker count.
 
 e.g. ``-- run --suite regressions --set '*.runtime=process' --bin-dir .bin`` (every regression
 case, as pinned and with its fix, a unit each) or ``-- bisect ... --set '*.runtime=process'``
-(the probes of one dd step side by side). The command gets ``--cluster`` (a ``LocalCluster`` on
+(the probes of one dd step side by side), or ``-- nightly --suite validity ...`` (the night's
+matrix: one unit per worker). The command gets ``--cluster`` (a ``LocalCluster`` on
 127.0.0.1, no dashboard) and ``--report-dir``; where each unit ran is read back from the
 reports (``machine.fleet_host``, a bisection's ``probes[].host``).
 """
@@ -44,7 +45,8 @@ def _hosts(report_dir: Path) -> Counter[str]:
         doc = json.loads(f.read_text())
         for p in doc.get("probes", []):
             got[str(p.get("host", ""))] += 1
-        host = doc.get("machine", {}).get("fleet_host")
+        machine = doc.get("machine")
+        host = machine.get("fleet_host") if isinstance(machine, dict) else None
         if host is not None and "probes" not in doc:
             got[str(host)] += 1
     return got
@@ -54,6 +56,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4],
                     help="worker counts to try. Default: 1 2 4")
+    ap.add_argument("--cores-each", type=int, default=0,
+                    help="cores per worker, the same for every count (a host's size does not "
+                    "change with the fleet's; the counts x this must fit). Default: an even "
+                    "share of the cores")
     ap.add_argument("--json", type=Path, help="also write the rows here")
     ap.add_argument("rest", nargs=argparse.REMAINDER, help="-- then the proofdiff command")
     args = ap.parse_args()
@@ -63,8 +69,12 @@ def main() -> int:
     cores = sorted(os.sched_getaffinity(0))
     rows = []
     for n in args.workers:
-        share = {str(i): cores[i * len(cores) // n:(i + 1) * len(cores) // n] or cores
-                 for i in range(n)}
+        if args.cores_each and n * args.cores_each > len(cores):
+            raise SystemExit(f"{n} workers x {args.cores_each} cores > the {len(cores)} here")
+        share = ({str(i): cores[i * args.cores_each:(i + 1) * args.cores_each]
+                  for i in range(n)} if args.cores_each else
+                 {str(i): cores[i * len(cores) // n:(i + 1) * len(cores) // n] or cores
+                  for i in range(n)})
         with tempfile.TemporaryDirectory(prefix="proofdiff-scaleout-") as tmp, \
                 LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                              host="127.0.0.1", dashboard_address=None,
@@ -82,12 +92,20 @@ def main() -> int:
         if proc.returncode != 0 or not per:  # what went wrong, whatever the exit code
             print((proc.stdout + proc.stderr)[-3000:], file=sys.stderr)
     base = rows[0]["wall_s"]
+    # throughput: units per minute; efficiency: throughput(N) / (N x throughput(1 worker))
+    per_worker = (sum(rows[0]["units"].values()) / rows[0]["wall_s"]) / rows[0]["workers"]
     table = Table(title=f"scale-out of `proofdiff {' '.join(cmd)}` on {len(cores)} cores")
-    for col in ("workers", "cores each", "wall s", "speed-up", "exit", "units per worker"):
+    for col in ("workers", "cores each", "wall s", "speed-up", "units/min", "efficiency",
+                "exit", "units per worker"):
         table.add_column(col)
     for r in rows:
+        units = sum(r["units"].values())
+        r["throughput_per_min"] = round(units / r["wall_s"] * 60, 2)
+        r["efficiency"] = round(units / r["wall_s"] / (r["workers"] * per_worker), 2) \
+            if per_worker else None
         table.add_row(str(r["workers"]), str(r["cores_each"]), f"{r['wall_s']:.1f}",
-                      f"{base / r['wall_s']:.2f}x", str(r["exit"]),
+                      f"{base / r['wall_s']:.2f}x", f"{r['throughput_per_min']}",
+                      f"{r['efficiency']}", str(r["exit"]),
                       ", ".join(f"{k}: {v}" for k, v in r["units"].items()))
     Console(width=140).print(table)
     if args.json:

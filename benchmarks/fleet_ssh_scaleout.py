@@ -29,6 +29,7 @@ Figures (units of the default differential, each with its own run id):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import subprocess
@@ -79,6 +80,8 @@ def _bisect_wall(hosts_file: Path, report_dir: Path, faults: str) -> tuple[float
     if not summary.is_file():
         raise SystemExit(f"the bisection wrote no report:\n{proc.stdout}{proc.stderr}")
     doc = json.loads(summary.read_text())
+    if doc.get("status") != "found":
+        print(f"  the bisection ended {doc.get('status')}: {doc.get('line') or doc}"[:2000])
     return wall, str(doc.get("status")), len(doc.get("probes", []))
 
 
@@ -86,7 +89,7 @@ def one_count(n: int, units: int, faults: str, workload: str, tmp: Path, bisect:
               console: Console) -> dict[str, Any]:
     """Start ``n`` fresh hosts, ship cold and warm, run ``units`` differentials over them."""
     names = tuple(f"host-{i}" for i in range(1, n + 1))
-    (tmp / f"hosts-{n}").mkdir()
+    (tmp / f"hosts-{n}").mkdir(exist_ok=True)
     gen = start_ssh_hosts(tmp / f"hosts-{n}", names)
     hosts = next(gen)
     try:
@@ -114,8 +117,13 @@ def one_count(n: int, units: int, faults: str, workload: str, tmp: Path, bisect:
             "ship_cold_s": statistics.median(cold.values()) if cold else None,
             "ship_warm_s": statistics.median(warm.values()) if warm else None,
             "unit_wall_s": round(statistics.median(r.wall_s for _w, r in got), 1)}
-        if any(v != Verdict.SAME.value for v in verdicts):
-            console.print(f"  [red]not every unit was SAME: {verdicts}[/red]")
+        for where, r in got:
+            if r.verdict is not Verdict.SAME:
+                from proofdiff.report.writer import write_report
+
+                rdir = write_report(r, tmp / f"r{n}")
+                console.print(f"  [red]a unit on {where}: {r.verdict_line} ({rdir})[/red]",
+                              highlight=False)
         if bisect:
             row["bisect_wall_s"], row["bisect_status"], row["bisect_probes"] = (
                 lambda w, s, p: (round(w, 1), s, p))(*_bisect_wall(hosts.hosts_file,
@@ -135,13 +143,18 @@ def main() -> int:
                     help="refprover's idle wait per partition (GPU time stand-in). Default: 3000")
     ap.add_argument("--no-bisect", action="store_true", help="skip the bisection walls")
     ap.add_argument("--json", type=Path, help="also write the rows here")
+    ap.add_argument("--keep", type=Path, help="keep the hosts files and reports in this folder "
+                    "(default: a temporary one, removed)")
     args = ap.parse_args()
     console = Console()
     faults = f"gpu-bound-ms={args.gpu_bound_ms}"
     console.print(f"every daemon runs with REFPROVER_FAULTS={faults}: each partition waits "
                   f"{args.gpu_bound_ms} ms idle, standing in for GPU time (no GPU here)")
     rows = []
-    with tempfile.TemporaryDirectory(prefix="fleet-scaleout-") as tmp:
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+    with (contextlib.nullcontext(str(args.keep)) if args.keep
+          else tempfile.TemporaryDirectory(prefix="fleet-scaleout-")) as tmp:
         workload = _workload(Path(tmp))
         counts = sorted(set(args.hosts))
         for n in counts:
