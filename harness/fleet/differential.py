@@ -33,6 +33,33 @@ def lost_result(options: RunOptions, message: str) -> DifferentialResult:
     return assemble(run_id=options.run_id, profiles={}, records=[], runs=[], errors=[message])
 
 
+def _on_fleet(opts: RunOptions, *, per_host: bool, log: Callable[[str], None],
+              ) -> list[tuple[str, DifferentialResult]]:
+    """``(where, result)`` of the differential of ``opts`` as units of its executor: one unit
+    wherever the executor puts it, or (``per_host``) one pinned to each worker, side by side;
+    the artifacts shipped to each host once, before any unit. Each result names its fleet host
+    (its machine facts are that host's own) and its allowlist by the caller's path, not the
+    shipped copy's. A cluster that cannot be used is one ERROR result, as ``fleet``."""
+    from proofdiff.core.differential import assemble
+    from proofdiff.runtime.host import machine_facts
+
+    t0 = time.monotonic()
+    unit = msgspec.structs.replace(opts, cluster="", hosts="")
+    try:
+        with open_executor(opts, log=log) as ex:
+            hosts = ex.workers() if per_host else None
+            unit = ex.ship(unit)
+            got = ex.map_placed(differential_unit, [unit] * (len(hosts) if hosts else 1),
+                                name="differential", lost=lost_result, on=hosts)
+    except ProofdiffError as exc:
+        return [("fleet", assemble(run_id=opts.run_id, profiles={}, records=[], runs=[],
+                                   errors=[str(exc)], wall_s=time.monotonic() - t0,
+                                   machine=machine_facts()))]
+    return [(where, msgspec.structs.replace(
+        r, machine={**r.machine, "fleet_host": where},
+        allowlist=opts.allowlist if r.allowlist else "")) for where, r in got]
+
+
 def differential_on_fleet(options: RunOptions, *, log: Callable[[str], None] = lambda _l: None,
                           write_report: bool = True) -> DifferentialResult:
     """The differential of ``options`` as one unit of its executor (``cluster`` or ``hosts``:
@@ -42,32 +69,16 @@ def differential_on_fleet(options: RunOptions, *, log: Callable[[str], None] = l
         The worker's :class:`DifferentialResult`; a cluster that cannot be used (unreachable,
         no worker, another proofdiff on a worker) or a unit lost with its host comes back as
         verdict ERROR with the cause and the fix, as every bad input of
-        :func:`run_differential` does. The worker's
-        progress lines are not relayed (only this side's).
+        :func:`run_differential` does. The worker's progress lines are not relayed (only this
+        side's).
     """
-    from proofdiff.core.differential import assemble
     from proofdiff.core.plan import new_run_id
-    from proofdiff.runtime.host import machine_facts
 
-    t0 = time.monotonic()
     opts = options.with_env()
     opts = msgspec.structs.replace(opts, run_id=opts.run_id or new_run_id())
-    unit = msgspec.structs.replace(opts, cluster="", hosts="")
-    try:
-        with open_executor(opts, log=log) as ex:
-            unit = ex.ship(unit)  # another machine: its artifacts go there first
-            [(where, result)] = ex.map_placed(differential_unit, [unit], name="differential",
-                                              lost=lost_result)
-            log(f"the differential ran on {where}")
-            # the record names the fleet's host (its machine facts are that host's own), and
-            # the allowlist by the caller's path, not its shipped copy's
-            result = msgspec.structs.replace(
-                result, machine={**result.machine, "fleet_host": where},
-                allowlist=opts.allowlist if result.allowlist else "")
-    except ProofdiffError as exc:
-        result = assemble(run_id=opts.run_id, profiles={}, records=[], runs=[],
-                          errors=[str(exc)], wall_s=time.monotonic() - t0,
-                          machine=machine_facts())
+    [(where, result)] = _on_fleet(opts, per_host=False, log=log)
+    if where != "fleet":
+        log(f"the differential ran on {where}")
     if write_report:
         from proofdiff.report.writer import write_report as write
 
@@ -88,26 +99,9 @@ def differential_per_host(options: RunOptions, *, report_dir_of: Callable[[str],
         (no host passes its check, an unreachable scheduler) is one ERROR result, as host
         ``fleet``, with the cause and the fix.
     """
-    from proofdiff.core.differential import assemble
     from proofdiff.report.writer import write_report as write
-    from proofdiff.runtime.host import machine_facts
 
-    t0 = time.monotonic()
-    opts = options.with_env()
-    unit = msgspec.structs.replace(opts, cluster="", hosts="")
-    try:
-        with open_executor(opts, log=log) as ex:
-            hosts = ex.workers()
-            unit = ex.ship(unit)  # once per host, before any unit
-            got = ex.map_placed(differential_unit, [unit] * len(hosts), name="differential",
-                                lost=lost_result, on=hosts)
-            results = [(host, msgspec.structs.replace(
-                r, machine={**r.machine, "fleet_host": host},
-                allowlist=opts.allowlist if r.allowlist else "")) for host, r in got]
-    except ProofdiffError as exc:
-        results = [("fleet", assemble(run_id=opts.run_id, profiles={}, records=[], runs=[],
-                                      errors=[str(exc)], wall_s=time.monotonic() - t0,
-                                      machine=machine_facts()))]
+    results = _on_fleet(options.with_env(), per_host=True, log=log)
     for host, r in results:
         write(r, report_dir_of(host))
     return results
