@@ -3,8 +3,8 @@ the hosts file an SSHCluster starts over. README: A fleet of hosts."""
 
 from __future__ import annotations
 
-from proofdiff.fleet.executor import (DaskExecutor, Executor, FleetError, ThreadExecutor,
-                                      open_executor)
+from proofdiff.fleet.dask_executor import DaskExecutor
+from proofdiff.fleet.executor import Executor, FleetError, ThreadExecutor, open_executor
 from proofdiff.fleet.hosts import Host, Hosts, HostsError, load_hosts, parse_hosts
 
 __all__ = ["DaskExecutor", "Executor", "FleetError", "Host", "Hosts", "HostsError",

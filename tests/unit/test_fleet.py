@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from proofdiff.fleet.differential import differential_unit
-from proofdiff.fleet.executor import FleetError, ThreadExecutor, connect, open_executor
+from proofdiff.fleet.cluster import connect
+from proofdiff.fleet.executor import FleetError, ThreadExecutor, open_executor
 from proofdiff.fleet.hosts import HOST_KEYS, HostsError, parse_hosts
 from proofdiff.fleet.version import proofdiff_version
 from proofdiff.model.errors import ProofdiffError

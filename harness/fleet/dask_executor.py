@@ -1,0 +1,302 @@
+"""The fleet's units as tasks of a Dask cluster (:class:`DaskExecutor`): placed by Dask or
+pinned to a host, each run on its worker with its shipped paths and the host's runtime
+(:func:`_on_worker`), a lost host's units reported lost or run again, a Ctrl-C carried to the
+units running on the workers. :func:`proofdiff.fleet.executor.open_executor` makes one."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import msgspec
+
+from proofdiff.fleet.executor import FleetError
+from proofdiff.fleet.hosts import Host, Hosts
+from proofdiff.fleet.shipping import ShipReport
+from proofdiff.model.errors import ProofdiffError
+from proofdiff.model.run_options import RunOptions
+
+__all__ = ["INTERRUPT_S", "NO_WORKER_S", "DaskExecutor"]
+
+#: How long the cluster may have no worker while units wait, s, before they are given up.
+NO_WORKER_S = 120.0
+#: How long interrupted units have to stop their daemons and come back, s.
+INTERRUPT_S = 60.0
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def _on_worker(fn: Callable[[Any], Any], item: Any,
+               hosts: Mapping[str, Host]) -> tuple[str, Any]:
+    """A unit on a Dask worker: ``(the worker's name, fn(item))``, ``item``'s shipped paths
+    made this machine's and its options made this host's (:func:`~proofdiff.fleet.placement.
+    on_host`: the hosts file's runtime, binaries and GPUs)."""
+    from distributed import get_worker
+
+    from proofdiff.fleet.placement import on_host
+    from proofdiff.fleet.shipping import localize, walk
+
+    name = str(get_worker().name)
+    host = hosts.get(name)
+    # the caller's paths made this machine's: shipped artifacts by reference, and its cache
+    # and crate dropped (this machine's own are read from its environment)
+    item = walk(localize(item), lambda s: s, lambda s: msgspec.structs.replace(
+        s, cache_root="", crate_dir="") if isinstance(s, RunOptions) else s)
+    if host is None:
+        return name, fn(item)
+    with on_host(item, host) as placed:
+        return name, fn(placed)
+
+
+class DaskExecutor:
+    """Units as tasks of a Dask cluster through ``client`` (a ``distributed.Client``, typed
+    ``Any``: distributed is only partly typed; one task per unit, never cached: ``pure=False``);
+    ``cluster``: the SSHCluster this run started, if any."""
+
+    def __init__(self, client: Any, cluster: Any = None, no_worker_s: float = NO_WORKER_S,
+                 hosts: Hosts | None = None, log: Callable[[str], None] = lambda _l: None,
+                 retry_lost: bool = False) -> None:
+        self.client, self.cluster, self.no_worker_s = client, cluster, no_worker_s
+        #: a unit whose worker died is run again elsewhere (Dask's way), else reported lost
+        self.retry_lost = retry_lost
+        self.hosts = {h.name: h for h in hosts.hosts} if hosts else {}
+        self.log = log
+        #: what each worker was sent (:class:`~proofdiff.fleet.shipping.ShipReport`), per call
+        self.shipped: list[ShipReport] = []
+        self.remote = True
+        workers: dict[str, int] = client.nthreads()  # every worker (scheduler_info lists 5)
+        self.slots = max(1, sum(workers.values()))
+        self.description = (f"Dask cluster {client.scheduler.address} ({len(workers)} "
+                            f"worker(s), {self.slots} slot(s))")
+        self.placed: list[tuple[str, str]] = []
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T], *, name: str) -> list[R]:
+        return [v for _w, v in self.map_placed(fn, items, name=name)]
+
+    def map_placed(self, fn: Callable[[T], R], items: Sequence[T], *, name: str,
+                   lost: Callable[[T, str], R] | None = None,
+                   on: Sequence[str] | None = None) -> list[tuple[str, R]]:
+        if not items:
+            return []
+        token = uuid.uuid4().hex[:8]
+        keys = [f"{name}-{i}-{token}" for i in range(len(items))]
+        resources = self._resources(items)
+        if on is None:
+            futures = self.client.map(_on_worker, [fn] * len(items), list(items),
+                                      [self.hosts] * len(items), key=keys, pure=False,
+                                      resources=resources)
+        else:  # each on its worker, by address (a name that is no worker's: lost at once)
+            address = {n: a for a, n in self._worker_names().items()}
+            futures = [self.client.submit(_on_worker, fn, item, self.hosts, key=key,
+                                          pure=False, resources=resources,
+                                          workers=[address.get(where, where)],
+                                          allow_other_workers=False)
+                       for item, key, where in zip(items, keys, on, strict=True)]
+        try:
+            gone = self._wait(futures, dict(zip(keys, on, strict=True)) if on else None)
+            got = [self._outcome(f, item, f"{name}-{i}", lost, gone.get(k))
+                   for i, (f, item, k) in enumerate(zip(futures, items, keys, strict=True))]
+        except KeyboardInterrupt:
+            got = self._interrupted(futures, keys, items, name, lost)
+        except BaseException:
+            self.client.cancel(futures)
+            raise
+        self.placed.extend((f"{name}-{i}", where) for i, (where, _v) in enumerate(got))
+        return got
+
+    def _interrupted(self, futures: Sequence[Any], keys: Sequence[str], items: Sequence[T],
+                     name: str, lost: Callable[[T, str], R] | None) -> list[tuple[str, R]]:
+        """A Ctrl-C here: the units not started are cancelled, the running ones interrupted on
+        their workers (a ``KeyboardInterrupt`` raised in the thread that runs each, as a
+        Ctrl-C reaches a unit on this machine), and waited for up to :data:`INTERRUPT_S`, so
+        that each stops its daemons and gives back what it did.
+
+        Returns:
+            Every unit's result where each was running (a differential or a probe comes back
+            INTERRUPTED), so that the caller writes its report.
+
+        Raises:
+            KeyboardInterrupt: a unit had not started, or did not stop within the deadline.
+        """
+        running = {k for hit in self.client.run(_interrupt_units(list(keys))).values()
+                   for k in hit}
+        self.client.cancel([f for f, k in zip(futures, keys, strict=True) if k not in running])
+        self.log(f"interrupted: {len(running)} running unit(s) of {name} told to stop on their "
+                 f"host(s), {len(keys) - len(running)} not started cancelled")
+        if len(running) < len(keys):
+            raise KeyboardInterrupt
+        deadline = time.monotonic() + INTERRUPT_S
+        while not all(f.done() for f in futures) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if not all(f.done() for f in futures):
+            self.client.cancel(futures)
+            raise KeyboardInterrupt
+        return [self._outcome(f, item, f"{name}-{i}", lost)
+                for i, (f, item) in enumerate(zip(futures, items, strict=True))]
+
+    def _outcome(self, future: Any, item: T, unit: str, lost: Callable[[T, str], R] | None,
+                 pinned_to_gone: str | None = None) -> tuple[str, R]:
+        """``(where it ran, its result)`` of a finished unit; a unit whose worker died is
+        ``lost``'s result where ``retry_lost`` is off, as is a unit pinned to a worker that
+        left (``pinned_to_gone``: its name; it can run nowhere else).
+
+        Raises:
+            FleetError: a lost unit without ``lost``, or (``retry_lost``) one that killed every
+                worker it was tried on.
+            BaseException: what the unit raised.
+        """
+        from distributed import KilledWorker
+
+        if pinned_to_gone is not None:
+            why = (f"unit {unit} was lost: host {pinned_to_gone}, the one it must run on, "
+                   "is not in the cluster (it went away, or never joined)")
+            fix = "see why the host went (its console, dmesg, the worker's log) and run again"
+            if lost is None:
+                raise FleetError(why, fix=fix)
+            self.log(f"{why} (fix: {fix})")
+            return pinned_to_gone, lost(item, f"{why} (fix: {fix})")
+        try:
+            where, value = future.result()
+            return str(where), value
+        except KilledWorker as exc:
+            host = str(exc.last_worker.name)
+            if self.retry_lost:  # Dask re-ran it on other workers; each of them died too
+                raise FleetError(f"unit {unit} killed every worker it ran on, the last on "
+                                 f"host {host}: {exc}",
+                                 fix="read the workers' logs (dask worker ...) for the cause; "
+                                     "the unit is retried on another worker up to "
+                                     "distributed.scheduler.allowed-failures times") from None
+            why = (f"unit {unit} was lost: host {host} went away while it ran (its Dask worker "
+                   f"died); nothing of it came back")
+            fix = ("see why the host went (its console, dmesg, the worker's log), or give "
+                   "--retry-lost to run such a unit again on another host")
+            if lost is None:
+                raise FleetError(why, fix=fix) from None
+            self.log(f"{why} (fix: {fix})")
+            return host, lost(item, f"{why} (fix: {fix})")
+
+    def workers(self) -> list[str]:
+        return sorted(self._worker_names().values())
+
+    def _worker_names(self) -> dict[str, str]:
+        """Worker address -> its name (the hosts file's host name)."""
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        return {a: str(w.get("name", a)) for a, w in info.items()}
+
+    def _resources(self, items: Sequence[Any]) -> dict[str, int] | None:
+        """The Dask resources one unit holds: ``{"GPU": n}`` where its profiles ask for GPUs
+        (:func:`~proofdiff.fleet.placement.gpus_wanted`), so a host runs side by side only
+        the units its GPUs can hold."""
+        from proofdiff.fleet.placement import gpus_wanted
+
+        n = max((gpus_wanted(i) for i in items), default=0)
+        if not n:
+            return None
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        if not any(w.get("resources", {}).get("GPU", 0) >= n for w in info.values()):
+            raise FleetError(f"a unit asks for {n} GPU(s) and no worker of "
+                             f"{self.client.scheduler.address} has as many",
+                             fix="give the hosts their GPUs in the hosts file (gpus = N or "
+                                 "gpu_uuids = [...]), or ask for fewer (--set '*.gpus=none')")
+        return {"GPU": n}
+
+    def ship(self, options: RunOptions) -> RunOptions:
+        from proofdiff.fleet.placement import ship_run
+
+        with _shipping(self.client):
+            opts, reports = ship_run(self.client, options, self.hosts, log=self.log)
+        self.shipped.extend(reports)
+        return opts
+
+    def ship_path(self, what: str, path: str) -> str:
+        from proofdiff.fleet.shipping import bundle_of, ship
+
+        bundle = bundle_of(what, path, named=True)
+        with _shipping(self.client):
+            self.shipped.extend(ship(self.client, [bundle], log=self.log))
+        return bundle.ref
+
+    def _wait(self, futures: Sequence[Any], pinned: Mapping[str, str] | None = None,
+              ) -> dict[str, str]:
+        """Until every future is done; a cluster left without any worker for
+        ``no_worker_s`` ends the wait. ``pinned``: unit key -> the worker it must run on; a
+        unit whose worker is not (or no longer) in the cluster is cancelled, as it could run
+        nowhere else.
+
+        Returns:
+            The pinned units so cancelled: key -> the worker's name.
+
+        Raises:
+            FleetError: no worker for ``no_worker_s`` (the units still pending named).
+        """
+        alone_since: float | None = None
+        names = self._worker_names()
+        gone_with: dict[str, str] = {}
+        while True:
+            for f in futures:
+                where = (pinned or {}).get(str(f.key))
+                if where is not None and where not in names.values() and not f.done():
+                    gone_with[str(f.key)] = where
+                    f.cancel()
+            if all(f.done() or str(f.key) in gone_with for f in futures):
+                return gone_with  # errored units count as done
+            time.sleep(0.5)  # a unit is a run of seconds at least
+            alive = set(self.client.nthreads())
+            for gone in sorted(set(names) - alive):
+                self.log(f"host {names.pop(gone)} left the cluster: its running units "
+                         + ("run again on another host (--retry-lost)" if self.retry_lost
+                            else "are reported lost (--retry-lost would run them again)"))
+            if alive - set(names):
+                names = self._worker_names()
+            if alive:
+                alone_since = None
+                continue
+            alone_since = alone_since or time.monotonic()
+            if time.monotonic() - alone_since > self.no_worker_s:
+                pending = [f for f in futures if not f.done()]
+                raise FleetError(
+                    f"the Dask cluster {self.client.scheduler.address} has had no worker for "
+                    f"{self.no_worker_s:.0f} s; {len(pending)} unit(s) never finished: "
+                    + ", ".join(sorted(str(f.key) for f in pending)[:5]),
+                    fix="restart the workers (dask worker tcp://...), or run without --cluster")
+
+
+@contextmanager
+def _shipping(client: Any) -> Iterator[None]:
+    """A transfer that breaks (a worker lost, a step past its deadline, a blob that arrives
+    corrupt, a full disk there) is a :class:`FleetError` naming the cause."""
+    try:
+        yield
+    except ProofdiffError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever broke between here and a worker
+        raise FleetError(f"shipping the artifacts to the workers of {client.scheduler.address} "
+                         f"failed: {type(exc).__name__}: {exc}",
+                         fix="check the workers' disks (~/.cache/proofdiff/shipped) and logs, "
+                             "then run again: what arrived whole is kept") from None
+
+
+def _interrupt_units(keys: list[str]) -> Callable[..., list[str]]:
+    """A function for ``Client.run`` that raises ``KeyboardInterrupt`` in each thread of the
+    worker that runs one of ``keys`` (``PyThreadState_SetAsyncExc``: delivered when the thread
+    next runs Python code, so within a wait's poll) and returns the keys it reached. Made here,
+    so that it pickles by value."""
+
+    def interrupt(dask_worker: Any) -> list[str]:
+        import ctypes
+
+        with dask_worker.active_threads_lock:
+            threads = dict(dask_worker.active_threads)
+        hit = []
+        for tid, key in threads.items():
+            if key in keys:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid),
+                                                           ctypes.py_object(KeyboardInterrupt))
+                hit.append(str(key))
+        return hit
+
+    return interrupt
