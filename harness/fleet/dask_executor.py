@@ -152,13 +152,10 @@ class DaskExecutor:
         from distributed import KilledWorker
 
         if pinned_to_gone is not None:
-            why = (f"unit {unit} was lost: host {pinned_to_gone}, the one it must run on, "
-                   "is not in the cluster (it went away, or never joined)")
-            fix = "see why the host went (its console, dmesg, the worker's log) and run again"
-            if lost is None:
-                raise FleetError(why, fix=fix)
-            self.log(f"{why} (fix: {fix})")
-            return pinned_to_gone, lost(item, f"{why} (fix: {fix})")
+            return self._lost(item, pinned_to_gone, lost, (
+                f"unit {unit} was lost: host {pinned_to_gone}, the one it must run on, is not "
+                "in the cluster (it went away, or never joined)"),
+                "see why the host went (its console, dmesg, the worker's log) and run again")
         try:
             where, value = future.result()
             return str(where), value
@@ -170,14 +167,23 @@ class DaskExecutor:
                                  fix="read the workers' logs (dask worker ...) for the cause; "
                                      "the unit is retried on another worker up to "
                                      "distributed.scheduler.allowed-failures times") from None
-            why = (f"unit {unit} was lost: host {host} went away while it ran (its Dask worker "
-                   f"died); nothing of it came back")
-            fix = ("see why the host went (its console, dmesg, the worker's log), or give "
-                   "--retry-lost to run such a unit again on another host")
-            if lost is None:
-                raise FleetError(why, fix=fix) from None
-            self.log(f"{why} (fix: {fix})")
-            return host, lost(item, f"{why} (fix: {fix})")
+        return self._lost(item, host, lost, (
+            f"unit {unit} was lost: host {host} went away while it ran (its Dask worker "
+            "died); nothing of it came back"),
+            "see why the host went (its console, dmesg, the worker's log), or give "
+            "--retry-lost to run such a unit again on another host")
+
+    def _lost(self, item: T, host: str, lost: Callable[[T, str], R] | None, why: str,
+              fix: str) -> tuple[str, R]:
+        """``(host, lost(item, message))`` for a lost unit, logged.
+
+        Raises:
+            FleetError: ``lost`` is ``None`` (``why``, with ``fix``).
+        """
+        if lost is None:
+            raise FleetError(why, fix=fix)
+        self.log(f"{why} (fix: {fix})")
+        return host, lost(item, f"{why} (fix: {fix})")
 
     def workers(self) -> list[str]:
         return sorted(self._worker_names().values())
