@@ -48,7 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="gate on the candidate's checks alone, with no timing arm (the "
                         "decision line and the report say so). Default: time every profile")
     add_run_options(p, ("select", "select-profile", "artifacts", "report", "history",
-                        "outcome", "deadlines"))
+                        "outcome", "deadlines", "fleet"))
 
 
 def gate(args: argparse.Namespace, console: Console) -> int:

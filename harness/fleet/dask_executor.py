@@ -188,6 +188,9 @@ class DaskExecutor:
     def workers(self) -> list[str]:
         return sorted(self._worker_names().values())
 
+    def process_hosts(self) -> list[str]:
+        return sorted(n for n, h in self.hosts.items() if h.runtime == "process")
+
     def _worker_names(self) -> dict[str, str]:
         """Worker address -> its name (the hosts file's host name)."""
         info = self.client.scheduler_info(n_workers=-1)["workers"]
@@ -218,10 +221,10 @@ class DaskExecutor:
         self.shipped.extend(reports)
         return opts
 
-    def ship_path(self, what: str, path: str) -> str:
+    def ship_path(self, what: str, path: str, *, programs: bool = False) -> str:
         from proofdiff.fleet.shipping import bundle_of, ship
 
-        bundle = bundle_of(what, path, named=True)
+        bundle = bundle_of(what, path, named=not programs, programs=programs)
         with _shipping(self.client):
             self.shipped.extend(ship(self.client, [bundle], log=self.log))
         return bundle.ref

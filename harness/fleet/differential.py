@@ -9,12 +9,14 @@ from pathlib import Path
 
 import msgspec
 
-from proofdiff.fleet.executor import open_executor
+from proofdiff.fleet.executor import Executor, open_executor
 from proofdiff.model.errors import ProofdiffError
+from proofdiff.model.profile import Profile
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
 
-__all__ = ["differential_on_fleet", "differential_per_host", "differential_unit", "lost_result"]
+__all__ = ["ProfilesUnit", "differential_on_fleet", "differential_per_host", "differential_unit",
+           "differential_via", "lost_result"]
 
 
 def differential_unit(options: RunOptions) -> DifferentialResult:
@@ -23,6 +25,34 @@ def differential_unit(options: RunOptions) -> DifferentialResult:
     from proofdiff.core.differential import run_differential
 
     return run_differential(options, write_report=False)
+
+
+class ProfilesUnit(msgspec.Struct, frozen=True):
+    """A differential of ``options`` on ``profiles`` given whole (a gate's sides), as a unit."""
+
+    options: RunOptions
+    profiles: dict[str, Profile]
+
+
+def profiles_unit(unit: ProfilesUnit) -> DifferentialResult:
+    """The unit of a :class:`ProfilesUnit`, its report left to the caller."""
+    from proofdiff.core.differential import run_differential
+
+    return run_differential(unit.options, profiles=unit.profiles, write_report=False)
+
+
+def _lost_profiles(unit: ProfilesUnit, message: str) -> DifferentialResult:
+    return lost_result(unit.options, message)
+
+
+def differential_via(ex: Executor, options: RunOptions, profiles: dict[str, Profile],
+                     ) -> tuple[str, DifferentialResult]:
+    """``(where, result)``: the differential of ``options`` (shipped by ``ex`` already) on
+    ``profiles`` as one unit of ``ex``, its result naming its fleet host; a unit lost with
+    its host is an ERROR result naming it."""
+    [(where, r)] = ex.map_placed(profiles_unit, [ProfilesUnit(options, profiles)],
+                                 name="differential", lost=_lost_profiles)
+    return where, msgspec.structs.replace(r, machine={**r.machine, "fleet_host": where})
 
 
 def lost_result(options: RunOptions, message: str) -> DifferentialResult:

@@ -84,9 +84,15 @@ class Executor(Protocol):
         and named by reference; here, unchanged."""
         ...
 
-    def ship_path(self, what: str, path: str) -> str:
+    def ship_path(self, what: str, path: str, *, programs: bool = False) -> str:
         """A file or folder the units read, shipped like :meth:`ship`'s artifacts under its
-        own name (its reference), or ``path`` unchanged here."""
+        own name (its reference), or ``path`` unchanged here. ``programs``: a folder's
+        executable files at its top alone (a build's programs, not what lies beside them)."""
+        ...
+
+    def process_hosts(self) -> list[str]:
+        """The hosts whose hosts-file runtime is ``process`` (their daemons run as processes,
+        whatever a profile says); [] here and on a joined cluster."""
         ...
 
 
@@ -126,8 +132,11 @@ class ThreadExecutor:
     def ship(self, options: RunOptions) -> RunOptions:
         return options
 
-    def ship_path(self, what: str, path: str) -> str:
+    def ship_path(self, what: str, path: str, *, programs: bool = False) -> str:
         return path
+
+    def process_hosts(self) -> list[str]:
+        return []
 
 
 @contextmanager

@@ -66,7 +66,8 @@ class ProfileTiming(msgspec.Struct, frozen=True, kw_only=True):
     order), why sampling stopped early ('' = it did not), the candidate's jobs that failed,
     were lost or gave a proof that does not verify in this arm (``faults``: each blocks the
     gate), the wall time it took (s), and when it started and stopped (s since the epoch; its
-    session's start, cross-check and warm-up included)."""
+    session's start, cross-check and warm-up included). ``hosts``: on a fleet, the rounds each
+    host drew (both sides of a round always on one host); empty here."""
 
     profile: str
     workload: str
@@ -78,6 +79,7 @@ class ProfileTiming(msgspec.Struct, frozen=True, kw_only=True):
     wall_s: float = 0.0
     started_unix_s: float = 0.0
     stopped_unix_s: float = 0.0
+    hosts: dict[str, int] = msgspec.field(default_factory=dict)
 
 
 class Finding(msgspec.Struct, frozen=True, kw_only=True):

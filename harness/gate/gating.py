@@ -25,8 +25,11 @@ tampered copy (harness/gate/verifier_crosscheck.py); a disagreement with the pin
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import time
 from pathlib import Path
+from typing import Any
 from collections.abc import Callable, Sequence
 
 import msgspec
@@ -34,17 +37,18 @@ from pytest_benchmark.utils import get_commit_info
 
 from proofdiff.model.status import Verdict
 from proofdiff.core.differential import run_differential
-from proofdiff.core.plan import load_selected, new_run_id, pin_artifacts, plan_runs
+from proofdiff.core.plan import load_selected, new_run_id, pin_artifacts
 from proofdiff.core.profile_delta import profile_view
-from proofdiff.core.session import Session
+from proofdiff.fleet.executor import Executor, open_executor
 from proofdiff.gate.allowlist import AllowEntry, apply_allowlist, load_allowlist
 from proofdiff.gate.decision import decide, timing_findings, timing_undecided
 from proofdiff.gate.findings import CHECKED_SUITES, findings_of, unjudged, unverified_of
 from proofdiff.gate.host_builds import host_side, on_side, verifier_in
 from proofdiff.gate.gate_result import (Decision, Finding, GateResult, ProfileTiming, StaleEntry,
                                         VerifierCheck)
+from proofdiff.gate.round_units import (ArmTask, FleetRounds, open_pair, pair_profiles,
+                                        verifier_check)
 from proofdiff.gate.timing_rounds import Family, bad_jobs, measure_profile, metrics_of
-from proofdiff.gate.verifier_crosscheck import cross_check
 from proofdiff.model.choices import Runtime
 from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.image import ImageInfo
@@ -77,18 +81,63 @@ def _side(runner: Runner, role: str, tag: str) -> ImageInfo:
         raise GateError(f"the {role} image: {exc.headline}", fix=exc.fix) from None
 
 
-def _cross_check(session: Session, side: str, workload: str, baseline: ImageInfo,
-                 checks: list[VerifierCheck], log: Callable[[str], None],
-                 runtime: Runtime = Runtime.DOCKER) -> None:
-    t0 = time.time()
-    session.run(side, workload)
-    theirs = (baseline.tag if runtime is Runtime.DOCKER
-              else str(Path(baseline.tag) / DEFAULT_VERIFIER))
-    check = cross_check(session.flows(side, workload), session.workload(workload),
-                        session.verifier(side), session.runner, theirs,
-                        session.plan.param_cache, timeout_s=session.plan.verify_timeout_s,
-                        runtime=runtime)
-    check = msgspec.structs.replace(check, started_unix_s=t0, stopped_unix_s=time.time())
+class _Where:
+    """Where the gate's work runs: here, or on the hosts of a fleet (``ex`` remote), where the
+    run's artifacts, the two builds of a host-binary gate and its ``verify`` are shipped to
+    every host once and named by reference (:mod:`proofdiff.fleet.shipping`).
+
+    Raises:
+        GateError: two images to gate on hosts that run their daemons as processes (they
+            would run one build, the hosts', on both sides).
+    """
+
+    def __init__(self, ex: Executor, opts: RunOptions, sides: tuple[ImageInfo, ImageInfo],
+                 verifier: ImageInfo, host: bool) -> None:
+        self.ex, self.host, self.options, self.sides = ex, host, opts, sides
+        #: the ``verify`` that judges a host-binary gate's proofs ('' for images)
+        self.verifier = verifier.tag if host else ""
+        if not ex.remote:
+            return
+        if not host and ex.process_hosts():
+            raise GateError(f"two images cannot be gated on hosts that run daemons as "
+                            f"processes ({', '.join(ex.process_hosts())})",
+                            fix="gate two builds' host binaries there (--candidate-bin-dir, "
+                                "--baseline-bin-dir), or use hosts whose runtime is docker")
+        # the units run where they are placed: no fleet of their own
+        self.options = ex.ship(msgspec.structs.replace(opts, cluster="", hosts=""))
+        if host:
+            self.sides = (
+                msgspec.structs.replace(sides[0], tag=ex.ship_path(
+                    "the baseline build", sides[0].tag, programs=True)),
+                msgspec.structs.replace(sides[1], tag=ex.ship_path(
+                    "the candidate build", sides[1].tag, programs=True)))
+            self.verifier = ex.ship_path("the verifier", verifier.tag)
+
+    def differential(self, changes: dict[str, Any], resolved: dict[str, Profile],
+                     log: Callable[[str], None]) -> DifferentialResult:
+        """The candidate's differential (``changes`` to the run options), here or as one unit
+        of the fleet (its report written here, as a run's is)."""
+        profiles = ({n: on_side(p, self.sides[1].tag, self.verifier) for n, p in resolved.items()}
+                    if self.host else resolved)
+        dopts = msgspec.structs.replace(self.options, **changes)
+        if not self.ex.remote:
+            return run_differential(dopts, profiles=profiles, log=log)
+        from proofdiff.fleet.differential import differential_via
+        from proofdiff.report.writer import write_report
+
+        where, result = differential_via(self.ex, dopts, profiles)
+        log(f"gate: the candidate's differential ran on {where}")
+        write_report(result, Path(changes["report_dir"]))
+        return result
+
+
+def _keep_check(check: VerifierCheck, checks: list[VerifierCheck],
+                log: Callable[[str], None]) -> None:
+    """Log and keep the verifier cross-check; a disagreement ends the gate.
+
+    Raises:
+        GateError: the baseline's verifier and the pinned one disagree.
+    """
     log(f"gate: verifier cross-check on {check.proofs} proof(s): "
         f"{check.note or ('agree' if check.agreed else 'DISAGREE')}")
     checks.append(check)
@@ -99,19 +148,11 @@ def _cross_check(session: Session, side: str, workload: str, baseline: ImageInfo
                             "re-pin harness/artifacts/pinned_verifier.py)")
 
 
-def _pair_session(name: str, p: Profile, wl: str, sides: tuple[ImageInfo, ImageInfo],
-                  opts: RunOptions, verifier: str, log: Callable[[str], None],
-                  ) -> tuple[Session, tuple[str, str]]:
-    """A session holding profile ``p`` on both sides (``<name>-baseline``, ``<name>-candidate``;
-    host builds when ``verifier`` is set), for ``wl`` alone; the caller closes it."""
-    pair = {f"{name}-{role}": on_side(p, s.tag, verifier, f"{name}-{role}") if verifier
-            else msgspec.structs.replace(p, name=f"{name}-{role}", image=s.tag)
-            for role, s in zip(("baseline", "candidate"), sides)}
-    timing_opts = msgspec.structs.replace(opts, workloads=(wl,), suites=("validity",),
-                                          run_id=f"{opts.run_id}-timing", images=())
-    plan = plan_runs(pair, timing_opts, log=log)[0]
-    b_side, c_side = pair
-    return Session(plan, log=log), (b_side, c_side)
+def _theirs(baseline: ImageInfo, verifier: str) -> tuple[str, Runtime]:
+    """The baseline's own verifier and how it runs: its image, or its build's ``verify``."""
+    if verifier:
+        return str(Path(baseline.tag) / DEFAULT_VERIFIER), Runtime.PROCESS
+    return baseline.tag, Runtime.DOCKER
 
 
 def _cross_check_alone(profiles: dict[str, Profile], workloads: Sequence[str],
@@ -123,66 +164,106 @@ def _cross_check_alone(profiles: dict[str, Profile], workloads: Sequence[str],
     disagree). Without it a PASS with no timing would rest on a verifier nobody checked."""
     name, p = next(iter(profiles.items()))
     wl = (list(workloads) or [p.workload])[0]
-    session, (b_side, _) = _pair_session(name, p, wl, sides, opts, verifier, log)
+    pair = pair_profiles(name, p, (sides[0].tag, sides[1].tag), verifier)
+    session = open_pair(pair, wl, opts, log)
     try:
-        _cross_check(session, b_side, wl, sides[0], checks, log,
-                     Runtime.PROCESS if verifier else Runtime.DOCKER)
+        _keep_check(verifier_check(session, pair[0].name, wl, *_theirs(sides[0], verifier)),
+                    checks, log)
     finally:
         session.close()
+
+
+def _not_timed(name: str, wl: str, p: Profile, t0: float, why: str,
+               faults: Sequence[str] = ()) -> ProfileTiming:
+    return ProfileTiming(profile=name, workload=wl, concurrency=p.concurrency,
+                         faults=tuple(faults), stopped=why, started_unix_s=t0,
+                         stopped_unix_s=time.time())
+
+
+def _arm_here(name: str, p: Profile, wl: str, sides: tuple[ImageInfo, ImageInfo], *,
+              deadline: float, opts: RunOptions, checks: list[VerifierCheck], family: Family,
+              log: Callable[[str], None], verifier: str, runs: list[RunRecord] | None,
+              ) -> ProfileTiming:
+    """One arm on this machine: both sides' daemons here, the rounds one after the other."""
+    t0 = time.time()
+    pair = pair_profiles(name, p, (sides[0].tag, sides[1].tag), verifier)
+    b_side, c_side = pair[0].name, pair[1].name
+    session = open_pair(pair, wl, opts, log)
+    try:
+        jobs = [j.name for j in session.workload(wl).jobs]
+        if not checks:
+            _keep_check(verifier_check(session, b_side, wl, *_theirs(sides[0], verifier)),
+                        checks, log)
+        warm = [f"warm-up run: {b}" for f in session.run(c_side, wl).flows
+                for b in bad_jobs(f)]
+        if warm:
+            return _not_timed(name, wl, p, t0, "not timed: the candidate's warm-up run failed",
+                              warm)
+
+        def send(side: str, specs: list[JobSpec], label: str) -> FlowRecord:
+            return session.send(side, wl, specs, name="gate", label=label,
+                                concurrency=len(specs))
+        arm = measure_profile(send, profile=name, workload=wl, jobs=jobs,
+                              sides=(b_side, c_side), concurrency=p.concurrency,
+                              deadline=deadline, floors=p.timing_floor, family=family, log=log)
+        return msgspec.structs.replace(arm, started_unix_s=t0, stopped_unix_s=time.time())
+    finally:
+        if runs is not None:
+            runs.extend(msgspec.structs.replace(r, flows=tuple(
+                session.flows(r.profile, r.workload))) for r in session.runs())
+        session.close()
+
+
+def _arm_on_fleet(ex: Executor, name: str, p: Profile, wl: str,
+                  sides: tuple[ImageInfo, ImageInfo], *, deadline: float, opts: RunOptions,
+                  checks: list[VerifierCheck], family: Family, log: Callable[[str], None],
+                  verifier: str, runs: list[RunRecord] | None) -> ProfileTiming:
+    """One arm over the fleet's hosts (:mod:`proofdiff.gate.round_units`): ``sides`` and
+    ``verifier`` are references shipped to every host, ``opts`` shipped run options."""
+    t0 = time.time()
+    arm = ArmTask(key=f"{opts.run_id}/{name}/{wl}", profile=name, workload=wl,
+                  pair=pair_profiles(name, p, (sides[0].tag, sides[1].tag), verifier),
+                  options=opts, concurrency=p.concurrency)
+    rounds = FleetRounds(ex, arm, ex.workers())
+    try:
+        if not checks:
+            _keep_check(rounds.cross_check(*_theirs(sides[0], verifier)), checks, log)
+        got = measure_profile(profile=name, workload=wl, jobs=[], sides=(
+            arm.pair[0].name, arm.pair[1].name), concurrency=p.concurrency, deadline=deadline,
+            floors=p.timing_floor, family=family, log=log, rounds_at=rounds)
+        return msgspec.structs.replace(got, started_unix_s=t0, stopped_unix_s=time.time())
+    finally:
+        closed = rounds.close()
+        if runs is not None:
+            runs.extend(closed)
 
 
 def _timing(profiles: dict[str, Profile], workloads: Sequence[str],
             sides: tuple[ImageInfo, ImageInfo], *, budget_s: float, opts: RunOptions,
             broken: set[str], checks: list[VerifierCheck], family: Family,
             log: Callable[[str], None], verifier: str = "",
-            runs: list[RunRecord] | None = None) -> list[ProfileTiming]:
+            runs: list[RunRecord] | None = None, ex: Executor | None = None,
+            ) -> list[ProfileTiming]:
     """The timing arm of every profile; the first profile with a baseline daemon also runs
     the verifier cross-check into ``checks`` (raises GateError when they disagree). The
     candidate's warm-up run in the arm's session is evidence too: its bad jobs are faults.
     ``verifier``: set for host builds (the sides are folders, :mod:`proofdiff.gate.host_builds`),
     the ``verify`` program that judges both sides' proofs. ``runs``: where each side's run goes,
-    with every flow sent to its daemon (the history's samples), also when the arm stops."""
+    with every flow sent to its daemon (the history's samples), also when the arm stops.
+    ``ex``: a fleet's executor (remote): each arm's rounds go over its hosts, ``sides``,
+    ``verifier`` and ``opts`` already shipped there."""
     out: list[ProfileTiming] = []
     deadline = time.monotonic() + budget_s
     for name, p in profiles.items():
         for wl in workloads or [p.workload]:
-            t0 = time.time()
             if name in broken:
-                out.append(ProfileTiming(profile=name, workload=wl, concurrency=p.concurrency,
-                                         stopped="not timed: the candidate fails its checks "
-                                         "on this profile", started_unix_s=t0,
-                                         stopped_unix_s=t0))
+                out.append(_not_timed(name, wl, p, time.time(), "not timed: the candidate "
+                                      "fails its checks on this profile"))
                 continue
-            session, (b_side, c_side) = _pair_session(name, p, wl, sides, opts, verifier, log)
-            try:
-                jobs = [j.name for j in session.workload(wl).jobs]
-                if not checks:
-                    _cross_check(session, b_side, wl, sides[0], checks, log,
-                                 Runtime.PROCESS if verifier else Runtime.DOCKER)
-                warm = [f"warm-up run: {b}" for f in session.run(c_side, wl).flows
-                        for b in bad_jobs(f)]
-                if warm:
-                    out.append(ProfileTiming(profile=name, workload=wl,
-                                             concurrency=p.concurrency, faults=tuple(warm),
-                                             stopped="not timed: the candidate's warm-up run "
-                                                     "failed", started_unix_s=t0,
-                                             stopped_unix_s=time.time()))
-                    continue
-
-                def send(side: str, specs: list[JobSpec], label: str) -> FlowRecord:
-                    return session.send(side, wl, specs, name="gate", label=label,
-                                        concurrency=len(specs))
-                arm = measure_profile(send, profile=name, workload=wl, jobs=jobs,
-                                      sides=(b_side, c_side), concurrency=p.concurrency,
-                                      deadline=deadline, floors=p.timing_floor, family=family,
-                                      log=log)
-                out.append(msgspec.structs.replace(arm, started_unix_s=t0,
-                                                   stopped_unix_s=time.time()))
-            finally:
-                if runs is not None:
-                    runs.extend(msgspec.structs.replace(r, flows=tuple(
-                        session.flows(r.profile, r.workload))) for r in session.runs())
-                session.close()
+            one = (functools.partial(_arm_on_fleet, ex) if ex is not None and ex.remote
+                   else _arm_here)
+            out.append(one(name, p, wl, sides, deadline=deadline, opts=opts, checks=checks,
+                           family=family, log=log, verifier=verifier, runs=runs))
     return out
 
 
@@ -237,59 +318,62 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
     timing_runs: list[RunRecord] = []
     interrupted = False
     wls: list[str] = list(opts.workloads)
-    try:
-        entries: list[AllowEntry] = load_allowlist(opts.allowlist) if opts.allowlist else []
-        resolved = load_selected(opts)
-        runner = Runner(rid)
-        host = runtime is Runtime.PROCESS
-        cand, base = ((host_side("candidate", candidate, resolved),
-                       host_side("baseline", baseline, resolved)) if host else
-                      (_side(runner, "candidate", candidate), _side(runner, "baseline", baseline)))
-        wls = list(dict.fromkeys(opts.workloads or [p.workload for p in resolved.values()]))
-        opts, _ = pin_artifacts(msgspec.structs.replace(opts, workloads=tuple(wls)), wls,
-                                docker=not host, log=log)
-        if host:
-            verifier = verifier_in(opts.bin_dir)
-        elif not opts.verifier_image:
-            raise GateError("no pinned verifier was built (harness/artifacts/pinned_verifier.py)",
-                            fix="run `make image` (or `proofdiff build`) in a proofdiff git "
-                                "checkout, or pass --verifier-image")
-        else:
-            verifier = _side(runner, "verifier", opts.verifier_image)
-        log(f"gate {rid}: candidate {candidate} ({cand.digest[:19]}) vs baseline {baseline} "
-            f"({base.digest[:19]}); verifier {verifier.tag}")
-        diff = run_differential(msgspec.structs.replace(
-            opts, images=() if host else (candidate,), report_dir=str(run_dir),
-            run_id="differential", suites=(), allowlist=""),
-            profiles={n: on_side(p, candidate, verifier.tag) for n, p in resolved.items()}
-            if host else resolved, log=log)
-        diff_id = diff.run_id
-        if diff.verdict is Verdict.INTERRUPTED:
-            raise KeyboardInterrupt  # run_differential reports an interrupt; the gate stops
-        if diff.errors:
-            raise GateError("the candidate's differential could not run: " + diff.errors[0])
-        findings, unverified = findings_of(diff), unverified_of(diff)
-        not_judged = unjudged(diff)
-        broken = {f.profile for f in findings if f.kind == "check"}
-        timed = {n: p for n, p in resolved.items() if n not in broken}
-        family = Family(alpha=GATE_ALPHA, size=max(1, len(wls) * sum(
-            len(metrics_of(p.concurrency)) for p in timed.values())))
-        if not no_timing:
-            timing_started = True
-            timing = _timing(resolved, opts.workloads, (base, cand), budget_s=budget_s,
-                             opts=msgspec.structs.replace(opts, report_dir=str(run_dir)),
-                             broken=broken, checks=checks, family=family, log=log,
-                             verifier=verifier.tag if host else "", runs=timing_runs)
-        else:
-            _cross_check_alone(resolved, opts.workloads, (base, cand),
-                               msgspec.structs.replace(opts, report_dir=str(run_dir)), checks,
-                               log, verifier=verifier.tag if host else "")
-        findings += timing_findings(timing)
-        findings, stale = apply_allowlist(findings, entries)
-    except KeyboardInterrupt:
-        interrupted = True
-    except ProofdiffError as exc:
-        errors.append(str(exc))
+    with contextlib.ExitStack() as stack:
+        try:
+            entries: list[AllowEntry] = load_allowlist(opts.allowlist) if opts.allowlist else []
+            resolved = load_selected(opts)
+            host = runtime is Runtime.PROCESS
+            if host:
+                cand, base = (host_side("candidate", candidate, resolved),
+                              host_side("baseline", baseline, resolved))
+            else:  # images are found here, their ids the evidence's subject, fleet or not
+                runner = Runner(rid)
+                cand, base = (_side(runner, "candidate", candidate),
+                              _side(runner, "baseline", baseline))
+            wls = list(dict.fromkeys(opts.workloads or [p.workload for p in resolved.values()]))
+            ex = stack.enter_context(open_executor(opts, log=log))
+            opts, _ = pin_artifacts(msgspec.structs.replace(opts, workloads=tuple(wls)), wls,
+                                    docker=not host, log=log)
+            if host:
+                verifier = verifier_in(opts.bin_dir)
+            elif not opts.verifier_image:
+                raise GateError("no pinned verifier was built (harness/artifacts/pinned_verifier.py)",
+                                fix="run `make image` (or `proofdiff build`) in a proofdiff git "
+                                    "checkout, or pass --verifier-image")
+            else:
+                verifier = _side(runner, "verifier", opts.verifier_image)
+            log(f"gate {rid}: candidate {candidate} ({cand.digest[:19]}) vs baseline {baseline} "
+                f"({base.digest[:19]}); verifier {verifier.tag}")
+            where = _Where(ex, opts, (base, cand), verifier, host)
+            diff = where.differential(dict(images=() if host else (candidate,),
+                                           report_dir=str(run_dir), run_id="differential",
+                                           suites=(), allowlist=""), resolved, log)
+            diff_id = diff.run_id
+            if diff.verdict is Verdict.INTERRUPTED:
+                raise KeyboardInterrupt  # run_differential reports an interrupt; the gate stops
+            if diff.errors:
+                raise GateError("the candidate's differential could not run: " + diff.errors[0])
+            findings, unverified = findings_of(diff), unverified_of(diff)
+            not_judged = unjudged(diff)
+            broken = {f.profile for f in findings if f.kind == "check"}
+            timed = {n: p for n, p in resolved.items() if n not in broken}
+            family = Family(alpha=GATE_ALPHA, size=max(1, len(wls) * sum(
+                len(metrics_of(p.concurrency)) for p in timed.values())))
+            arm_opts = msgspec.structs.replace(where.options, report_dir=str(run_dir))
+            if not no_timing:
+                timing_started = True
+                timing = _timing(resolved, opts.workloads, where.sides, budget_s=budget_s,
+                                 opts=arm_opts, broken=broken, checks=checks, family=family,
+                                 log=log, verifier=where.verifier, runs=timing_runs, ex=ex)
+            else:
+                _cross_check_alone(resolved, opts.workloads, where.sides, arm_opts, checks,
+                                   log, verifier=where.verifier)
+            findings += timing_findings(timing)
+            findings, stale = apply_allowlist(findings, entries)
+        except KeyboardInterrupt:
+            interrupted = True
+        except ProofdiffError as exc:
+            errors.append(str(exc))
     aa = bool(cand.digest) and cand.digest == base.digest
     undecided: list[str] = []
     if interrupted:

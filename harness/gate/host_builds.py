@@ -22,6 +22,7 @@ from pathlib import Path
 
 import msgspec
 
+from proofdiff.fleet.shipping import PREFIX
 from proofdiff.model.choices import DriverKind, Runtime
 from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.image import ImageInfo
@@ -43,7 +44,11 @@ def _programs(p: Profile) -> list[str]:
 
 
 def _in(folder: str, name: str) -> str:
-    return name if os.sep in name else str(Path(folder).resolve() / name)
+    """``name`` in ``folder`` (a path stays as it is; a folder shipped to a fleet's host,
+    ``@shipped/...``, is made that host's path there, so it is not resolved here)."""
+    if os.sep in name:
+        return name
+    return str((Path(folder) if folder.startswith(PREFIX) else Path(folder).resolve()) / name)
 
 
 def on_side(p: Profile, folder: str, verifier: str, name: str | None = None) -> Profile:

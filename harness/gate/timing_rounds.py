@@ -46,9 +46,9 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from proofdiff.model import progress
 from proofdiff.model.jobs import FlowRecord, JobSpec
@@ -59,8 +59,9 @@ from proofdiff.stats.paired import (DEFAULT_ALPHA, DEFAULT_BUDGET, DEFAULT_FLOOR
 
 from proofdiff.gate.gate_result import ProfileTiming
 
-__all__ = ["BUDGET_PAIRS", "METRICS", "OVERLAP_METRICS", "Family", "Sender", "SideRound",
-           "bad_jobs", "floor_of", "measure_profile", "metrics_of"]
+__all__ = ["BUDGET_PAIRS", "METRICS", "OVERLAP_METRICS", "Family", "LocalRounds", "RoundOutcome",
+           "Rounds", "Sender", "SideRound", "bad_jobs", "draw_round", "floor_of",
+           "measure_profile", "metrics_of"]
 
 #: Most pairs per profile, the warmup pair included (1 warmup + 20 tested).
 BUDGET_PAIRS = DEFAULT_BUDGET
@@ -147,16 +148,95 @@ def bad_jobs(flow: FlowRecord) -> list[str]:
     return out
 
 
-def measure_profile(send: Sender, *, profile: str, workload: str, jobs: list[str],
-                    sides: tuple[str, str], concurrency: int, deadline: float,
+class RoundOutcome(NamedTuple):
+    """One round drawn (:func:`draw_round`): the pair of side rounds, or why the arm stops
+    (``stopped``) with the candidate's bad jobs (``faults``); ``host``: where it ran (``local``,
+    or a fleet host's name)."""
+
+    pair: tuple[SideRound, SideRound] | None
+    stopped: str = ""
+    faults: tuple[str, ...] = ()
+    host: str = "local"
+
+
+def draw_round(send: Sender, k: int, *, jobs: list[str], sides: tuple[str, str],
+               concurrency: int) -> RoundOutcome:
+    """Round ``k`` (module docstring): one batch of ``concurrency`` jobs to each side, the
+    baseline first when ``k`` is even, each followed by its lone request at ``concurrency >
+    1``. A batch that is no evidence (:func:`bad_jobs`) ends the round there, stopped: on the
+    candidate, its bad jobs are the outcome's faults."""
+    specs = [JobSpec(index=i, job=jobs[(k * concurrency + i) % len(jobs)])
+             for i in range(concurrency)]
+    got: dict[int, SideRound] = {}
+
+    def sent(i: int, specs: list[JobSpec], label: str) -> FlowRecord | RoundOutcome:
+        flow = send(sides[i], specs, label)
+        bad = bad_jobs(flow)
+        if not bad:
+            return flow
+        lone = " (lone request)" if label.endswith(":lone") else ""
+        return RoundOutcome(None, stopped=(
+            f"round {k} on the {('baseline', 'candidate')[i]}{lone}: "
+            + "; ".join(([flow.stall] if flow.stall else []) + bad[:3])),
+            faults=tuple(f"round {k}{lone}: {b}" for b in bad) if i == 1 else ())
+
+    for i in ([0, 1] if k % 2 == 0 else [1, 0]):
+        label = f"{('baseline', 'candidate')[i]}#{k}"
+        batch = sent(i, specs, label)
+        if isinstance(batch, RoundOutcome):
+            return batch
+        lone = batch if concurrency < 2 else sent(i, [JobSpec(index=0, job=specs[0].job)],
+                                                  f"{label}:lone")
+        if isinstance(lone, RoundOutcome):
+            return lone
+        got[i] = SideRound(batch, lone)
+    return RoundOutcome((got[0], got[1]))
+
+
+class Rounds(Protocol):
+    """Where an arm's rounds are drawn: ``width`` of them at once (one per host), each
+    :meth:`draw` giving the outcomes of rounds ``ks`` in order (it may stop at the first
+    stopped one)."""
+
+    width: int
+
+    def draw(self, ks: Sequence[int]) -> list[RoundOutcome]:
+        """Rounds ``ks``, side by side where ``width`` allows."""
+        ...
+
+
+class LocalRounds:
+    """The rounds of one arm here, one after the other, through ``send``."""
+
+    width = 1
+
+    def __init__(self, send: Sender, *, jobs: list[str], sides: tuple[str, str],
+                 concurrency: int) -> None:
+        self.send, self.jobs, self.sides, self.concurrency = send, jobs, sides, concurrency
+
+    def draw(self, ks: Sequence[int]) -> list[RoundOutcome]:
+        out: list[RoundOutcome] = []
+        for k in ks:
+            out.append(draw_round(self.send, k, jobs=self.jobs, sides=self.sides,
+                                  concurrency=self.concurrency))
+            if out[-1].pair is None:
+                break
+        return out
+
+
+def measure_profile(send: Sender | None = None, *, profile: str, workload: str,
+                    jobs: list[str], sides: tuple[str, str], concurrency: int, deadline: float,
                     floors: Mapping[str, float], family: Family | None = None,
                     budget_pairs: int = BUDGET_PAIRS,
                     clock: Callable[[], float] = time.monotonic,
-                    log: Callable[[str], None] = lambda _l: None) -> ProfileTiming:
+                    log: Callable[[str], None] = lambda _l: None,
+                    rounds_at: Rounds | None = None) -> ProfileTiming:
     """The timing arm of ``profile`` (module docstring).
 
     Args:
-        send: sends one batch to one side. jobs: the workload's job names, used in turn.
+        send: sends one batch to one side (the rounds drawn here, one at a time), unless
+            ``rounds_at`` draws them (a fleet's hosts, several at once:
+            :mod:`proofdiff.gate.fleet_rounds`). jobs: the workload's job names, used in turn.
         sides: the session's profile names of the baseline and the candidate side.
         deadline: ``clock()`` after which no round starts (the gate's budget).
         floors: the profile's ``timing_floor`` by metric (:func:`floor_of` for the rest).
@@ -167,48 +247,20 @@ def measure_profile(send: Sender, *, profile: str, workload: str, jobs: list[str
 
     Returns:
         The :class:`~proofdiff.gate.gate_result.ProfileTiming` (never raises on a broken daemon:
-        the sampling stops and says so, and the candidate's bad jobs are its ``faults``).
+        the sampling stops and says so, and the candidate's bad jobs are its ``faults``); its
+        ``hosts`` count the rounds each host drew.
     """
+    if rounds_at is None:
+        if send is None:
+            raise TypeError("measure_profile needs send or rounds_at")
+        rounds_at = LocalRounds(send, jobs=jobs, sides=sides, concurrency=concurrency)
     names = metrics_of(concurrency)
     fam = family or Family(size=len(names))
     t0 = clock()
     rounds: list[tuple[SideRound, SideRound]] = []
     stopped = ""
     faults: list[str] = []
-
-    def sent(i: int, specs: list[JobSpec], label: str) -> FlowRecord | None:
-        nonlocal stopped
-        flow = send(sides[i], specs, label)
-        bad = bad_jobs(flow)
-        if bad:
-            lone = " (lone request)" if label.endswith(":lone") else ""
-            stopped = (f"round {len(rounds)} on the {('baseline', 'candidate')[i]}{lone}: "
-                       + "; ".join(([flow.stall] if flow.stall else []) + bad[:3]))
-            if i == 1:
-                faults.extend(f"round {len(rounds)}{lone}: {b}" for b in bad)
-            return None
-        return flow
-
-    def draw_round() -> bool:
-        k = len(rounds)
-        specs = [JobSpec(index=i, job=jobs[(k * concurrency + i) % len(jobs)])
-                 for i in range(concurrency)]
-        order = [0, 1] if k % 2 == 0 else [1, 0]
-        got: dict[int, SideRound] = {}
-        for i in order:
-            label = f"{('baseline', 'candidate')[i]}#{k}"
-            batch = sent(i, specs, label)
-            if batch is None:
-                return False
-            lone = batch if concurrency < 2 else sent(i, [JobSpec(index=0, job=specs[0].job)],
-                                                      f"{label}:lone")
-            if lone is None:
-                return False
-            got[i] = SideRound(batch, lone)
-        rounds.append((got[0], got[1]))
-        log(f"gate timing {profile} round {k}: baseline {got[0].batch.wall_ms:.0f} ms, "
-            f"candidate {got[1].batch.wall_ms:.0f} ms")
-        return True
+    by_host: dict[str, int] = {}
 
     sizes = look_sizes(budget=budget_pairs)
     most = budget_pairs - 1
@@ -221,10 +273,18 @@ def measure_profile(send: Sender, *, profile: str, workload: str, jobs: list[str
             while len(rounds) < want and not stopped:
                 if clock() >= deadline:
                     stopped = "the gate's time budget (--budget-s) ran out"
-                elif not draw_round():
                     break
-                else:
-                    b, c = rounds[-1]
+                k = len(rounds)
+                for o in rounds_at.draw(range(k, min(want, k + rounds_at.width))):
+                    if o.pair is None:
+                        stopped, faults = o.stopped, [*faults, *o.faults]
+                        break
+                    b, c = o.pair
+                    rounds.append(o.pair)
+                    by_host[o.host] = by_host.get(o.host, 0) + 1
+                    where = "" if o.host == "local" else f" on {o.host}"
+                    log(f"gate timing {profile} round {len(rounds) - 1}{where}: baseline "
+                        f"{b.batch.wall_ms:.0f} ms, candidate {c.batch.wall_ms:.0f} ms")
                     shown.advance(note=f"baseline {b.batch.wall_ms:.0f} ms, candidate "
                                   f"{c.batch.wall_ms:.0f} ms")
             if len(rounds) < 2 or len(rounds) == looked:
@@ -265,4 +325,5 @@ def measure_profile(send: Sender, *, profile: str, workload: str, jobs: list[str
         verdicts.append(v)
     return ProfileTiming(profile=profile, workload=workload, concurrency=concurrency,
                          metrics=tuple(verdicts), rounds=len(rounds), stopped=stopped,
-                         faults=tuple(faults), wall_s=round(clock() - t0, 3))
+                         faults=tuple(faults), wall_s=round(clock() - t0, 3),
+                         hosts=by_host if set(by_host) != {"local"} else {})

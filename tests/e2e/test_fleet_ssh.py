@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from proofdiff.gate.gate_result import Decision, GateResult
+from proofdiff.model import serde
 from proofdiff.model.status import Verdict
 from proofdiff.report.summary_json import load_summary
 from proofdiff.runtime.process import free_port
@@ -161,15 +163,58 @@ def test_regression_cases_are_replayed_as_units_over_the_hosts(
     _nothing_left(hosts)
 
 
+def _two_hosts(hosts: SshHosts, tmp_path: Path) -> tuple[Path, tuple[str, str]]:
+    """A hosts file of host-a and host-b alone (a third would only share the same two cores)."""
+    two = tmp_path / "two-hosts.toml"
+    two.write_text("\n\n".join(b for b in hosts.hosts_file.read_text().split("\n\n")
+                                if 'name = "host-c"' not in b))
+    return two, ("host-a", "host-b")
+
+
+def test_a_gate_of_two_host_builds_draws_its_timing_rounds_on_every_host_at_once(
+        artifacts: Any, hosts: SshHosts, tmp_path: Path, one_partition_workload: str) -> None:
+    # two builds as folders of host binaries: the baseline refprover (with its own verify, for
+    # the cross-check), and a candidate whose refprover proves twice as slowly (a wrapper that
+    # runs the build beside it with slow-prove: real work, self-contained, so it runs on a host)
+    bins = Path(artifacts.bin_dir)
+    base, cand = tmp_path / "baseline", tmp_path / "candidate"
+    for d in (base, cand):
+        d.mkdir()
+    for name in ("refprover", "verify"):
+        shutil.copy2(bins / name, base / name)
+    shutil.copy2(bins / "refprover", cand / "refprover-build")
+    (cand / "refprover").write_text('#!/bin/sh\nREFPROVER_FAULTS=slow-prove=2.0 exec '
+                                    '"$(dirname "$0")/refprover-build" "$@"\n')
+    (cand / "refprover").chmod(0o755)
+    two, names = _two_hosts(hosts, tmp_path)
+    rc, out, rdir = _proofdiff(tmp_path, "gate", "--hosts", str(two), "--candidate-bin-dir",
+                               str(cand), "--baseline-bin-dir", str(base), "--profile",
+                               "bench", "--workload-file", one_partition_workload)
+    res = serde.read(rdir / "summary.json", GateResult)
+    assert rc == 1 and res.decision is Decision.FAIL, (res.decision_line, out)
+    # at concurrency 1 latency and throughput are one sample per round: both slower
+    assert {(f.check, f.profile) for f in res.blocking()} == {("timing/latency", "bench"),
+                                                              ("timing/throughput", "bench")}, (
+        res.findings, out)
+    # the candidate's differential was one unit on a host, its daemons the shipped build's
+    diff = load_summary(rdir / "differential")
+    assert diff.verdict is Verdict.SAME and diff.machine["fleet_host"] in names
+    assert all(r.daemon is not None and r.daemon.runtime == "process" for r in diff.runs)
+    # the rounds went to both hosts, a wave at once, each round both builds on one host
+    (t,) = res.timing
+    assert set(t.hosts) == set(names) and sum(t.hosts.values()) == t.rounds, t.hosts
+    assert all(m.verdict == "DIFFERENT" and m.direction == "slower" for m in t.metrics)
+    assert res.verifier_check is not None and res.verifier_check.agreed, res.verifier_check
+    # both builds reached each host before any unit; nothing is left anywhere
+    assert set(_shipped(out)) == set(names), out
+    _nothing_left(hosts)
+
+
 def test_a_night_runs_on_every_host_and_each_joins_its_own_series(
         artifacts: Any, hosts: SshHosts, tmp_path: Path, one_partition_workload: str) -> None:
     rid = unique("ssh-night")
     report = tmp_path / "nights"
-    # two of the three hosts (a row each; a third would only share the same two cores)
-    names = ("host-a", "host-b")
-    two = tmp_path / "two-hosts.toml"
-    two.write_text("\n\n".join(b for b in hosts.hosts_file.read_text().split("\n\n")
-                                if 'name = "host-c"' not in b))
+    two, names = _two_hosts(hosts, tmp_path)  # a row each
     proc = subprocess.run([sys.executable, "-m", "proofdiff", "nightly", "--hosts",
                            str(two), "--suite", "validity", "--workload-file",
                            one_partition_workload, "--bisect-budget-s", "0", "--report-dir",

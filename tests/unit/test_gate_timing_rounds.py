@@ -5,12 +5,14 @@ missing batch makes of the decision."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 import pytest
 
 from proofdiff.gate.gate_result import Decision
 from proofdiff.gate.gating import decide, timing_findings
-from proofdiff.gate.timing_rounds import BUDGET_PAIRS, Family, measure_profile
+from proofdiff.gate.timing_rounds import (BUDGET_PAIRS, Family, RoundOutcome, draw_round,
+                                          measure_profile)
 
 from tests.unit.gate_sides import FakeSides, measure
 
@@ -101,3 +103,49 @@ def test_a_rejection_raises_the_holm_share_of_the_hypotheses_still_open() -> Non
     assert first == pytest.approx(0.01) and fam.rejected == 2
     assert fam.share() == pytest.approx(0.05 / 3)
     assert [m.alpha for m in t.metrics] == [pytest.approx(0.01)] * 2
+
+
+class _Waves:
+    """Rounds drawn ``width`` at a time, round k on host ``h{k % width}`` (a fleet's
+    :class:`~proofdiff.gate.timing_rounds.Rounds`, each round still both sides on one host);
+    ``lost_at``: that round's host goes away."""
+
+    def __init__(self, d: FakeSides, width: int, lost_at: int | None = None) -> None:
+        self.d, self.width, self.lost_at = d, width, lost_at
+        self.waves: list[list[int]] = []
+
+    def draw(self, ks: Sequence[int]) -> list[RoundOutcome]:
+        self.waves.append(list(ks))
+        out = []
+        for k in ks:
+            if k == self.lost_at:
+                out.append(RoundOutcome(None, stopped=f"round {k}: host h{k % self.width} "
+                                                      "went away"))
+                continue
+            o = draw_round(self.d.send, k, jobs=["a", "b"], sides=("bench-baseline",
+                                                                   "bench-candidate"),
+                           concurrency=1)
+            out.append(o._replace(host=f"h{k % self.width}"))
+        return out
+
+
+def test_rounds_drawn_on_several_hosts_at_once_are_pooled_in_round_order() -> None:
+    waves = _Waves(FakeSides(ratio=1.25), width=3)
+    t = measure_profile(profile="bench", workload="wpost-2k", jobs=[],
+                        sides=("bench-baseline", "bench-candidate"), concurrency=1,
+                        deadline=time.monotonic() + 60, floors={}, rounds_at=waves)
+    # the first look wants 6 pairs: two waves of three, one round per host in each
+    assert waves.waves[:2] == [[0, 1, 2], [3, 4, 5]], waves.waves
+    assert t.rounds == sum(t.hosts.values()) and set(t.hosts) == {"h0", "h1", "h2"}
+    lat = {m.metric: m for m in t.metrics}["latency"]
+    assert lat.verdict == "DIFFERENT" and lat.regression and lat.n_pairs == t.rounds - 1
+
+
+def test_a_round_lost_with_its_host_stops_the_arm_naming_it_and_is_no_pass() -> None:
+    t = measure_profile(profile="bench", workload="wpost-2k", jobs=[],
+                        sides=("bench-baseline", "bench-candidate"), concurrency=1,
+                        deadline=time.monotonic() + 60, floors={},
+                        rounds_at=_Waves(FakeSides(ratio=1.0, cv=0.01), width=3, lost_at=4))
+    assert t.rounds == 4 and t.stopped == "round 4: host h1 went away" and not t.faults
+    decision, _line, why = decide(timing_findings([t]), [], [t], aa=True)
+    assert decision is Decision.INCONCLUSIVE and "host h1 went away" in why[0], why
