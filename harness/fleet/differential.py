@@ -70,7 +70,6 @@ def _on_fleet(opts: RunOptions, *, per_host: bool, log: Callable[[str], None],
     the artifacts shipped to each host once, before any unit. Each result names its fleet host
     (its machine facts are that host's own) and its allowlist by the caller's path, not the
     shipped copy's. A cluster that cannot be used is one ERROR result, as ``fleet``."""
-    from proofdiff.core.differential import assemble
     from proofdiff.runtime.host import machine_facts
 
     t0 = time.monotonic()
@@ -82,9 +81,9 @@ def _on_fleet(opts: RunOptions, *, per_host: bool, log: Callable[[str], None],
             got = ex.map_placed(differential_unit, [unit] * (len(hosts) if hosts else 1),
                                 name="differential", lost=lost_result, on=hosts)
     except ProofdiffError as exc:
-        return [("fleet", assemble(run_id=opts.run_id, profiles={}, records=[], runs=[],
-                                   errors=[str(exc)], wall_s=time.monotonic() - t0,
-                                   machine=machine_facts()))]
+        return [("fleet", msgspec.structs.replace(
+            lost_result(opts, str(exc)), wall_s=round(time.monotonic() - t0, 3),
+            machine=machine_facts()))]
     return [(where, msgspec.structs.replace(
         r, machine={**r.machine, "fleet_host": where},
         allowlist=opts.allowlist if r.allowlist else "")) for where, r in got]

@@ -4,7 +4,8 @@ artifacts shipped beforehand, and GPUs by UUID.
 * **Artifacts** (:func:`ship_run`, on the caller): the run's binaries, param cache, workload
   files, profile file, params manifest and allowlist are found or built here
   (``pin_artifacts``), shipped to every worker
-  (:mod:`proofdiff.fleet.shipping`), and the options name them by reference.
+  (:mod:`proofdiff.fleet.shipping`), and the options name them by reference; the images the
+  units run go to each ``docker`` host that lacks them (:mod:`proofdiff.fleet.images`).
 * **The host's runtime** (:func:`on_host`, on the worker): a ``process`` host runs every
   profile as a process (``*.runtime=process``), with its own ``bin_dir`` where the hosts file
   names one (cuzk's programs, say), else the shipped binaries.
@@ -171,8 +172,9 @@ def ship_run(client: Any, options: RunOptions, hosts: Mapping[str, Host], *,
              log: Callable[[str], None] = lambda _l: None,
              ) -> tuple[RunOptions, list[ShipReport]]:
     """``options`` with its artifacts found or built here and shipped to every worker of
-    ``client``, named by reference (module docstring). With ``hosts`` that all run processes,
-    nothing of Docker is built.
+    ``client``, named by reference (module docstring); the images its units run loaded on
+    each ``docker`` host that lacks them (:mod:`proofdiff.fleet.images`). With ``hosts`` that
+    all run processes, nothing of Docker is built.
 
     Raises:
         proofdiff.artifacts.build_errors.BuildError: an artifact could not be built here.
@@ -184,7 +186,11 @@ def ship_run(client: Any, options: RunOptions, hosts: Mapping[str, Host], *,
     wls = list(options.workloads or dict.fromkeys(p.workload for p in profiles.values()))
     processes = bool(hosts) and all(h.runtime == "process" for h in hosts.values())
     docker = not processes and any(p.runtime is Runtime.DOCKER for p in profiles.values())
-    opts, _ref = pin_artifacts(options, wls, docker=docker, log=log)
+    docker_hosts = {n: h for n, h in hosts.items() if h.runtime == "docker"}
+    # a profile without an image runs the reference one: found here, to be shipped
+    need_ref = docker and bool(docker_hosts) and not options.images and any(
+        p.image is None for p in profiles.values() if p.runtime is Runtime.DOCKER)
+    opts, ref = pin_artifacts(options, wls, docker=docker, reference=need_ref, log=log)
     bundles: dict[str, Bundle] = {}
     if opts.bin_dir and not (hosts and all(h.bin_dir for h in hosts.values())):
         bundles["bin_dir"] = bundle_of("binaries", opts.bin_dir, programs=True)
@@ -196,6 +202,13 @@ def ship_run(client: Any, options: RunOptions, hosts: Mapping[str, Host], *,
             bundles[name] = bundle_of(name, value)
     files = {w: bundle_of(f"workload {w}", f) for w, f in opts.workload_files.items()}
     reports = ship(client, [*bundles.values(), *files.values()], log=log)
+    if docker and docker_hosts:
+        from proofdiff.fleet.images import images_here, ship_images
+
+        tags = list(opts.images) or [p.image or (ref.tag if ref else "")
+                                     for p in profiles.values() if p.runtime is Runtime.DOCKER]
+        reports += ship_images(client, images_here([*tags, opts.verifier_image]), docker_hosts,
+                               cache_root=Path(opts.cache_root), log=log)
     refs = {k: b.ref for k, b in bundles.items()}
     return msgspec.structs.replace(
         opts, workload_files={w: b.ref for w, b in files.items()}, **refs), reports

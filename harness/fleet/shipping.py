@@ -100,20 +100,11 @@ class ShipReport(msgspec.Struct, frozen=True):
                 f"{self.present} already there ({self.seconds:.1f} s)")
 
 
-_digests: dict[tuple[str, int, int], str] = {}
-
-
 def _sha256(path: Path) -> str:
-    """sha256 of ``path``'s bytes, remembered per (path, size, mtime) in this process."""
-    st = path.stat()
-    memo = (str(path), st.st_size, st.st_mtime_ns)
-    if memo not in _digests:
-        h = hashlib.sha256()
-        with open(path, "rb") as fh:
-            while chunk := fh.read(1 << 20):
-                h.update(chunk)
-        _digests[memo] = h.hexdigest()
-    return _digests[memo]
+    """The hex sha256 of ``path``'s bytes (remembered per path, size and mtime)."""
+    from proofdiff.runtime.identity import file_sha256
+
+    return file_sha256(str(path)).removeprefix("sha256:")
 
 
 def bundle_of(what: str, path: str | Path, *, programs: bool = False,

@@ -103,8 +103,11 @@ class _Where:
                             f"processes ({', '.join(ex.process_hosts())})",
                             fix="gate two builds' host binaries there (--candidate-bin-dir, "
                                 "--baseline-bin-dir), or use hosts whose runtime is docker")
-        # the units run where they are placed: no fleet of their own
-        self.options = ex.ship(msgspec.structs.replace(opts, cluster="", hosts=""))
+        # the units run where they are placed: no fleet of their own; both images go to the
+        # docker hosts that lack them
+        self.options = ex.ship(msgspec.structs.replace(
+            opts, cluster="", hosts="", images=opts.images if host else (sides[1].tag,
+                                                                          sides[0].tag)))
         if host:
             self.sides = (
                 msgspec.structs.replace(sides[0], tag=ex.ship_path(

@@ -110,3 +110,49 @@ def test_a_ctrl_c_stops_the_unit_running_on_a_worker_and_its_report_is_written(
 
     with Client(cluster, set_as_default=False) as c:  # the worker is free again
         assert not any(c.processing().values()), c.processing()
+
+
+def test_an_image_a_docker_host_lacks_is_saved_here_shipped_once_and_loaded_there(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import tarfile
+
+    import docker
+    from distributed import Client, LocalCluster
+
+    from proofdiff.fleet.hosts import Host
+    from proofdiff.fleet.images import image_tar, ship_images
+
+    # a tiny real image (one file), saved into the cache as a run's image is, then removed: the
+    # two hosts (two workers on this machine's engine, both of runtime docker) lack it
+    engine = docker.from_env()
+    repo, tag = "proofdiff/ship-test", unique("image")
+    rootfs = io.BytesIO()
+    with tarfile.open(fileobj=rootfs, mode="w") as t:
+        info = tarfile.TarInfo("shipped")
+        info.size = len(tag)
+        t.addfile(info, io.BytesIO(tag.encode()))
+    engine.api.import_image_from_data(rootfs.getvalue(), repository=repo, tag=tag)
+    image = f"{repo}:{tag}"
+    image_id = str(engine.images.get(image).id)
+    cache = tmp_path / "cache"
+    try:
+        assert image_tar(image, image_id, cache).is_file()
+        engine.images.remove(image)
+        monkeypatch.setenv("PROOFDIFF_SHIPPED", str(tmp_path / "shipped"))  # the workers'
+        hosts = {n: Host(name=n, ssh="127.0.0.1", runtime="docker") for n in ("0", "1")}
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                          dashboard_address=None, worker_dashboard_address=None) as lc, \
+                Client(lc) as client:
+            lines: list[str] = []
+            first = ship_images(client, [(image, image_id)], hosts, cache_root=cache,
+                                log=lines.append)
+            # host 0 lacked it: the tar went there and was loaded, with the same id; host 1,
+            # on the same engine, holds it by then and is sent nothing
+            assert engine.images.get(image).id == image_id
+            assert [(r.worker, r.sent) for r in first] == [("0", 1)], lines
+            assert f"image {image} ({image_id[:19]}): loaded on 0" in lines, lines
+            assert ship_images(client, [(image, image_id)], hosts, cache_root=cache) == []
+    finally:
+        if engine.images.list(name=image):
+            engine.images.remove(image, force=True)

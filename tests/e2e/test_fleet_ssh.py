@@ -207,6 +207,12 @@ def test_a_gate_of_two_host_builds_draws_its_timing_rounds_on_every_host_at_once
     assert res.verifier_check is not None and res.verifier_check.agreed, res.verifier_check
     # both builds reached each host before any unit; nothing is left anywhere
     assert set(_shipped(out)) == set(names), out
+    # two images cannot be gated there: these hosts run daemons as processes, so both sides
+    # would run one build
+    rc, out, rdir = _proofdiff(tmp_path, "gate", "--hosts", str(two), "--candidate",
+                               artifacts.image_tag, "--baseline", artifacts.image_tag)
+    assert rc == 3 and "two images cannot be gated on hosts that run daemons as processes" in out
+    assert "--candidate-bin-dir" in out and not (rdir / "differential").exists(), out
     _nothing_left(hosts)
 
 
