@@ -23,9 +23,9 @@ from pathlib import Path
 
 import msgspec
 
-from proofdiff.core.plan import new_run_id, pin_artifacts, plan_runs
-from proofdiff.core.session import Session
-from proofdiff.gate.timing_rounds import METRICS, SideRound, bad_jobs, metrics_of
+from proofdiff.core.plan import new_run_id, pin_artifacts
+from proofdiff.gate.round_units import open_pair, pair_profiles
+from proofdiff.gate.timing_rounds import METRICS, SideRound, draw_round, metrics_of
 from proofdiff.model.jobs import FlowRecord, JobSpec
 from proofdiff.model.profile_file import load_profiles
 from proofdiff.model.run_options import RunOptions
@@ -44,41 +44,31 @@ def main() -> int:
         print("no reference image: run `make image` first", file=sys.stderr)
         return 3
     p = load_profiles("refprover")[a.profile]
-    pair = {f"{a.profile}-{r}": msgspec.structs.replace(p, name=f"{a.profile}-{r}",
-                                                         image=reference.tag)
-            for r in ("baseline", "candidate")}
+    pair = pair_profiles(a.profile, p, (reference.tag, reference.tag))
     wl = p.workload
-    plan = plan_runs(pair, msgspec.structs.replace(opts, workloads=(wl,), suites=("validity",),
-                                                   run_id=f"noise-{new_run_id()}"),
-                     log=lambda _l: None)[0]
-    session = Session(plan, log=lambda _l: None)
-    sides = list(pair)
+    session = open_pair(pair, wl, msgspec.structs.replace(opts, run_id=f"noise-{new_run_id()}"))
+    sides = (pair[0].name, pair[1].name)
     rounds: list[tuple[SideRound, SideRound]] = []
     secs: list[float] = []
     try:
         jobs = [j.name for j in session.workload(wl).jobs]
         for side in sides:
             session.run(side, wl)
+
+        def send(side: str, specs: list[JobSpec], label: str) -> FlowRecord:
+            return session.send(side, wl, specs, name="noise", label=label,
+                                concurrency=len(specs))
         for k in range(a.rounds):
             t0 = time.monotonic()
-            specs = [JobSpec(index=i, job=jobs[(k * p.concurrency + i) % len(jobs)])
-                     for i in range(p.concurrency)]
-            got: dict[int, SideRound] = {}
-            for i in ([0, 1] if k % 2 == 0 else [1, 0]):
-                batch = session.send(sides[i], wl, specs, name="noise", label=f"{i}#{k}",
-                                     concurrency=p.concurrency)
-                lone = batch if p.concurrency < 2 else session.send(
-                    sides[i], wl, specs[:1], name="noise", label=f"{i}#{k}:lone", concurrency=1)
-                bad = bad_jobs(batch) + bad_jobs(lone)
-                if bad:
-                    print(f"round {k} side {sides[i]}: {bad}", file=sys.stderr)
-                    return 1
-                got[i] = SideRound(batch, lone)
-            rounds.append((got[0], got[1]))
+            got = draw_round(send, k, jobs=jobs, sides=sides, concurrency=p.concurrency)
+            if got.pair is None:
+                print(got.stopped, file=sys.stderr)
+                return 1
+            rounds.append(got.pair)
             secs.append(time.monotonic() - t0)
             print(f"round {k}: {secs[-1]:.1f} s; walls " + " | ".join(
-                " ".join(f"{j.wall_ms:.0f}" for j in got[i].batch.jobs)
-                + f" lone {got[i].lone.jobs[0].wall_ms:.0f}" for i in (0, 1)), flush=True)
+                " ".join(f"{j.wall_ms:.0f}" for j in side.batch.jobs)
+                + f" lone {side.lone.jobs[0].wall_ms:.0f}" for side in got.pair), flush=True)
     finally:
         session.close()
     tested = rounds[1:]

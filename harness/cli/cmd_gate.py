@@ -73,6 +73,9 @@ def gate(args: argparse.Namespace, console: Console) -> int:
     for t in result.timing:
         for m in t.metrics:
             console.print(Text(f"  {t.profile}/{t.workload} {m.metric}: {m.line()}"))
+        if t.hosts:
+            console.print(Text(f"  {t.profile}/{t.workload} rounds per host: " + ", ".join(
+                f"{h} {k}" for h, k in sorted(t.hosts.items()))))
     for f in result.findings:
         head = f.message.splitlines()[0][:160] if f.message else ""
         state = f"accepted ({f.accepted_by})" if f.accepted else "BLOCKS"

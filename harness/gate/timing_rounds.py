@@ -236,7 +236,7 @@ def measure_profile(send: Sender | None = None, *, profile: str, workload: str,
     Args:
         send: sends one batch to one side (the rounds drawn here, one at a time), unless
             ``rounds_at`` draws them (a fleet's hosts, several at once:
-            :mod:`proofdiff.gate.fleet_rounds`). jobs: the workload's job names, used in turn.
+            :mod:`proofdiff.gate.round_units`). jobs: the workload's job names, used in turn.
         sides: the session's profile names of the baseline and the candidate side.
         deadline: ``clock()`` after which no round starts (the gate's budget).
         floors: the profile's ``timing_floor`` by metric (:func:`floor_of` for the rest).

@@ -203,6 +203,7 @@ def test_a_gate_of_two_host_builds_draws_its_timing_rounds_on_every_host_at_once
     # the rounds went to both hosts, a wave at once, each round both builds on one host
     (t,) = res.timing
     assert set(t.hosts) == set(names) and sum(t.hosts.values()) == t.rounds, t.hosts
+    assert "rounds per host" in (rdir / "index.html").read_text(encoding="utf-8")
     assert all(m.verdict == "DIFFERENT" and m.direction == "slower" for m in t.metrics)
     assert res.verifier_check is not None and res.verifier_check.agreed, res.verifier_check
     # both builds reached each host before any unit; nothing is left anywhere
