@@ -16,7 +16,10 @@ would need a per-host model (hosts of one kind are what a gate's fleet is). At t
 run with every flow sent (the history's samples).
 
 The sessions live in the worker's process (:data:`_arms`), keyed by the gate's run id, the
-profile and the workload.
+profile and the workload; one left idle for :data:`ARM_IDLE_S` (its caller died before its
+close units ran) is closed by the next arm there. A round's GPUs are leased for the unit
+(:func:`proofdiff.fleet.placement.on_host`) while the arm's daemons keep the UUIDs of its
+first round there: a gate runs one arm at a time, so no other unit of it holds them.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from proofdiff.model.profile import Profile
 from proofdiff.model.run_options import RunOptions
 from proofdiff.model.runs import RunRecord
 
-__all__ = ["INTERRUPTED", "ArmTask", "FleetRounds", "close_unit", "cross_check_unit", "open_pair",
+__all__ = ["ARM_IDLE_S", "INTERRUPTED", "ArmTask", "FleetRounds", "close_unit", "cross_check_unit", "open_pair",
            "pair_profiles", "round_unit", "verifier_check"]
 
 
@@ -114,15 +117,21 @@ def verifier_check(session: Session, side: str, workload: str, theirs: str,
 
 # -- on the host ---------------------------------------------------------------------------------
 
+#: An arm's session left unused this long on a host is closed by the next arm's unit there (a
+#: caller that died before its close units ran leaves no daemons for ever on a joined cluster), s.
+ARM_IDLE_S = 1800.0
+
+
 @dataclass
 class _Arm:
     """One arm's session on this host, and its candidate's warm-up (run once, at its first
-    round here)."""
+    round here); ``used``: when a unit last used it (``time.monotonic()``)."""
 
     session: Session
     jobs: list[str]
     warm: list[str] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    used: float = field(default_factory=time.monotonic)
 
 
 #: What a unit interrupted on its host (the caller's Ctrl-C) gives back; the caller raises
@@ -135,12 +144,20 @@ _arms_lock = threading.Lock()
 
 
 def _arm(task: ArmTask) -> _Arm:
+    """The arm's session on this host, opened at its first unit here; arms idle for
+    :data:`ARM_IDLE_S` are closed first."""
+    now = time.monotonic()
     with _arms_lock:
+        stale = [k for k, a in _arms.items() if now - a.used > ARM_IDLE_S and k != task.key]
+        left = [_arms.pop(k) for k in stale]
         got = _arms.get(task.key)
         if got is None:
             session = open_pair(task.pair, task.workload, task.options)
             got = _arms[task.key] = _Arm(session, [j.name for j in session.workload(
                 task.workload).jobs])
+        got.used = now
+    for a in left:
+        a.session.close()
     return got
 
 
