@@ -46,9 +46,14 @@ def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshHosts]:
 
 
 def _shipped(out: str) -> dict[str, tuple[int, int]]:
-    """host -> (files sent, files already there), from the caller's log."""
-    return {m[1]: (int(m[2]), int(m[3])) for m in re.finditer(
-        r"artifacts: (\S+): sent (\d+) file\(s\), [\d.]+ MB; (\d+) already there", out)}
+    """host -> (files sent, files already there), summed over a command's shipments (its
+    artifacts, then each folder it ships on its own), from the caller's log."""
+    got: dict[str, tuple[int, int]] = {}
+    for m in re.finditer(r"artifacts: (\S+): sent (\d+) file\(s\), [\d.]+ MB; (\d+) "
+                         r"already there", out):
+        sent, present = got.get(m[1], (0, 0))
+        got[m[1]] = (sent + int(m[2]), present + int(m[3]))
+    return got
 
 
 def _nothing_left(hosts: SshHosts) -> None:
@@ -64,33 +69,73 @@ def _nothing_left(hosts: SshHosts) -> None:
     assert not _leftovers(), "daemon processes left here"
 
 
-def test_a_differential_and_a_bisection_run_on_ssh_hosts_with_artifacts_shipped_once(
+def _two_hosts(hosts: SshHosts, tmp_path: Path) -> tuple[Path, tuple[str, str]]:
+    """A hosts file of host-a and host-b alone (a third would only share the same two cores)."""
+    two = tmp_path / "two-hosts.toml"
+    two.write_text("\n\n".join(b for b in hosts.hosts_file.read_text().split("\n\n")
+                                if 'name = "host-c"' not in b))
+    return two, ("host-a", "host-b")
+
+
+def test_a_gate_and_a_bisection_run_on_ssh_hosts_with_artifacts_shipped_once(
         artifacts: Any, hosts: SshHosts, tmp_path: Path, one_partition_workload: str) -> None:
-    fleet = ("--hosts", str(hosts.hosts_file), "--workload-file", one_partition_workload)
-    # nothing of refprover's is on the hosts before: what they prove with was shipped
+    # nothing of refprover's is on the hosts before: what they prove with is shipped
     assert hosts.exec("host-a", "ls /usr/local/bin; ls ~/.cache 2>&1 || true").strip() in (
         "ls: cannot access '/home/prover/.cache': No such file or directory", "")
-    rc, out, rdir = _proofdiff(tmp_path, "run", *fleet, "--suite", "validity")
-    res = load_summary(rdir)
-    assert rc == 0 and res.verdict is Verdict.SAME, (res.verdict_line, out)
-    assert res.machine["fleet_host"] in hosts.names, res.machine
-    assert all(run.daemon is not None and run.daemon.runtime == "process" for run in res.runs)
-    [proofs] = res.records_of("validity", "prod", "wpost-2k", "proofs")
-    assert proofs.counts is not None and proofs.counts.valid >= 1, proofs
+    # two builds as folders of host binaries: the baseline refprover (with its own verify, for
+    # the cross-check), and a candidate whose refprover proves twice as slowly (a wrapper that
+    # runs the build beside it with slow-prove: real work, self-contained, so it runs on a host)
+    bins = Path(artifacts.bin_dir)
+    base, cand = tmp_path / "baseline", tmp_path / "candidate"
+    for d in (base, cand):
+        d.mkdir()
+    for name in ("refprover", "verify"):
+        shutil.copy2(bins / name, base / name)
+    shutil.copy2(bins / "refprover", cand / "refprover-build")
+    (cand / "refprover").write_text('#!/bin/sh\nREFPROVER_FAULTS=slow-prove=2.0 exec '
+                                    '"$(dirname "$0")/refprover-build" "$@"\n')
+    (cand / "refprover").chmod(0o755)
+    two, names = _two_hosts(hosts, tmp_path)
+    fleet = ("--hosts", str(two), "--workload-file", one_partition_workload)
+    rc, out, rdir = _proofdiff(tmp_path, "gate", *fleet, "--candidate-bin-dir", str(cand),
+                               "--baseline-bin-dir", str(base), "--profile", "bench")
+    res = serde.read(rdir / "summary.json", GateResult)
+    assert rc == 1 and res.decision is Decision.FAIL, (res.decision_line, out)
+    # at concurrency 1 latency and throughput are one sample per round: both slower
+    assert {(f.check, f.profile) for f in res.blocking()} == {("timing/latency", "bench"),
+                                                              ("timing/throughput", "bench")}, (
+        res.findings, out)
+    # the candidate's differential was one unit on a host, its daemons the shipped build's
+    diff = load_summary(rdir / "differential")
+    assert diff.verdict is Verdict.SAME and diff.machine["fleet_host"] in names
+    assert all(r.daemon is not None and r.daemon.runtime == "process" for r in diff.runs)
+    # the rounds went to both hosts, a wave at once, each round both builds on one host
+    (t,) = res.timing
+    assert set(t.hosts) == set(names) and sum(t.hosts.values()) == t.rounds, t.hosts
+    assert "rounds per host" in (rdir / "index.html").read_text(encoding="utf-8")
+    assert all(m.verdict == "DIFFERENT" and m.direction == "slower" for m in t.metrics)
+    assert res.verifier_check is not None and res.verifier_check.agreed, res.verifier_check
+    # the artifacts and both builds reached each host, the same to each, before any unit
     first = _shipped(out)
-    assert set(first) == set(hosts.names), out  # every host, before any unit
+    assert set(first) == set(names), out
     sent = {n for n, _p in first.values()}
-    assert len(sent) == 1 and sent.pop() > 0, first  # the same artifacts to each host
+    assert len(sent) == 1 and sent.pop() > 0, first
     _nothing_left(hosts)
 
-    # a bisection: its probes are units on every host; nothing is shipped again
+    # two images cannot be gated there: these hosts run daemons as processes, so both sides
+    # would run one build
+    rc, out, rdir = _proofdiff(tmp_path, "gate", "--hosts", str(two), "--candidate",
+                               artifacts.image_tag, "--baseline", artifacts.image_tag)
+    assert rc == 3 and "two images cannot be gated on hosts that run daemons as processes" in out
+    assert "--candidate-bin-dir" in out and not (rdir / "differential").exists(), out
+
+    # a bisection: its probes are units on both hosts; nothing is shipped again
     r, out, _rdir = bisect_param_path(tmp_path, *fleet)
-    assert len({p.host for p in r.probes}) >= 2 and {p.host for p in r.probes} <= set(
-        hosts.names), [(p.index, p.host) for p in r.probes]
+    assert {p.host for p in r.probes} == set(names), [(p.index, p.host) for p in r.probes]
     again = _shipped(out)
-    assert set(again) == set(hosts.names) and all(s == 0 for s, _p in again.values()), again
-    # each host holds each artifact once: its blobs are what the first command sent
-    for name in hosts.names:
+    assert set(again) == set(names) and all(s == 0 for s, _p in again.values()), again
+    # each host holds each artifact once: its blobs are what the gate sent it
+    for name in names:
         blobs = hosts.exec(name, "ls ~/.cache/proofdiff/shipped/blobs | wc -l")
         assert int(blobs) == first[name][0], (name, blobs)
     _nothing_left(hosts)
@@ -160,60 +205,6 @@ def test_regression_cases_are_replayed_as_units_over_the_hosts(
     assert all(run.daemon is not None and run.daemon.runtime == "process"
                for s in summaries for run in s.runs)
     assert len({s.machine["fleet_host"] for s in summaries}) >= 2, out
-    _nothing_left(hosts)
-
-
-def _two_hosts(hosts: SshHosts, tmp_path: Path) -> tuple[Path, tuple[str, str]]:
-    """A hosts file of host-a and host-b alone (a third would only share the same two cores)."""
-    two = tmp_path / "two-hosts.toml"
-    two.write_text("\n\n".join(b for b in hosts.hosts_file.read_text().split("\n\n")
-                                if 'name = "host-c"' not in b))
-    return two, ("host-a", "host-b")
-
-
-def test_a_gate_of_two_host_builds_draws_its_timing_rounds_on_every_host_at_once(
-        artifacts: Any, hosts: SshHosts, tmp_path: Path, one_partition_workload: str) -> None:
-    # two builds as folders of host binaries: the baseline refprover (with its own verify, for
-    # the cross-check), and a candidate whose refprover proves twice as slowly (a wrapper that
-    # runs the build beside it with slow-prove: real work, self-contained, so it runs on a host)
-    bins = Path(artifacts.bin_dir)
-    base, cand = tmp_path / "baseline", tmp_path / "candidate"
-    for d in (base, cand):
-        d.mkdir()
-    for name in ("refprover", "verify"):
-        shutil.copy2(bins / name, base / name)
-    shutil.copy2(bins / "refprover", cand / "refprover-build")
-    (cand / "refprover").write_text('#!/bin/sh\nREFPROVER_FAULTS=slow-prove=2.0 exec '
-                                    '"$(dirname "$0")/refprover-build" "$@"\n')
-    (cand / "refprover").chmod(0o755)
-    two, names = _two_hosts(hosts, tmp_path)
-    rc, out, rdir = _proofdiff(tmp_path, "gate", "--hosts", str(two), "--candidate-bin-dir",
-                               str(cand), "--baseline-bin-dir", str(base), "--profile",
-                               "bench", "--workload-file", one_partition_workload)
-    res = serde.read(rdir / "summary.json", GateResult)
-    assert rc == 1 and res.decision is Decision.FAIL, (res.decision_line, out)
-    # at concurrency 1 latency and throughput are one sample per round: both slower
-    assert {(f.check, f.profile) for f in res.blocking()} == {("timing/latency", "bench"),
-                                                              ("timing/throughput", "bench")}, (
-        res.findings, out)
-    # the candidate's differential was one unit on a host, its daemons the shipped build's
-    diff = load_summary(rdir / "differential")
-    assert diff.verdict is Verdict.SAME and diff.machine["fleet_host"] in names
-    assert all(r.daemon is not None and r.daemon.runtime == "process" for r in diff.runs)
-    # the rounds went to both hosts, a wave at once, each round both builds on one host
-    (t,) = res.timing
-    assert set(t.hosts) == set(names) and sum(t.hosts.values()) == t.rounds, t.hosts
-    assert "rounds per host" in (rdir / "index.html").read_text(encoding="utf-8")
-    assert all(m.verdict == "DIFFERENT" and m.direction == "slower" for m in t.metrics)
-    assert res.verifier_check is not None and res.verifier_check.agreed, res.verifier_check
-    # both builds reached each host before any unit; nothing is left anywhere
-    assert set(_shipped(out)) == set(names), out
-    # two images cannot be gated there: these hosts run daemons as processes, so both sides
-    # would run one build
-    rc, out, rdir = _proofdiff(tmp_path, "gate", "--hosts", str(two), "--candidate",
-                               artifacts.image_tag, "--baseline", artifacts.image_tag)
-    assert rc == 3 and "two images cannot be gated on hosts that run daemons as processes" in out
-    assert "--candidate-bin-dir" in out and not (rdir / "differential").exists(), out
     _nothing_left(hosts)
 
 
