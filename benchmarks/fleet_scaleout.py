@@ -7,9 +7,11 @@ daemons its units start inherit the pinning), the wall per worker count.
 e.g. ``-- run --suite regressions --set '*.runtime=process' --bin-dir .bin`` (every regression
 case, as pinned and with its fix, a unit each) or ``-- bisect ... --set '*.runtime=process'``
 (the probes of one dd step side by side), or ``-- nightly --suite validity ...`` (the night's
-matrix: one unit per worker). The command gets ``--cluster`` (a ``LocalCluster`` on
+matrix: one unit per worker), or ``-- gate --candidate-bin-dir C --baseline-bin-dir B ...``
+(the candidate's differential, then the timing rounds in waves, one per worker). The command gets ``--cluster`` (a ``LocalCluster`` on
 127.0.0.1, no dashboard) and ``--report-dir``; where each unit ran is read back from the
-reports (``machine.fleet_host``, a bisection's ``probes[].host``).
+reports (``machine.fleet_host``, a bisection's ``probes[].host``, a gate's
+``timing[].hosts``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ def _hosts(report_dir: Path) -> Counter[str]:
         doc = json.loads(f.read_text())
         for p in doc.get("probes", []):
             got[str(p.get("host", ""))] += 1
+        for t in doc.get("timing", []):  # a gate's timing rounds, a unit each
+            for h, k in (t.get("hosts") or {}).items():
+                got[str(h)] += int(k)
         machine = doc.get("machine")
         host = machine.get("fleet_host") if isinstance(machine, dict) else None
         if host is not None and "probes" not in doc:
