@@ -104,10 +104,12 @@ class _Where:
                             fix="gate two builds' host binaries there (--candidate-bin-dir, "
                                 "--baseline-bin-dir), or use hosts whose runtime is docker")
         # the units run where they are placed: no fleet of their own; both images go to the
-        # docker hosts that lack them
+        # docker hosts that lack them; two host builds run as processes, so nothing of Docker
+        # is built for them (a joined cluster's workers say nothing of their runtime)
         self.options = ex.ship(msgspec.structs.replace(
-            opts, cluster="", hosts="", images=opts.images if host else (sides[1].tag,
-                                                                          sides[0].tag)))
+            opts, cluster="", hosts="",
+            overrides=(*opts.overrides, "*.runtime=process") if host else opts.overrides,
+            images=opts.images if host else (sides[1].tag, sides[0].tag)))
         if host:
             self.sides = (
                 msgspec.structs.replace(sides[0], tag=ex.ship_path(

@@ -274,8 +274,10 @@ def measure_profile(send: Sender | None = None, *, profile: str, workload: str,
                 if clock() >= deadline:
                     stopped = "the gate's time budget (--budget-s) ran out"
                     break
+                # a whole wave, even past this look's size: the looks read the rounds they
+                # have (their information fractions), and a host left idle is time lost
                 k = len(rounds)
-                for o in rounds_at.draw(range(k, min(want, k + rounds_at.width))):
+                for o in rounds_at.draw(range(k, min(budget_pairs, k + rounds_at.width))):
                     if o.pair is None:
                         stopped, faults = o.stopped, [*faults, *o.faults]
                         break
