@@ -31,11 +31,13 @@ import fcntl
 import gzip
 import io
 import json
+import os
 import subprocess
 import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from proofdiff.artifacts import ensure_artifacts
 from proofdiff.model.run_options import RunOptions
@@ -102,6 +104,31 @@ def _write(out: Path, docs: list[dict[str, object]]) -> None:
             f.write(json.dumps(d, separators=(",", ":")) + "\n")
 
 
+def _figures(docs: list[dict[str, Any]]) -> str:
+    """What a recording shows, as the test reads it: the clean runs' run-to-run spread (CV of
+    each run's median latency, its warmup job left out), slow / clean (medians), and the change
+    points that ``proofdiff history``'s method finds in the test's series (the first 10 clean
+    runs, then the first 5 slow ones; the step belongs at index 10)."""
+    import statistics
+
+    from proofdiff.history.changes import change_points
+
+    def median_ms(d: dict[str, Any]) -> float:
+        jobs = d["runs"][0]["flows"][0]["jobs"]
+        return statistics.median(j["wall_ms"] for j in jobs if j["index"] > 0)
+
+    clean = [median_ms(d) for d in docs if "-clean-" in d["run_id"]]
+    slow = [median_ms(d) for d in docs if "-slow-" in d["run_id"]]
+    steps = change_points(clean[:10] + slow[:5])
+    found = ", ".join(f"at index {c.index}, {100 * c.rel_change:+.1f} %, p = {c.p_value:.2g}"
+                      for c in steps) or "none"
+    return (f"run-to-run spread of the clean runs' median latency "
+            f"{100 * statistics.stdev(clean) / statistics.mean(clean):.1f} % "
+            f"({min(clean):.0f} to {max(clean):.0f} ms), slow / clean "
+            f"{statistics.median(slow) / statistics.median(clean):.3f}; change points in 10 "
+            f"clean then 5 slow runs: {found}")
+
+
 def _record_host(args: argparse.Namespace) -> int:
     """The ``--host-bins`` recording (module docstring); the provenance note is printed."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M")
@@ -117,7 +144,7 @@ def _record_host(args: argparse.Namespace) -> int:
           f"({m.get('cpus')} cores; GPUs {m.get('gpus')}): {args.clean} clean, {args.slow} "
           f"slow-prove={args.factor}, suite {args.suite}, daemons on cores "
           f"{args.daemon_cpus or 'any'}, harness on {args.harness_cpus or 'any'}; "
-          f"wrote {args.out} ({args.out.stat().st_size} bytes)")
+          f"{_figures(docs)}; wrote {args.out} ({args.out.stat().st_size} bytes)")
     return 0
 
 
@@ -153,6 +180,7 @@ def main() -> int:
         rm=True, pull=False, labels={"proofdiff.test": "history"})
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M")
     plan = _plan(args, stamp, ref, slow)
+    load = os.getloadavg()
     docs = []
     try:
         for k in range(0, len(plan), args.per_lock):
@@ -174,14 +202,16 @@ def main() -> int:
         f"{args.slow} --factor {args.factor} --suite {args.suite}` on {docs[0]['machine'].get('hostname')} "
         f"({docs[0]['machine'].get('cpus')} cores, "
         f"{round(docs[0]['machine'].get('mem_total_bytes', 0) / 2**30)} GiB, Debian 12), "
-        "shared with other sessions' builds and tests (runs under the e2e lock, one at a time; "
-        "the CPU was not otherwise quiet).\n\n"
+        f"load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (1 / 5 / 15 min) at "
+        "the start; the runs one at a time under the e2e lock.\n\n"
         f"Each line is the summary.json of one real `proofdiff run --suite {args.suite} "
         f"--profile bench --image IMAGE` on wpost-2k, in the order they were taken: {args.clean} of the "
         f"reference image `{ref}` and {args.slow} of `{slow}` (FROM the reference, ENV "
         f"REFPROVER_FAULTS=slow-prove={args.factor}), interleaved; a test orders them into "
         "its own series (the runs' times are the recording's).\n\n"
-        + "".join(f"- {rid}: {dg}\n" for rid, dg in ids.items()), encoding="utf-8")
+        + "".join(f"- {rid}: {dg}\n" for rid, dg in ids.items())
+        + f"\nMeasured in them: {_figures(docs)}.\n", encoding="utf-8")
+    print(_figures(docs))
     print(f"wrote {args.out} ({args.out.stat().st_size} bytes)")
     return 0
 
