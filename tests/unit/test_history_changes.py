@@ -28,6 +28,8 @@ from proofdiff.history.store import store_result
 from proofdiff.model import serde
 from proofdiff.model.result import DifferentialResult
 
+from tests.report_page import external_urls, open_page
+
 DATA = Path(__file__).resolve().parents[1] / "data" / "history" / "runs.jsonl.gz"
 #: The first night of a series (2026-11-01 03:00 UTC).
 NIGHT0 = 1_793_502_000.0
@@ -70,7 +72,12 @@ def test_the_step_is_flagged_at_the_first_slow_run(
     assert "(regression)" in changes[0] and "Student's t-test p=" in out
     html = page.read_text(encoding="utf-8")
     assert "<svg" in html and slow[0].run_id in html and "1 change point(s)" in html
-    assert "<script" not in html and "http://" not in html.replace("http://www.w3.org", "")
+    assert "<script" not in html and external_urls(html) == []
+    # the page in a real browser: nothing fetched from outside, no console error, its first
+    # screen saved beside it
+    facts = open_page(page, "history.png")
+    assert facts.severe == [] and all(u.startswith("file:") for u in facts.resources), facts
+    assert facts.screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_a_clean_series_of_the_same_length_has_no_change_point(
