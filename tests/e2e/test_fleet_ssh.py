@@ -95,10 +95,11 @@ def test_a_gate_and_a_bisection_run_on_ssh_hosts_with_artifacts_shipped_once(
     (cand / "refprover").write_text('#!/bin/sh\nREFPROVER_FAULTS=slow-prove=2.0 exec '
                                     '"$(dirname "$0")/refprover-build" "$@"\n')
     (cand / "refprover").chmod(0o755)
-    two, names = _two_hosts(hosts, tmp_path)
-    fleet = ("--hosts", str(two), "--workload-file", one_partition_workload)
-    rc, out, rdir = _proofdiff(tmp_path, "gate", *fleet, "--candidate-bin-dir", str(cand),
-                               "--baseline-bin-dir", str(base), "--profile", "bench")
+    names = hosts.names  # all three: a wave of rounds is one per host
+    rc, out, rdir = _proofdiff(tmp_path, "gate", "--hosts", str(hosts.hosts_file),
+                               "--workload-file", one_partition_workload,
+                               "--candidate-bin-dir", str(cand), "--baseline-bin-dir", str(base),
+                               "--profile", "bench")
     res = serde.read(rdir / "summary.json", GateResult)
     assert rc == 1 and res.decision is Decision.FAIL, (res.decision_line, out)
     # at concurrency 1 latency and throughput are one sample per round: both slower
@@ -109,7 +110,7 @@ def test_a_gate_and_a_bisection_run_on_ssh_hosts_with_artifacts_shipped_once(
     diff = load_summary(rdir / "differential")
     assert diff.verdict is Verdict.SAME and diff.machine["fleet_host"] in names
     assert all(r.daemon is not None and r.daemon.runtime == "process" for r in diff.runs)
-    # the rounds went to both hosts, a wave at once, each round both builds on one host
+    # the rounds went to every host, a wave at once, each round both builds on one host
     (t,) = res.timing
     assert set(t.hosts) == set(names) and sum(t.hosts.values()) == t.rounds, t.hosts
     assert "rounds per host" in (rdir / "index.html").read_text(encoding="utf-8")
@@ -124,16 +125,18 @@ def test_a_gate_and_a_bisection_run_on_ssh_hosts_with_artifacts_shipped_once(
 
     # two images cannot be gated there: these hosts run daemons as processes, so both sides
     # would run one build
+    two, pair = _two_hosts(hosts, tmp_path)
     rc, out, rdir = _proofdiff(tmp_path, "gate", "--hosts", str(two), "--candidate",
                                artifacts.image_tag, "--baseline", artifacts.image_tag)
     assert rc == 3 and "two images cannot be gated on hosts that run daemons as processes" in out
     assert "--candidate-bin-dir" in out and not (rdir / "differential").exists(), out
 
-    # a bisection: its probes are units on both hosts; nothing is shipped again
-    r, out, _rdir = bisect_param_path(tmp_path, *fleet)
-    assert {p.host for p in r.probes} == set(names), [(p.index, p.host) for p in r.probes]
+    # a bisection over two of them: its probes are units on both; nothing is shipped again
+    r, out, _rdir = bisect_param_path(tmp_path, "--hosts", str(two), "--workload-file",
+                                      one_partition_workload)
+    assert {p.host for p in r.probes} == set(pair), [(p.index, p.host) for p in r.probes]
     again = _shipped(out)
-    assert set(again) == set(names) and all(s == 0 for s, _p in again.values()), again
+    assert set(again) == set(pair) and all(s == 0 for s, _p in again.values()), again
     # each host holds each artifact once: its blobs are what the gate sent it
     for name in names:
         blobs = hosts.exec(name, "ls ~/.cache/proofdiff/shipped/blobs | wc -l")

@@ -3,12 +3,15 @@ bind mount and a published port would give them; limits planned with the reason.
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
 
 from proofdiff.runtime.limits import LimitPlan, parse_bytes, plan_limits
 from proofdiff.runtime.hostview import HostView
+from proofdiff.runtime import process
+from proofdiff.runtime.process import _ephemeral_range, free_port
 
 VIEW = HostView(paths={"/data/zk/params": "/host/params", "/data/zk/cuzk.toml": "/w/files/0-cuzk.toml",
                        "/out": "/w/out"}, ports={9820: 41001, 9821: 41002})
@@ -57,3 +60,18 @@ def test_without_cgroup_v2_limits_fall_back_to_prlimit_with_the_reason(tmp_path:
     assert "no cgroup v2" in plan.note and "RLIMIT_AS" in plan.note and "cpus=1.5" in plan.note
     assert plan.launcher_args()[:2] == ["--rlimit-as", str(1200 << 20)]
     assert plan_limits("daemon", None, None) == LimitPlan()
+
+
+def test_a_daemon_port_is_free_and_never_one_the_kernel_hands_out_itself(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The kernel gives outgoing connections their own end from the ephemeral range; a daemon's
+    # port there can be taken between the pick and the daemon's bind.
+    lo, _hi = _ephemeral_range()
+    ports = {free_port() for _ in range(50)}
+    assert all(1024 <= p < lo for p in ports), sorted(ports)
+    assert len(ports) > 40  # a random pick, not one port handed to every daemon
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", min(ports)))
+        picks = iter([min(ports), max(ports)])
+        monkeypatch.setattr(process.random.Random, "randint", lambda _self, _a, _b: next(picks))
+        assert free_port() == max(ports)  # the bound one is passed over
