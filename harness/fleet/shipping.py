@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -254,7 +255,9 @@ def ship(client: Any, bundles: Iterable[Bundle], *, workers: Mapping[str, str] |
             by_sha.setdefault(b.sha256, (Path(bundle.base) / b.name, b))
     def on(addr: str, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` on the worker at ``addr`` alone, within :data:`STEP_TIMEOUT_S`."""
-        fut = client.submit(fn, *args, workers=[addr], allow_other_workers=False, pure=False)
+        with warnings.catch_warnings():  # a blob's chunk is the payload, by design
+            warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+            fut = client.submit(fn, *args, workers=[addr], allow_other_workers=False, pure=False)
         try:
             return fut.result(timeout=STEP_TIMEOUT_S)
         except TimeoutError:
