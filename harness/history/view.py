@@ -125,8 +125,8 @@ def trend_svg(v: SeriesView) -> str:
             mean = sum(seg) / len(seg)
             ax.hlines(mean, lo - 0.3, hi - 0.7, colors="#888888", linestyles="dashed")
     if v.changes:  # headroom for the step labels, so that no point hides behind one
-        lo, hi = ax.get_ylim()
-        ax.set_ylim(lo, hi + 0.2 * (hi - lo))
+        y0, y1 = ax.get_ylim()
+        ax.set_ylim(y0, y1 + 0.2 * (y1 - y0))
     for c in v.changes:
         ax.axvline(c.step.index - 0.5, color="#d62728" if c.regression else "#ff7f0e", lw=1.5)
         ax.annotate(f" {c.step.rel_change:+.1%} at {c.run_id}",
