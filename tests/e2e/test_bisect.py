@@ -21,6 +21,7 @@ from proofdiff.model import serde
 from proofdiff.nightly.nightly_result import NightlyResult
 
 from tests.e2e.conftest import REPO, CliRun, unique
+from tests.report_page import open_page
 
 pytestmark = pytest.mark.e2e
 
@@ -143,6 +144,11 @@ def test_the_nightly_bisects_a_new_divergence_and_not_one_still_failing(
     page = (tmp_path / r.run_id / "index.html").read_text(encoding="utf-8")
     assert "<code>mounts.params</code>" in page and f'href="{b.run_id}/index.html"' in page
     assert "bisected: preflight/params on prod/wpost-2k: " in out
+    # the failing night's page in a real browser: no script error, the new failure on the
+    # first screen, which is saved beside the page (screenshot.png)
+    facts = open_page(tmp_path / r.run_id / "index.html")
+    assert facts.severe == [] and facts.divergence_top is not None, facts
+    assert facts.divergence_top < facts.inner_height, facts
     # allure's timeline: the new failure at its record's real times, the bisection after it,
     # both within the night
     got = {x["name"]: (x["start"], x["stop"]) for x in (
