@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 
 from proofdiff.bisect.probe import Probe
 from proofdiff.model.image import ImageInfo
+from proofdiff.model.oracle_records import Suspect
 
-__all__ = ["EXIT", "BisectResult", "ChangeItem"]
+__all__ = ["EXIT", "BisectResult", "ChangeItem", "proven_suspects"]
 
 #: Exit codes: found, nothing to bisect, unresolved (or budget), could not run, interrupted.
 EXIT = {"found": 0, "good-fails": 1, "bad-passes": 1, "unresolved": 2, "budget": 2,
@@ -24,6 +26,12 @@ class ChangeItem(msgspec.Struct, frozen=True, kw_only=True):
     good: Any
     bad: Any
     unit: str
+
+
+def proven_suspects(change: Sequence[ChangeItem], why: str) -> tuple[Suspect, ...]:
+    """A bisection's proven 1-minimal ``change`` as a divergence's suspects, in place of its
+    ranking; ``why`` starts with ``bisected`` (the report's "Proven cause" reads it)."""
+    return tuple(Suspect(path=c.path, left=c.good, right=c.bad, why=why) for c in change)
 
 
 class BisectResult(msgspec.Struct, frozen=True, kw_only=True):

@@ -17,9 +17,9 @@ from collections.abc import Callable
 
 import msgspec
 
-from proofdiff.bisect.bisect_result import BisectResult
+from proofdiff.bisect.bisect_result import BisectResult, proven_suspects
 from proofdiff.bisect.bisection import bisect_profiles
-from proofdiff.model.oracle_records import Divergence, Suspect
+from proofdiff.model.oracle_records import Divergence
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
 from proofdiff.model.status import Outcome
@@ -85,10 +85,9 @@ def bisect_divergence(result: DifferentialResult, div: Divergence, options: RunO
             "divergence": div.headline, "probes": bis.n_probes}
     if bis.status != "found":
         return _with(result, note), bis
-    proven = tuple(Suspect(path=c.path, left=c.good, right=c.bad,
-                           why=f"bisected: the 1-minimal failure-inducing change, confirmed "
-                               f"with {bis.confirmed_probes} probes (report {bis.run_id})")
-                   for c in bis.change)
+    proven = proven_suspects(bis.change, f"bisected: the 1-minimal failure-inducing change, "
+                                         f"confirmed with {bis.confirmed_probes} probes (report "
+                                         f"{bis.run_id})")
     divs = tuple(msgspec.structs.replace(d, suspects=proven) if d is div else d
                  for d in result.divergences)
     return _with(msgspec.structs.replace(result, divergences=divs), note), bis

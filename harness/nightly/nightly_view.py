@@ -12,6 +12,10 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import msgspec
+
+from proofdiff.bisect.bisect_result import proven_suspects
+from proofdiff.model.oracle_records import Divergence
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.serde import SerdeError
 from proofdiff.nightly.night_trend import trend_plots
@@ -102,6 +106,23 @@ def _tonight(run_dir: Path | None) -> DifferentialResult | None:
         return None
 
 
+def _with_proven(diff: DifferentialResult | None,
+                 result: NightlyResult) -> dict[tuple[str, str, str], Divergence]:
+    """Tonight's divergences by (check, profile, workload); one that the night's bisection
+    resolved shows the proven change as its cause, not the ranking (as ``run --bisect``)."""
+    found = {(b.check, b.profile, b.workload): b for b in result.bisections
+             if b.status == "found" and b.change}
+    shown = {}
+    for d in diff.divergences if diff else ():
+        key = (f"{d.suite}/{d.oracle}", d.profile, d.workload)
+        if (b := found.get(key)) is not None:
+            d = msgspec.structs.replace(d, suspects=proven_suspects(
+                b.change, f"bisected: the 1-minimal failure-inducing change, {b.probes} probes "
+                          f"(report {b.run_id})"))
+        shown[key] = d
+    return shown
+
+
 def nightly_view(result: NightlyResult, *, run_dir: Path | None = None,
                  history: str | None = None) -> ReportView:
     """The nightly's report view (module docstring). With ``run_dir``, each new failure shows
@@ -117,8 +138,7 @@ def nightly_view(result: NightlyResult, *, run_dir: Path | None = None,
         exit_meaning=EXIT_MEANING.get(result.exit_code, ""), result=result,
         template="nightly.html.j2",
         context={"Standing": Standing, "trend": trend, "trend_note": trend_note,
-                 "divergences": {(f"{d.suite}/{d.oracle}", d.profile, d.workload): d
-                                 for d in (diff.divergences if diff else ())},
+                 "divergences": _with_proven(diff, result),
                  "acceptance_of": diff.acceptance_of if diff else (lambda _d: None),
                  "failing_jobs": (lambda p, w: failing_jobs(diff, p, w)) if diff
                  else (lambda _p, _w: [])},

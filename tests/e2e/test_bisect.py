@@ -143,6 +143,10 @@ def test_the_nightly_bisects_a_new_divergence_and_not_one_still_failing(
     assert_confirmed_1_minimal(bis)
     page = (tmp_path / r.run_id / "index.html").read_text(encoding="utf-8")
     assert "<code>mounts.params</code>" in page and f'href="{b.run_id}/index.html"' in page
+    # the divergence's cause is the proven change, not the ranking (as with run --bisect)
+    block = page[page.index('<section id="divergences">'):page.index("</section>")]
+    assert "Proven cause (bisection)" in block and "Most likely cause" not in block, block
+    assert all(f"{p}:" in block for p in paths) and f"(report {b.run_id})" in block, block
     assert "bisected: preflight/params on prod/wpost-2k: " in out
     # the failing night's page in a real browser: no script error, the new failure on the
     # first screen, which is saved beside the page (screenshot.png)
