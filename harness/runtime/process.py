@@ -23,11 +23,9 @@ What a container gets, a process gets as near as the host allows:
 from __future__ import annotations
 
 import os
-import random
 import select
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,55 +38,17 @@ from typing import IO, Any
 from proofdiff.model.choices import Runtime
 from proofdiff.runtime import launch
 from proofdiff.runtime.limits import LimitPlan, plan_limits
+from proofdiff.runtime.ports import free_port
 from proofdiff.runtime.spec import OUT_DIR, ContainerError, LaunchSpec, ToolResult, Tracker
 from proofdiff.runtime.hostview import HostView
 
-__all__ = ["ProcessBackend", "ProcessHandle", "free_port"]
+__all__ = ["ProcessBackend", "ProcessHandle"]
 
 #: How often a waiting runner checks its process and stop condition, seconds.
 POLL_S = 0.1
 _PASS_ENV = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "TZ")
 _PASS_PREFIXES = ("CUDA_", "NVIDIA_", "NCCL_", "NVSHMEM_")
 _OOM_LINES = ("memory allocation of", "out of memory", "std::bad_alloc")
-
-
-def _ephemeral_range() -> tuple[int, int]:
-    """The kernel's range for ports it picks itself (``bind`` to 0, a ``connect``'s own end)."""
-    try:
-        lo, hi = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
-        return int(lo), int(hi)
-    except (OSError, ValueError):
-        return 32768, 60999  # Linux's default
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now, below the kernel's ephemeral range.
-
-    A port the kernel picks (``bind`` to 0) comes from the range it also gives every outgoing
-    connection its own end from; between this check and the daemon's ``bind`` a gRPC or Dask
-    connection of this host can take it, and the daemon dies at start with "address in use"
-    (the likely cause of a round's daemon UNAVAILABLE with three fleet hosts sharing one
-    network namespace). A port below that range is never handed out by the kernel; only
-    another explicit binder can take it, and a random pick among thousands makes that rare.
-    (A range that starts under 2048, an odd host's setting, leaves no room below it: then any
-    port from its start up is tried.)
-
-    Raises:
-        OSError: no port of the range could be bound (a host that uses them all).
-    """
-    lo, _hi = _ephemeral_range()
-    first = max(1024, lo - 12000) if lo > 2048 else lo
-    last = lo - 1 if lo > 2048 else 65535
-    rng = random.Random()
-    for _ in range(200):
-        port = rng.randint(first, last)
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise OSError(f"no free TCP port on 127.0.0.1 in {first}-{last} after 200 tries")
 
 
 def _tail(path: Path, lines: int | None) -> str:

@@ -22,7 +22,7 @@ import docker
 
 from proofdiff.artifacts.ssh_host_image import (AUTHORIZED_KEYS, SSHD_CONFIG, VENV,
                                                 ensure_ssh_host_image)
-from proofdiff.runtime.process import free_port
+from proofdiff.runtime.ports import free_port
 from proofdiff.runtime.spec import LABEL_OWNER, LABEL_ROLE, LABEL_RUN
 from proofdiff.runtime.watchdog import Watchdog
 

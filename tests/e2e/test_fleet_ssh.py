@@ -25,7 +25,7 @@ from proofdiff.gate.gate_result import Decision, GateResult
 from proofdiff.model import serde
 from proofdiff.model.status import Verdict
 from proofdiff.report.summary_json import load_summary
-from proofdiff.runtime.process import free_port
+from proofdiff.runtime.ports import free_port
 
 from tests.e2e.conftest import REPO, unique
 from tests.e2e.ssh_hosts import SshHosts, start_ssh_hosts

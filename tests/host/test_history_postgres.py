@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from proofdiff.history.database import HistoryError, open_history, schema_head
 from proofdiff.history.query import load_series
 from proofdiff.history.schema import Base
 from proofdiff.history.store import store_result
+from proofdiff.runtime.ports import free_port
 from tests.unit.test_history_store import COMMIT, result, timed_run
 
 #: Deadline of pg_ctl's start and stop, seconds.
@@ -35,18 +35,12 @@ def _bin_dir() -> Path | None:
     return found[-1].parent if found else None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class PgServer:
     """One throwaway PostgreSQL server: ``url`` (postgresql://postgres@127.0.0.1:PORT/...),
     ``stop()``."""
 
     def __init__(self, bin_dir: Path, root: Path) -> None:
-        self.bin, self.data, self.port = bin_dir, root / "data", _free_port()
+        self.bin, self.data, self.port = bin_dir, root / "data", free_port()
         self.sock, self.log = root / "sock", root / "server.log"
         self.sock.mkdir()
         self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []

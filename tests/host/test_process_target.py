@@ -26,7 +26,7 @@ from proofdiff.runtime.attached import AttachedHandle
 from proofdiff.drivers.cuzk_client import ProverClient
 from proofdiff.drivers.cuzk_client import status_probe
 from proofdiff.runtime.daemon import Daemon, LaunchError, start_daemon
-from proofdiff.runtime.process import free_port
+from proofdiff.runtime.ports import free_port
 from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.spec import ContainerError, LaunchSpec, Mount
 from proofdiff.runtime.daemon_status import fetch_status

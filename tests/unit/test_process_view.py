@@ -10,8 +10,8 @@ import pytest
 
 from proofdiff.runtime.limits import LimitPlan, parse_bytes, plan_limits
 from proofdiff.runtime.hostview import HostView
-from proofdiff.runtime import process
-from proofdiff.runtime.process import _ephemeral_range, free_port
+from proofdiff.runtime import ports
+from proofdiff.runtime.ports import _ephemeral_range, free_port
 
 VIEW = HostView(paths={"/data/zk/params": "/host/params", "/data/zk/cuzk.toml": "/w/files/0-cuzk.toml",
                        "/out": "/w/out"}, ports={9820: 41001, 9821: 41002})
@@ -67,11 +67,11 @@ def test_a_daemon_port_is_free_and_never_one_the_kernel_hands_out_itself(
     # The kernel gives outgoing connections their own end from the ephemeral range; a daemon's
     # port there can be taken between the pick and the daemon's bind.
     lo, _hi = _ephemeral_range()
-    ports = {free_port() for _ in range(50)}
-    assert all(1024 <= p < lo for p in ports), sorted(ports)
-    assert len(ports) > 40  # a random pick, not one port handed to every daemon
+    picked = {free_port() for _ in range(50)}
+    assert all(1024 <= p < lo for p in picked), sorted(picked)
+    assert len(picked) > 40  # a random pick, not one port handed to every daemon
     with socket.socket() as held:
-        held.bind(("127.0.0.1", min(ports)))
-        picks = iter([min(ports), max(ports)])
-        monkeypatch.setattr(process.random.Random, "randint", lambda _self, _a, _b: next(picks))
-        assert free_port() == max(ports)  # the bound one is passed over
+        held.bind(("127.0.0.1", min(picked)))
+        picks = iter([min(picked), max(picked)])
+        monkeypatch.setattr(ports.random.Random, "randint", lambda _self, _a, _b: next(picks))
+        assert free_port() == max(picked)  # the bound one is passed over
