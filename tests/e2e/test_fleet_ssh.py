@@ -105,7 +105,7 @@ def test_a_gate_and_a_bisection_run_on_ssh_hosts_with_artifacts_shipped_once(
     # at concurrency 1 latency and throughput are one sample per round: both slower
     assert {(f.check, f.profile) for f in res.blocking()} == {("timing/latency", "bench"),
                                                               ("timing/throughput", "bench")}, (
-        res.findings, out)
+        "\n".join(f.message for f in res.findings) + "\n" + out[-3000:])  # a str: never cut
     # the candidate's differential was one unit on a host, its daemons the shipped build's
     diff = load_summary(rdir / "differential")
     assert diff.verdict is Verdict.SAME and diff.machine["fleet_host"] in names
