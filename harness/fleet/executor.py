@@ -201,4 +201,11 @@ def open_executor(options: RunOptions, *, jobs: int = 1,
                 client.retire_workers(close_workers=True)
         client.close()
         if cluster is not None:
+            address = str(cluster.scheduler_address)
             cluster.close()
+            if hosts is not None:  # nothing of the run left on a host once it has ended
+                from proofdiff.fleet.ssh import scheduler_host
+                from proofdiff.fleet.ssh_leftovers import stop_leftovers
+
+                every = {h.name: h for h in (*hosts.hosts, scheduler_host(hosts))}
+                stop_leftovers(list(every.values()), address, log=log)

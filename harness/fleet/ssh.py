@@ -21,8 +21,8 @@ import msgspec
 
 from proofdiff.fleet.hosts import Host, Hosts
 
-__all__ = ["DASK_DIR", "HostCheck", "check_hosts", "cluster_spec", "start_ssh_cluster",
-           "usable_hosts"]
+__all__ = ["DASK_DIR", "HostCheck", "check_hosts", "cluster_spec", "scheduler_host", "ssh_run",
+           "start_ssh_cluster", "usable_hosts"]
 
 #: A worker's scratch folder, relative to the SSH login's home: beside the shipped artifacts
 #: in the host's cache, not in /tmp (Dask purges a dead worker's folder at the next start).
@@ -31,6 +31,13 @@ DASK_DIR = ".cache/proofdiff/dask"
 
 def _connect(host: Host, timeout_s: float) -> dict[str, Any]:
     return {**host.connect_options, "connect_timeout": timeout_s}
+
+
+def scheduler_host(hosts: Hosts) -> Host:
+    """The host the scheduler runs on: a fleet host when the addresses match (its key and
+    Python too), else one named ``scheduler``."""
+    return next((h for h in hosts.hosts if h.ssh == hosts.scheduler),
+                Host(name="scheduler", ssh=hosts.scheduler, known_hosts=hosts.known_hosts))
 
 
 def cluster_spec(hosts: Hosts, timeout_s: float) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -43,9 +50,7 @@ def cluster_spec(hosts: Hosts, timeout_s: float) -> tuple[dict[str, Any], dict[s
     """
     from distributed.deploy.ssh import Scheduler, Worker
 
-    # the scheduler's host is a fleet host when the addresses match (its key and Python too)
-    sched_host = next((h for h in hosts.hosts if h.ssh == hosts.scheduler),
-                      Host(name="scheduler", ssh=hosts.scheduler, known_hosts=hosts.known_hosts))
+    sched_host = scheduler_host(hosts)
     scheduler = {"cls": Scheduler, "options": {
         "address": sched_host.ssh_host, "connect_options": _connect(sched_host, timeout_s),
         "kwargs": {"port": hosts.scheduler_port, "host": sched_host.ssh_host,
@@ -90,6 +95,19 @@ def _asyncssh() -> Any:
                          "installed", fix="pip install asyncssh==2.24.1, or join a running "
                          "scheduler with --cluster tcp://HOST:PORT") from None
     return asyncssh
+
+
+async def ssh_run(host: Host, command: str, timeout_s: float) -> str:
+    """``command``'s standard output on ``host``, run over SSH (``timeout_s`` for it all).
+
+    Raises:
+        asyncssh.Error, OSError: the host did not answer or refused the login.
+        asyncio.TimeoutError: no answer within ``timeout_s``.
+    """
+    asyncssh = _asyncssh()
+    async with asyncssh.connect(host.ssh_host, **_connect(host, timeout_s)) as conn:
+        got = await asyncio.wait_for(conn.run(command), timeout_s)
+    return str(got.stdout or "")
 
 
 async def _check(host: Host, want: str, timeout_s: float) -> HostCheck:

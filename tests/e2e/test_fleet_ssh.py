@@ -243,6 +243,33 @@ def test_a_night_runs_on_every_host_and_each_joins_its_own_series(
     _nothing_left(hosts)
 
 
+def test_a_dask_process_of_the_run_left_on_a_host_is_stopped_with_its_group(
+        hosts: SshHosts) -> None:
+    # stand-ins for a Nanny that outlived the cluster's close on host-b (seen once in CI):
+    # processes whose command line is a dask_spec's for a scheduler port, each the leader of
+    # its process group with a child in it (the worker it forked); one for this run's port,
+    # one for another run's, which must be left alone
+    from proofdiff.fleet.hosts import load_hosts
+    from proofdiff.fleet.ssh_leftovers import stop_leftovers
+
+    ours, theirs = free_port(), free_port()
+    for port in (ours, theirs):
+        hosts.exec("host-b", "setsid -f sh -c 'sleep 300 & exec python3 -c \"import time; "
+                   f"time.sleep(300)\" distributed.cli.dask_spec tcp://127.0.0.1:{port}' "
+                   ">/dev/null 2>&1")
+    host_b = [h for h in load_hosts(str(hosts.hosts_file)).hosts if h.name == "host-b"]
+    lines: list[str] = []
+    got = stop_leftovers(host_b, f"tcp://127.0.0.1:{ours}", grace_s=1.0, log=lines.append)
+    assert got == {"host-b": "1"} and "still ran 1 s after the cluster closed" in lines[0], (
+        got, lines)
+    procs = hosts.exec("host-b", "ps -eo args --no-headers")
+    assert f"127.0.0.1:{ours}" not in procs and procs.count("sleep 300") == 1, procs
+    assert f"127.0.0.1:{theirs}" in procs, procs
+    assert stop_leftovers(host_b, f"tcp://127.0.0.1:{theirs}", grace_s=0.2) == {"host-b": "1"}
+    assert stop_leftovers(host_b, f"tcp://127.0.0.1:{theirs}", grace_s=0.2) == {"host-b": "0"}
+    _nothing_left(hosts)
+
+
 def _kill_the_host_that_proves(hosts: SshHosts, candidates: tuple[str, ...],
                                proc: subprocess.Popen[str], deadline_s: float = 300) -> str:
     """Wait until a refprover daemon runs on one of ``candidates``, then kill that host's
