@@ -62,9 +62,13 @@ class ProverClient:
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             # Fast reconnects while polling a starting daemon (default backoff starts at 1 s,
-            # which would quantise start-to-ready time).
+            # which would quantise start-to-ready time; gRPC core clamps both to >= 100 ms).
+            # Never grpc.min_reconnect_backoff_ms: gRPC core reads it as the *connect timeout*
+            # of every attempt (subchannel.cc ParseArgsForBackoffValues: min_connect_timeout,
+            # default 20 s), so a low one gave each connection 100 ms to get the daemon's
+            # SETTINGS frame, and a loaded host failed calls with UNAVAILABLE "connection
+            # attempt timed out before receiving SETTINGS frame" (three fleet hosts on 2 cores).
             ("grpc.initial_reconnect_backoff_ms", 20),
-            ("grpc.min_reconnect_backoff_ms", 20),
             ("grpc.max_reconnect_backoff_ms", 100),
         ])
         self._stub = cuzk_pb2_grpc.ProvingEngineStub(self._channel)  # type: ignore[no-untyped-call]
