@@ -24,9 +24,8 @@ def free_port() -> int:
 
     A port the kernel picks (``bind`` to 0) comes from the range it also gives every outgoing
     connection its own end from; between this check and the daemon's ``bind`` a gRPC or Dask
-    connection of this host can take it, and the daemon dies at start with "address in use"
-    (the likely cause of a round's daemon UNAVAILABLE with three fleet hosts sharing one
-    network namespace). A port below that range is never handed out by the kernel; only
+    connection of this host can take it, and the daemon dies at start with "address in use".
+    A port below that range is never handed out by the kernel; only
     another explicit binder can take it, and a random pick among thousands makes that rare.
     (A range that starts under 2048, an odd host's setting, leaves no room below it: then any
     port from its start up is tried.)
