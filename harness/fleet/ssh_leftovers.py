@@ -32,10 +32,11 @@ def _script(port: int, grace_s: float) -> str:
     tries = max(1, int(grace_s / 0.2))
     return (f"p={pattern}; i=0; while [ $i -lt {tries} ] && pgrep -f \"$p\" >/dev/null; do "
             "sleep 0.2; i=$((i+1)); done; left=$(pgrep -f \"$p\"); [ -z \"$left\" ] && "
-            "{ echo 0; exit 0; }; for pid in $left; do g=$(ps -o pgid= -p $pid | tr -d ' '); "
-            "[ -n \"$g\" ] && kill -TERM -- -$g 2>/dev/null; done; sleep 1; "
-            "for pid in $left; do g=$(ps -o pgid= -p $pid | tr -d ' '); "
-            "[ -n \"$g\" ] && kill -KILL -- -$g 2>/dev/null; done; echo $left | wc -w")
+            "{ echo 0; exit 0; }; groups=$(for pid in $left; do ps -o pgid= -p $pid; done); "
+            # the groups are read once: a leader gone at SIGTERM still leaves its children's
+            # group to SIGKILL
+            "for g in $groups; do kill -TERM -- -$g 2>/dev/null; done; sleep 1; "
+            "for g in $groups; do kill -KILL -- -$g 2>/dev/null; done; echo $left | wc -w")
 
 
 async def _one(host: Host, script: str, timeout_s: float) -> tuple[str, str]:
