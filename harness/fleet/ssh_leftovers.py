@@ -18,6 +18,7 @@ import shlex
 from collections.abc import Callable, Sequence
 
 from proofdiff.fleet.hosts import Host
+from proofdiff.fleet.ssh import ssh_run
 
 __all__ = ["GRACE_S", "stop_leftovers"]
 
@@ -40,8 +41,6 @@ def _script(port: int, grace_s: float) -> str:
 
 
 async def _one(host: Host, script: str, timeout_s: float) -> tuple[str, str]:
-    from proofdiff.fleet.ssh import ssh_run
-
     try:
         return host.name, (await ssh_run(host, script, timeout_s)).strip()
     except Exception as exc:  # noqa: BLE001 - a host gone is reported, the others still done
