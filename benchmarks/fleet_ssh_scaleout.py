@@ -3,6 +3,7 @@
 the fewest and the most hosts.
 
     python benchmarks/fleet_ssh_scaleout.py [--hosts 1 2 3] [--units 6] [--gpu-bound-ms 3000]
+                                            [--cpus-per-host CORES] [--no-bisect] [--keep DIR]
 
 Each unit is the differential of the default profiles (bench against prod) judged by the
 ``validity`` suite (every proof verified per partition), on the build's wpost-2k cut to its
@@ -16,6 +17,14 @@ for each host count, so the first shipment is cold. The daemons run there as pro
 Proofs are CPU-bound on a machine without a GPU, so every daemon runs with refprover's
 ``gpu-bound-ms=<N>`` fault: each partition waits N ms idle after its proof, standing in for GPU
 time while the host's cores are free (as on a GPU host, where the cores wait on the GPU).
+
+Hosts of a fleet have cores of their own; these share this machine's. Without
+``--cpus-per-host`` every host competes for all of them, so units that prove at the same moment
+on three hosts slow each other (the machine's contention, not the fleet's). With it, each host
+gets a CPU quota of its own (Docker's ``--cpus``, CFS), the same at every host count, so one
+host alone proves no faster than one of three: the efficiency then measures what the fleet
+adds (placement, shipping, the scheduler, results coming back), as on real hosts. The quotas
+should leave a part of a core to the caller (3 x 0.6 of 2 cores).
 
 Figures (units of the default differential, each with its own run id):
 - throughput(N) = units / wall of the ``map`` over N hosts, units per minute;
@@ -86,11 +95,12 @@ def _bisect_wall(hosts_file: Path, report_dir: Path, faults: str) -> tuple[float
 
 
 def one_count(n: int, units: int, faults: str, workload: str, tmp: Path, bisect: bool,
-              console: Console) -> dict[str, Any]:
-    """Start ``n`` fresh hosts, ship cold and warm, run ``units`` differentials over them."""
+              console: Console, keep: bool = False, cpus: float | None = None) -> dict[str, Any]:
+    """Start ``n`` fresh hosts, ship cold and warm, run ``units`` differentials over them;
+    ``keep``: write every unit's report under ``tmp/r<n>`` (else only those not SAME)."""
     names = tuple(f"host-{i}" for i in range(1, n + 1))
     (tmp / f"hosts-{n}").mkdir(exist_ok=True)
-    gen = start_ssh_hosts(tmp / f"hosts-{n}", names)
+    gen = start_ssh_hosts(tmp / f"hosts-{n}", names, cpus=cpus)
     hosts = next(gen)
     try:
         name, path = workload.split("=", 1)
@@ -118,10 +128,11 @@ def one_count(n: int, units: int, faults: str, workload: str, tmp: Path, bisect:
             "ship_warm_s": statistics.median(warm.values()) if warm else None,
             "unit_wall_s": round(statistics.median(r.wall_s for _w, r in got), 1)}
         for where, r in got:
-            if r.verdict is not Verdict.SAME:
+            if keep or r.verdict is not Verdict.SAME:
                 from proofdiff.report.writer import write_report
 
                 rdir = write_report(r, tmp / f"r{n}")
+            if r.verdict is not Verdict.SAME:
                 console.print(f"  [red]a unit on {where}: {r.verdict_line} ({rdir})[/red]",
                               highlight=False)
         if bisect:
@@ -141,6 +152,10 @@ def main() -> int:
                     help="differentials per host count (a multiple of each count). Default: 6")
     ap.add_argument("--gpu-bound-ms", type=int, default=3000,
                     help="refprover's idle wait per partition (GPU time stand-in). Default: 3000")
+    ap.add_argument("--cpus-per-host", type=float, metavar="CORES",
+                    help="give each host a CPU quota of its own (Docker's --cpus), the same for "
+                    "every count, as hosts of a fleet have cores of their own. Default: none, "
+                    "every host shares all of this machine's cores")
     ap.add_argument("--no-bisect", action="store_true", help="skip the bisection walls")
     ap.add_argument("--json", type=Path, help="also write the rows here")
     ap.add_argument("--keep", type=Path, help="keep the hosts files and reports in this folder "
@@ -150,6 +165,9 @@ def main() -> int:
     faults = f"gpu-bound-ms={args.gpu_bound_ms}"
     console.print(f"every daemon runs with REFPROVER_FAULTS={faults}: each partition waits "
                   f"{args.gpu_bound_ms} ms idle, standing in for GPU time (no GPU here)")
+    quota = (f"each host a quota of {args.cpus_per_host} core(s)" if args.cpus_per_host
+             else "the hosts share this machine's cores")
+    console.print(quota)
     rows = []
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
@@ -161,10 +179,11 @@ def main() -> int:
             console.print(f"[bold]{n} host(s)[/bold]")
             rows.append(one_count(n, args.units, faults, workload, Path(tmp),
                                   bisect=not args.no_bisect and n in (counts[0], counts[-1]),
-                                  console=console))
+                                  console=console, keep=args.keep is not None,
+                                  cpus=args.cpus_per_host))
     base = rows[0]["throughput_per_min"] / rows[0]["hosts"]
     table = Table(title=f"{args.units} differentials (bench vs prod, validity, 2 jobs of 1 "
-                        f"partition, {faults}) over SSH hosts")
+                        f"partition, {faults}) over SSH hosts, {quota}")
     for col in ("hosts", "wall", "throughput", "efficiency", "units per host",
                 "ship cold / warm per host", "bisection wall"):
         table.add_column(col, justify="right")

@@ -65,9 +65,12 @@ def _greets(port: int, deadline: float) -> None:
 
 
 def start_ssh_hosts(tmp: Path, names: tuple[str, ...] = ("host-a", "host-b", "host-c"),
-                    *, gpu_uuids: dict[str, list[str]] | None = None) -> Iterator[SshHosts]:
+                    *, gpu_uuids: dict[str, list[str]] | None = None,
+                    cpus: float | None = None) -> Iterator[SshHosts]:
     """Start one container per name, write the hosts file (the scheduler on the first host),
-    yield, then remove them (a generator for a fixture)."""
+    yield, then remove them (a generator for a fixture). ``cpus``: each host's CPU quota in
+    cores (CFS, Docker's ``--cpus``), so that hosts sharing this machine each get a share of
+    their own; None: no quota, every host competes for all of them."""
     client = docker.from_env()
     tag = ensure_ssh_host_image(client, Path.home() / ".cache" / "proofdiff", REPO)
     key = tmp / "id_ed25519"
@@ -86,6 +89,7 @@ def start_ssh_hosts(tmp: Path, names: tuple[str, ...] = ("host-a", "host-b", "ho
                 name=f"proofdiff-{rid}-{name}", detach=True, network_mode="host",
                 user="1000:1000", cap_drop=["ALL"], security_opt=["no-new-privileges"],
                 labels={LABEL_RUN: rid, LABEL_OWNER: wd.owner, LABEL_ROLE: "ssh-host"},
+                nano_cpus=int(cpus * 1e9) if cpus else None,
                 volumes={str(key.with_suffix(".pub")): {"bind": AUTHORIZED_KEYS, "mode": "ro"}})
             started.append(c.id)
         deadline = time.monotonic() + SSH_READY_S
