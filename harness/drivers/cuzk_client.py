@@ -6,6 +6,7 @@ a transport failure raises :class:`ClientError` carrying the gRPC code, the addr
 
 from __future__ import annotations
 
+import time
 from types import TracebackType
 from typing import Any
 
@@ -19,6 +20,11 @@ __all__ = ["MAX_MESSAGE_BYTES", "ClientError", "ProverClient", "StatusProbe", "l
 
 #: cuzk's server limit; the client matches it both ways.
 MAX_MESSAGE_BYTES = 128 * 1024 * 1024
+
+#: How much earlier than the call's deadline a server may end it, s: ``grpc-timeout`` is sent
+#: in whole units (gRPC's HTTP/2 protocol: at most 8 digits), so the server's deadline can
+#: be a little short of the client's.
+_DEADLINE_SLACK_S = 0.05
 
 _HINTS = {
     "UNAVAILABLE": "is the daemon running and listening there? check the container log "
@@ -75,10 +81,13 @@ class ProverClient:
 
     def _call(self, method: str, request: object, timeout_s: float | None) -> object:
         fn = getattr(self._stub, method)
+        timeout = self.default_timeout_s if timeout_s is None else timeout_s
+        t0 = time.monotonic()
         try:
-            return fn(request, timeout=self.default_timeout_s if timeout_s is None else timeout_s)
+            return fn(request, timeout=timeout)
         except grpc.RpcError as exc:
-            raise self.rpc_error(method, exc) from None
+            raise self.rpc_error(method, exc, elapsed_s=time.monotonic() - t0,
+                                 timeout_s=timeout) from None
 
     def prove(self, request: cuzk_pb2.SubmitProofRequest,
               timeout_s: float | None = None) -> cuzk_pb2.AwaitProofResponse:
@@ -97,11 +106,25 @@ class ProverClient:
         ``cancel()`` gives the call up). The call's deadline is ``timeout_s`` seconds."""
         return self._stub.Prove.future(cuzk_pb2.ProveRequest(submit=request), timeout=timeout_s)
 
-    def rpc_error(self, method: str, exc: grpc.RpcError) -> ClientError:
-        """The :class:`ClientError` for a failed call of ``method``."""
+    def rpc_error(self, method: str, exc: grpc.RpcError, *, elapsed_s: float | None = None,
+                  timeout_s: float | None = None) -> ClientError:
+        """The :class:`ClientError` for a failed call of ``method``; given the call's deadline
+        ``timeout_s`` and the seconds ``elapsed_s`` it ran, a server's CANCELLED at or past that
+        deadline is the deadline (``DEADLINE_EXCEEDED``), as the client's own timer would say.
+
+        Why: a tonic server (cuzk's, refprover's) enforces the call's ``grpc-timeout`` header
+        itself and answers ``CANCELLED: Timeout expired`` when it passes (tonic's server timeout
+        layer), and that answer can reach the client before its own deadline fires, so the
+        same missed deadline came back as one code or the other (seen here about 1 call in 6
+        on a daemon that never answers)."""
         code = exc.code().name if hasattr(exc, "code") and exc.code() else "UNKNOWN"
-        details = exc.details() if hasattr(exc, "details") else str(exc)
-        return ClientError(method, self.address, code, details or "")
+        details = (exc.details() if hasattr(exc, "details") else str(exc)) or ""
+        if (code == "CANCELLED" and elapsed_s is not None and timeout_s is not None
+                and elapsed_s >= timeout_s - _DEADLINE_SLACK_S):
+            code = "DEADLINE_EXCEEDED"
+            details = (f"{details} (the server's answer when the call's {timeout_s:g} s deadline "
+                       f"passed, after {elapsed_s:.2f} s)")
+        return ClientError(method, self.address, code, details)
 
     def submit(self, request: cuzk_pb2.SubmitProofRequest,
                timeout_s: float | None = None) -> cuzk_pb2.SubmitProofResponse:

@@ -156,7 +156,8 @@ class GrpcDriver:
                         fut.cancel()
                         return _failed(spec, rid, guard.given_up(), guard.reason, t0, started)
                 except grpc.RpcError as exc:
-                    err = client.rpc_error("Prove", exc)
+                    err = client.rpc_error("Prove", exc, elapsed_s=time.monotonic() - t0,
+                                           timeout_s=deadlines.job_s)
                     status = JobStatus.LOST if err.code == "DEADLINE_EXCEEDED" else JobStatus.ERROR
                     return _failed(spec, rid, status, str(err), t0, started)
 

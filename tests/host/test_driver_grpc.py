@@ -147,5 +147,11 @@ def test_a_job_past_its_deadline_is_lost_with_the_deadline_named(daemon: Daemon,
     specs = [JobSpec(index=i, job=j.name) for i, j in enumerate(workload.jobs)]
     with daemon(faults="queue-deadlock") as addr:
         flow = _flow(addr, workload, specs, 4, Deadlines(job_s=3.0, stall_s=600.0))
+    # the two jobs that arrive while two are unfinished are parked and never answered: LOST at
+    # the deadline, named, also when the daemon's own gRPC server ended the call at that
+    # deadline (tonic answers CANCELLED "Timeout expired"): never an ERROR of the daemon
     lost = [j for j in flow.jobs if j.status is JobStatus.LOST]
-    assert len(lost) >= 2 and all("DEADLINE_EXCEEDED" in j.error for j in lost), flow
+    assert len(lost) >= 2 and all("DEADLINE_EXCEEDED" in j.error for j in lost), "\n".join(
+        f"{j.status.value}: {j.error}" for j in flow.jobs)
+    assert all(j.status in (JobStatus.LOST, JobStatus.COMPLETED) for j in flow.jobs), "\n".join(
+        f"{j.status.value}: {j.error}" for j in flow.jobs)
