@@ -115,8 +115,8 @@ class ProverClient:
         Why: a tonic server (cuzk's, refprover's) enforces the call's ``grpc-timeout`` header
         itself and answers ``CANCELLED: Timeout expired`` when it passes (tonic's server timeout
         layer), and that answer can reach the client before its own deadline fires, so the
-        same missed deadline came back as one code or the other (seen here about 1 call in 6
-        on a daemon that never answers)."""
+        same missed deadline came back as one code or the other (here in about 1 run in 6 of
+        a test whose daemon leaves two calls unanswered)."""
         code = exc.code().name if hasattr(exc, "code") and exc.code() else "UNKNOWN"
         details = (exc.details() if hasattr(exc, "details") else str(exc)) or ""
         if (code == "CANCELLED" and elapsed_s is not None and timeout_s is not None

@@ -43,6 +43,13 @@ LOG_TAIL_LINES = 200
 CONFIG_FLAGS = ("-c", "--config")
 
 
+#: What a daemon's log says when its port was taken between proofdiff's pick and its own bind
+#: (EADDRINUSE's text, as tonic and std::io print it), and how often a process runtime then
+#: starts it again on new ports.
+PORT_TAKEN = "Address already in use"
+PORT_TAKEN_RETRIES = 2
+
+
 class LaunchError(ContainerError):
     """A daemon could not be started or never became ready (see :class:`ContainerError` for the
     attributes); the message says what was seen and the fix."""
@@ -230,20 +237,30 @@ def start_daemon(runner: Runner, profile: Profile, param_cache: Path, *, probe: 
         _wait_ready(daemon, t0, profile.ready_timeout_s, probe)
         return daemon
     spec = daemon_spec(profile, Path(param_cache), name, cpuset)
-    try:
-        handle = runner.start(spec)
-    except ContainerError as exc:
-        hint = gpu_hint(str(exc)) if profile.gpus is not None else None
-        extra = f"; profile {profile.name!r} requests gpus={profile.gpus!r}" if hint else ""
-        raise LaunchError(exc.headline + extra, fix=hint or exc.fix, role=Role.DAEMON,
-                          profile=profile.name) from None
-    daemon = Daemon(profile=profile, handle=handle,
-                    config_text=spec.files[DEFAULT_CONFIG_PATH].decode("utf-8"), cpuset=cpuset)
-    try:
-        _wait_ready(daemon, t0, profile.ready_timeout_s, probe)
-    except BaseException:  # KeyboardInterrupt too: never leave it running
-        handle.remove()
-        raise
+    for attempt in range(PORT_TAKEN_RETRIES + 1):
+        try:
+            handle = runner.start(spec)
+        except ContainerError as exc:
+            hint = gpu_hint(str(exc)) if profile.gpus is not None else None
+            extra = f"; profile {profile.name!r} requests gpus={profile.gpus!r}" if hint else ""
+            raise LaunchError(exc.headline + extra, fix=hint or exc.fix, role=Role.DAEMON,
+                              profile=profile.name) from None
+        daemon = Daemon(profile=profile, handle=handle,
+                        config_text=spec.files[DEFAULT_CONFIG_PATH].decode("utf-8"),
+                        cpuset=cpuset)
+        try:
+            _wait_ready(daemon, t0, profile.ready_timeout_s, probe)
+            break
+        except LaunchError as exc:
+            handle.remove()
+            # a process runtime picks the daemon's port on this host (runtime/ports.py), and
+            # another binder can take it before the daemon binds: start it again on new ports
+            if not (profile.runtime is Runtime.PROCESS and attempt < PORT_TAKEN_RETRIES
+                    and PORT_TAKEN in exc.log_tail):
+                raise
+        except BaseException:  # KeyboardInterrupt too: never leave it running
+            handle.remove()
+            raise
     daemon.sampler = sampler_for(handle)  # the hang guard watches its CPU (drivers.stall_rule)
     daemon.gpu = start_gpu_sampler(profile.gpus if isinstance(profile.gpus, tuple) else ())
     return daemon

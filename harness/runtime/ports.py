@@ -26,7 +26,9 @@ def free_port() -> int:
     connection its own end from; between this check and the daemon's ``bind`` a gRPC or Dask
     connection of this host can take it, and the daemon dies at start with "address in use".
     A port below that range is never handed out by the kernel; only
-    another explicit binder can take it, and a random pick among thousands makes that rare.
+    another explicit binder can take it, and a random pick among thousands makes that rare
+    (and a daemon that finds its port taken at start is started again on new ones:
+    :data:`proofdiff.runtime.daemon.PORT_TAKEN`).
     (A range that starts under 2048, an odd host's setting, leaves no room below it: then any
     port from its start up is tried.)
 

@@ -59,6 +59,34 @@ def test_a_process_daemon_reads_its_config_and_params_at_host_paths(
     assert not workdir.exists()
 
 
+def test_a_port_taken_before_the_daemon_binds_it_is_left_for_another(
+        started: Started, monkeypatch: pytest.MonkeyPatch) -> None:
+    # proofdiff picks a free port, then the daemon binds it: another binder can come between
+    # (seen once in CI: "Address already in use" at start). The first pick here is a port this
+    # test holds open; the daemon exits on it, and is started again on new ports.
+    import socket
+
+    import proofdiff.runtime.process as process_runtime
+
+    held = socket.create_server(("127.0.0.1", 0))
+    taken = held.getsockname()[1]
+    picks: list[int] = []
+
+    def pick() -> int:
+        picks.append(taken if not picks else free_port())
+        return picks[-1]
+
+    monkeypatch.setattr(process_runtime, "free_port", pick)
+    try:
+        with started(process_profile(ports={"grpc": 9820})) as d:
+            assert d.address != f"127.0.0.1:{taken}" and d.address.endswith(f":{picks[-1]}")
+            with ProverClient(d.address) as client:
+                assert client.get_status(timeout_s=10) is not None
+    finally:
+        held.close()
+    assert picks[0] == taken and len(picks) >= 2
+
+
 def test_a_process_that_exits_at_start_is_a_launch_error_with_its_log(
         runner: Runner, artifacts: Any) -> None:
     bad = process_profile({**PROD_CONFIG, "daemon": {"listen": "not-an-address"}})
