@@ -13,14 +13,14 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from concurrent import futures
 from typing import Any
 
-import grpc
 import pytest
 
 from proofdiff.drivers.cuzk_client import ProverClient
 from proofdiff.proto import cuzk_pb2, cuzk_pb2_grpc
+
+from tests.unit.grpc_server import serving
 
 #: How long the relay holds a new connection, s: far past 100 ms, far under the call's deadline.
 HOLD_S = 0.6
@@ -48,10 +48,11 @@ def _pump(src: socket.socket, dst: socket.socket) -> None:
 @pytest.fixture
 def slow_daemon() -> Iterator[str]:
     """``127.0.0.1:PORT`` of a relay that joins each connection to the server after HOLD_S."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    cuzk_pb2_grpc.add_ProvingEngineServicer_to_server(_Status(), server)  # type: ignore[no-untyped-call]
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
+    with serving(_Status()) as port:
+        yield from _relayed(port)
+
+
+def _relayed(port: int) -> Iterator[str]:
     relay = socket.create_server(("127.0.0.1", 0))
 
     def serve() -> None:
@@ -71,7 +72,6 @@ def slow_daemon() -> Iterator[str]:
         yield f"127.0.0.1:{relay.getsockname()[1]}"
     finally:
         relay.close()
-        server.stop(grace=None)
 
 
 def test_a_call_waits_for_a_connection_slower_than_100_ms(slow_daemon: str) -> None:

@@ -9,7 +9,6 @@ layer does; the failed call's own error is then read at two elapsed times."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent import futures
 from typing import Any
 
 import grpc
@@ -17,6 +16,8 @@ import pytest
 
 from proofdiff.drivers.cuzk_client import ClientError, ProverClient
 from proofdiff.proto import cuzk_pb2, cuzk_pb2_grpc
+
+from tests.unit.grpc_server import serving
 
 
 class _TimedOut(cuzk_pb2_grpc.ProvingEngineServicer):  # type: ignore[misc]
@@ -26,14 +27,8 @@ class _TimedOut(cuzk_pb2_grpc.ProvingEngineServicer):  # type: ignore[misc]
 
 @pytest.fixture
 def timing_out() -> Iterator[str]:
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
-    cuzk_pb2_grpc.add_ProvingEngineServicer_to_server(_TimedOut(), server)  # type: ignore[no-untyped-call]
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
+    with serving(_TimedOut()) as port:
         yield f"127.0.0.1:{port}"
-    finally:
-        server.stop(grace=None)
 
 
 def test_a_servers_cancel_is_the_deadline_only_once_the_deadline_passed(timing_out: str) -> None:
