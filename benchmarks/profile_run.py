@@ -19,6 +19,9 @@ from pathlib import Path
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, help="also write the call tree here")
+    ap.add_argument("--session", type=Path,
+                    help="also save pyinstrument's raw session here (read it again with "
+                         "`pyinstrument --load FILE`, at any threshold or as a timeline)")
     ap.add_argument("--interval-s", type=float, default=0.001,
                     help="sampling interval, seconds. Default: 0.001")
     ap.add_argument("rest", nargs=argparse.REMAINDER, help="-- then proofdiff run arguments")
@@ -36,6 +39,8 @@ def main() -> int:
     text = profiler.output_text(unicode=True, color=False, show_all=False)
     if args.out:
         args.out.write_text(text, encoding="utf-8")
+    if args.session and profiler.last_session is not None:
+        profiler.last_session.save(str(args.session))
     print(text)
     print(f"exit code {code}", file=sys.stderr)
     return 0

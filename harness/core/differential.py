@@ -121,6 +121,18 @@ def _accept(records: Sequence[OracleRecord], entries: Sequence[AllowEntry],
             for r, e in zip(bad, hits) if e is not None], stale
 
 
+def _plots_ahead(plan: Plan, profiles: Mapping[str, Profile]) -> Callable[[list[RunRecord]],
+                                                                         None]:
+    """The report's run plots drawn from the workload runs once all are made, while the later
+    suites prove (:mod:`proofdiff.report.plots_ahead`; the report uses the drawing only when
+    its own inputs are the same)."""
+    from proofdiff.report import plots_ahead  # here, on the main thread: never on a worker's
+
+    def draw(runs: list[RunRecord]) -> None:
+        plots_ahead.draw(list(profiles), plan.workloads, runs)
+    return draw
+
+
 def run_differential(options: RunOptions | None = None, *,
                      profiles: Mapping[str, Profile] | None = None,
                      log: Callable[[str], None] = lambda _line: None,
@@ -168,6 +180,8 @@ def run_differential(options: RunOptions | None = None, *,
         for plan in plans:
             session = Session(plan, log=log)
             sessions.append(session)
+            if write_report and len(plans) == 1:
+                session.on_runs_made = _plots_ahead(plan, resolved)
             session.evaluate()
     except KeyboardInterrupt:
         interrupted = True

@@ -1,7 +1,8 @@
 """Heavy imports off a run's critical path (issue 18).
 
 A run's result assembly and report need scipy (the oracles' statistics), deepdiff (the config
-delta) and matplotlib with its SVG backend (the report's plots): seconds of imports on a busy
+delta), matplotlib with its SVG backend (the report's plots), jinja2, allure-python-commons
+and junitparser (the report's files): seconds of imports on a busy
 host, 0.6-1.1 s each on the H200. :func:`start` imports them on a daemon thread while the main
 thread starts daemons and waits on gRPC for proofs; when the main thread later imports one, it
 finds it loaded, or waits on Python's per-module import lock for the thread to finish it (a
@@ -16,10 +17,12 @@ daemons prove.
 from __future__ import annotations
 
 import importlib
-import io
 import threading
 
-__all__ = ["HEAVY", "start"]
+# imported here, on the importing thread: the preload thread itself imports no proofdiff module
+from proofdiff.report import figures
+
+__all__ = ["HEAVY", "start", "wait"]
 
 #: What a run imports later anyway, slowest first.
 HEAVY: tuple[str, ...] = (
@@ -28,6 +31,10 @@ HEAVY: tuple[str, ...] = (
     "matplotlib.figure",  # proofdiff.report.figures
     "matplotlib.backends.backend_svg",  # Figure.savefig(format="svg")
     "matplotlib.font_manager",  # the font list, read on the first text drawn
+    "allure_commons.model2",  # proofdiff.report.allure_results: attrs classes, 0.12 s here
+    "allure_commons.logger",
+    "jinja2",  # proofdiff.report.writer
+    "junitparser",  # proofdiff.report.junit_xml
 )
 
 _started = threading.Lock()
@@ -48,9 +55,9 @@ def _load(modules: tuple[str, ...]) -> None:
 
 
 def _warm_figure() -> None:
-    """Draw and discard one figure like :func:`proofdiff.report.gpu_section.gpu_plot_svg`'s
-    (matplotlib only: no proofdiff module is imported from this thread)."""
-    import matplotlib
+    """Draw and discard one figure like :func:`proofdiff.report.gpu_section.gpu_plot_svg`'s,
+    through the report's own :func:`~proofdiff.report.figures.svg_of` (its render lock: the
+    SVG settings are matplotlib's global rcParams)."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(8.0, 2.2), dpi=96)
@@ -60,8 +67,10 @@ def _warm_figure() -> None:
     left.set(xlabel="s", ylabel="%", ylim=(0, 100))
     left.set_title("warm-up", fontsize=9)
     left.legend(fontsize=7)
-    with matplotlib.rc_context({"svg.fonttype": "none"}):
-        fig.savefig(io.StringIO(), format="svg", metadata={"Date": None})
+    # a box plot, as the latency figure draws: its rcParams lookup imports matplotlib.pyplot
+    # (0.08 s here), which would otherwise fall to the report, after the proofs
+    right.boxplot([[1.0, 2.0, 3.0]], positions=[0], widths=0.5, showfliers=False)
+    figures.svg_of(fig, "warm-up")
 
 
 def start(modules: tuple[str, ...] = HEAVY) -> threading.Thread:
@@ -75,3 +84,11 @@ def start(modules: tuple[str, ...] = HEAVY) -> threading.Thread:
                                        daemon=True)
             _thread.start()
         return _thread
+
+
+def wait(timeout_s: float = 30.0) -> None:
+    """Wait up to ``timeout_s`` seconds for the thread :func:`start` started, if any: for
+    another thread that draws with matplotlib (one drawing thread at a time)."""
+    thread = _thread
+    if thread is not None:
+        thread.join(timeout_s)

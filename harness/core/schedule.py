@@ -1,7 +1,8 @@
 """How a session evaluates its whole plan: the order and overlap of its work.
 
-Every profile's daemon starts at once, each on a thread of its own, with the param-file lists
-that preflight reads made beside them (a daemon's start is mostly waiting for it to answer:
+Every profile's daemon starts at once, each on a thread of its own (which then takes the
+program's or image's identity, preflight's image check), with the param-file lists that
+preflight reads made beside them (a daemon's start is mostly waiting for it to answer:
 0.15-0.25 s each on the H200; the param-file list is a tool run, 0.5 s on a GPU host; in a row
 they were the run's fixed cost). Then, per workload: where the host allows
 (:mod:`proofdiff.core.side_by_side`), preflight first and then every profile's suites at the
@@ -55,6 +56,7 @@ def start_daemons(session: Session) -> None:
             session.daemon(profile)
         except LaunchError:
             pass  # cached by `daemon`: raised again, with its fix, to whoever needs it
+        session.identity(profile)  # preflight's image check: the program's sha256, cached
 
     def list_params(profile: str, workload: str) -> None:
         try:

@@ -11,6 +11,7 @@ PreflightLooks`; the order and overlap of a whole plan's work, :mod:`proofdiff.c
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -96,6 +97,11 @@ class Session(PreflightLooks):
         self._clocks: dict[str, AnswerClock] = {}
         self._verifiers: dict[str, ServedVerifier] = {}
         self._run_keys: list[tuple[str, str]] = []
+        #: called once, on the thread that made the last one, with every planned workload run
+        #: (each profile x workload, in plan order) as soon as all are made: the run's plots
+        #: are drawn from them while the later suites prove (:mod:`proofdiff.report.plots_ahead`)
+        self.on_runs_made: Callable[[list[RunRecord]], None] | None = None
+        self._runs_made = threading.Lock()
         self.suites_done: dict[tuple[str, str], SuiteResult] = {}
         #: the schedule :meth:`evaluate` chose (``None``: suites asked one by one, as the
         #: pytest plugin does: one profile after the other, unpinned)
@@ -220,9 +226,23 @@ class Session(PreflightLooks):
         other flows sent to the same daemon."""
         if (profile, workload) not in self._run_keys:
             self._run_keys.append((profile, workload))
-        return self.store.get_or_compute(self._run_key(profile, workload), RunRecord,
-                                         lambda: self._execute(profile, workload),
-                                         self._wait_s([profile]))
+        run = self.store.get_or_compute(self._run_key(profile, workload), RunRecord,
+                                        lambda: self._execute(profile, workload),
+                                        self._wait_s([profile]))
+        if self.on_runs_made is not None:
+            self._all_runs_made()
+        return run
+
+    def _all_runs_made(self) -> None:
+        """Call :attr:`on_runs_made` once every planned workload run is made (once)."""
+        with self._runs_made:
+            tell = self.on_runs_made
+            made = [self.store.cached(self._run_key(p, w), RunRecord)
+                    for w in self.plan.workloads for p in self.profiles]
+            if tell is None or any(r is None for r in made):
+                return
+            self.on_runs_made = None
+        tell([r for r in made if r is not None])
 
     def _run_key(self, profile: str, workload: str) -> str:
         return f"run/{self.image_slot}/{profile}/{workload}"

@@ -14,7 +14,8 @@ from proofdiff.model.result import DifferentialResult
 from proofdiff.model.status import Outcome
 from proofdiff.report.benchmark_json import benchmark_files
 from proofdiff.report.gpu_section import gpu_rows
-from proofdiff.report.run_plots import in_flight_svg, latency_svg, samples_svg
+from proofdiff.report.plots_ahead import plots
+from proofdiff.report.run_plots import samples_svg
 from proofdiff.report.table_rows import side_by_side
 from proofdiff.report.view import Check, CheckStatus, ReportView
 
@@ -91,6 +92,9 @@ def failing_jobs(result: DifferentialResult, profile: str, workload: str) -> lis
 
 def differential_view(result: DifferentialResult) -> ReportView:
     """The view of one differential result (module docstring)."""
+    # first: a drawing of these plots made while the run proved may still be under way, and
+    # the page's other figures are drawn only after it (one matplotlib user at a time)
+    run_plots = plots(list(result.profiles), result.workloads, result.runs)
     start = int(result.created_unix_s * 1000)
     checks = [_check(result, r, start) for r in result.records]
     if result.errors:
@@ -108,7 +112,7 @@ def differential_view(result: DifferentialResult) -> ReportView:
         context={"records": records, "timing": timing, "rows": side_by_side(result),
                  "gpu_rows": gpu_rows(result),
                  "failing_jobs": lambda p, w: failing_jobs(result, p, w),
-                 "plots": {"latency": latency_svg(result), "in_flight": in_flight_svg(result)}},
+                 "plots": run_plots},
         checks=tuple(checks), categories=CATEGORIES,
         environment={"proofdiff.run_id": result.run_id, "verdict": result.verdict.value,
                      "images": ",".join(f"{i.tag}@{i.digest}" for i in result.images),

@@ -1,10 +1,13 @@
 """Matplotlib figures as inline SVG, the one way every report page draws a plot (the run, the
 gate, the nightly, the history): no script, no external resource, so a page works offline.
 
-A figure is a bare :class:`matplotlib.figure.Figure` (no pyplot: no global state, safe from any
-thread); :func:`svg_of` renders it with its text kept as ``<text>`` (readable and searchable in
-the page) and ids salted by its label (two plots on one page never share an id), without a
-date, so the same figure gives the same bytes.
+A figure is a bare :class:`matplotlib.figure.Figure` (no pyplot: no global state); :func:`svg_of`
+renders it with its text kept as ``<text>`` (readable and searchable in the page) and ids salted
+by its label (two plots on one page never share an id), without a date. Those two settings are
+matplotlib's rcParams, which are global: :func:`svg_of` renders under one lock, so that figures
+drawn on several threads (the run's plots are drawn while it proves:
+:mod:`proofdiff.report.plots_ahead`) never render with another's settings (text drawn as
+glyph paths was seen when two threads rendered at once).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import html
 import io
 import re
+import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # matplotlib is imported when a plot is drawn (seconds on a busy host)
@@ -24,6 +28,9 @@ __all__ = ["PALETTE", "figure", "svg_of"]
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f")
 
+
+#: Held while a figure renders under its rcParams (module docstring).
+_RENDERING = threading.Lock()
 
 #: Margins around the axes, inches: room for tick labels and an axis label at 7-9 pt on the
 #: left and bottom, a title on top. Fixed, not ``layout="tight"``, which draws every figure
@@ -59,7 +66,7 @@ def svg_of(fig: Figure, label: str) -> str:
     import matplotlib
 
     buf = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": label}):
+    with _RENDERING, matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": label}):
         fig.savefig(buf, format="svg", metadata={"Date": None})
     svg = buf.getvalue()
     # the XML prolog goes, and the RDF metadata (its only URLs are the creator's home page)

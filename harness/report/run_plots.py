@@ -8,40 +8,55 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from proofdiff.model.jobs import FlowRecord
-from proofdiff.model.result import DifferentialResult
+from proofdiff.model.runs import RunRecord
 from proofdiff.model.timing_verdict import TimingVerdict
 from proofdiff.report.figures import PALETTE, figure, svg_of
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["in_flight_svg", "latency_svg", "samples_svg"]
+__all__ = ["in_flight_svg", "latency_svg", "run_plots", "samples_svg"]
 
 #: The flow whose jobs are a run's proofs (isolation's and timing's have their own pages).
 _WORKLOAD = "workload"
 
 
-def _colour(result: DifferentialResult, profile: str) -> str:
-    names = list(result.profiles) or sorted({r.profile for r in result.runs})
-    return PALETTE[(names.index(profile) if profile in names else 0) % len(PALETTE)]
+def _colour(profiles: Sequence[str], profile: str) -> str:
+    return PALETTE[(profiles.index(profile) if profile in profiles else 0) % len(PALETTE)]
 
 
-def _workload_flows(result: DifferentialResult, workload: str) -> list[tuple[str, FlowRecord]]:
-    """(profile, flow) of each workload flow on ``workload``, in profile order."""
-    return [(run.profile, f) for run in result.runs if run.workload == workload
-            for f in run.flows if f.name == _WORKLOAD]
+def _workload_flows(profiles: Sequence[str], runs: Sequence[RunRecord],
+                    workload: str) -> list[tuple[str, FlowRecord]]:
+    """(profile, flow) of each workload flow on ``workload``, in ``profiles`` order (the
+    order the runs were made in, which side by side is a race, never moves a box)."""
+    got = [(run.profile, f) for run in runs if run.workload == workload
+           for f in run.flows if f.name == _WORKLOAD]
+    return sorted(got, key=lambda pf: profiles.index(pf[0]) if pf[0] in profiles
+                  else len(profiles))
 
 
-def latency_svg(result: DifferentialResult) -> str:
+def run_plots(profiles: Sequence[str], workloads: Sequence[str],
+              runs: Sequence[RunRecord]) -> dict[str, str]:
+    """The run page's plots, ``{"latency": svg, "in_flight": svg}``, from what they read
+    alone: the profile order (colours, boxes), the workloads in plan order (panels) and each
+    run's workload flow; ``workloads`` missing one that ``runs`` have gets it appended."""
+    names = list(profiles) or sorted({r.profile for r in runs})
+    order = list(dict.fromkeys([*workloads, *(r.workload for r in runs)]))
+    return {"latency": latency_svg(names, order, runs),
+            "in_flight": in_flight_svg(names, order, runs)}
+
+
+def latency_svg(profiles: Sequence[str], workloads: Sequence[str],
+                runs: Sequence[RunRecord]) -> str:
     """Per workload, each profile's COMPLETED workload proofs' wall time (s, the client's: call
     to answer) side by side: a box per profile over its dots, as inline SVG."""
-    workloads = [w for w in dict.fromkeys(r.workload for r in result.runs)
-                 if any(f.completed() for _p, f in _workload_flows(result, w))]
+    workloads = [w for w in workloads
+                 if any(f.completed() for _p, f in _workload_flows(profiles, runs, w))]
     if not workloads:
         return ""
     fig, axes = figure(min(4.0 * len(workloads), 12.0), 2.6, ncols=len(workloads))
     for ax, wl in zip(axes, workloads):
-        flows = _workload_flows(result, wl)
+        flows = _workload_flows(profiles, runs, wl)
         for i, (prof, flow) in enumerate(flows):
             ys = [j.wall_ms / 1000.0 for j in flow.completed()]
             if not ys:
@@ -49,7 +64,7 @@ def latency_svg(result: DifferentialResult) -> str:
             ax.boxplot([ys], positions=[i], widths=0.5, showfliers=False,
                        medianprops={"color": "black"})
             jitter = [i + 0.12 * ((k % 5) - 2) / 2 for k in range(len(ys))]
-            ax.plot(jitter, ys, "o", ms=4, alpha=0.7, color=_colour(result, prof))
+            ax.plot(jitter, ys, "o", ms=4, alpha=0.7, color=_colour(profiles, prof))
         ax.set_xticks(range(len(flows)), [p for p, _f in flows], fontsize=8)
         ax.set_ylabel("latency, s (call to answer)", fontsize=8)
         ax.set_ylim(bottom=0)
@@ -74,10 +89,11 @@ def _client_in_flight(flow: FlowRecord) -> tuple[list[float], list[int]]:
     return ts, ns
 
 
-def _draw_in_flight(ax: Axes, result: DifferentialResult, wl: str) -> bool:
+def _draw_in_flight(ax: Axes, profiles: Sequence[str], runs: Sequence[RunRecord],
+                    wl: str) -> bool:
     drew = False
-    for prof, flow in _workload_flows(result, wl):
-        colour = _colour(result, prof)
+    for prof, flow in _workload_flows(profiles, runs, wl):
+        colour = _colour(profiles, prof)
         if flow.samples:
             ts = [s.t_ms / 1000.0 for s in flow.samples]
             ax.step(ts, [s.running_jobs if s.running_jobs is not None else s.in_progress
@@ -98,17 +114,18 @@ def _draw_in_flight(ax: Axes, result: DifferentialResult, wl: str) -> bool:
     return drew
 
 
-def in_flight_svg(result: DifferentialResult) -> str:
+def in_flight_svg(profiles: Sequence[str], workloads: Sequence[str],
+                  runs: Sequence[RunRecord]) -> str:
     """Per workload, each profile's jobs in flight during its workload flow: the daemon's own
     figure as sampled every ~0.25 s (``cuzk_running_jobs``, else work items in progress;
     solid) and the requests the client had sent and not yet seen answered (dashed), as inline
     SVG."""
-    workloads = [w for w in dict.fromkeys(r.workload for r in result.runs)
-                 if any(f.samples or f.jobs for _p, f in _workload_flows(result, w))]
+    workloads = [w for w in workloads
+                 if any(f.samples or f.jobs for _p, f in _workload_flows(profiles, runs, w))]
     if not workloads:
         return ""
     fig, axes = figure(min(5.0 * len(workloads), 12.0), 2.6, ncols=len(workloads))
-    drew = [_draw_in_flight(ax, result, wl) for ax, wl in zip(axes, workloads)]
+    drew = [_draw_in_flight(ax, profiles, runs, wl) for ax, wl in zip(axes, workloads)]
     return svg_of(fig, "jobs in flight over time") if any(drew) else ""
 
 

@@ -14,12 +14,12 @@ from proofdiff.proto import cuzk_pb2_grpc
 
 
 @contextmanager
-def serving(servicer: Any, workers: int = 2) -> Iterator[int]:
-    """Serve ``servicer`` (a ``ProvingEngineServicer``) on 127.0.0.1; yields its port, then
-    stops the server."""
+def serving(servicer: Any, workers: int = 2, port: int = 0) -> Iterator[int]:
+    """Serve ``servicer`` (a ``ProvingEngineServicer``) on 127.0.0.1 (``port``; 0: the
+    kernel's pick); yields its port, then stops the server."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers))
     cuzk_pb2_grpc.add_ProvingEngineServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
-    port = server.add_insecure_port("127.0.0.1:0")
+    port = server.add_insecure_port(f"127.0.0.1:{port}")
     server.start()
     try:
         yield port

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from proofdiff.drivers.cuzk_client import ProverClient
+from proofdiff.drivers.cuzk_client import ProverClient, StatusProbe
 from proofdiff.proto import cuzk_pb2, cuzk_pb2_grpc
 
 from tests.unit.grpc_server import serving
@@ -80,3 +80,20 @@ def test_a_call_waits_for_a_connection_slower_than_100_ms(slow_daemon: str) -> N
         status = client.get_status(timeout_s=10)
     assert status.total_proofs_completed == 7
     assert time.monotonic() - t0 >= HOLD_S  # it did wait for the held connection
+
+
+def test_a_daemon_that_binds_after_the_first_look_answers_the_very_next_one() -> None:
+    """The readiness probe: a look at a port that refuses connections leaves the gRPC
+    channel alone, so the first look after the daemon binds gets its answer, not a
+    reconnect backoff (gRPC core's >= 100 ms) to wait out while the daemon is ready."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # free now: nothing listens there until `serving`
+    probe = StatusProbe(f"127.0.0.1:{port}")
+    try:
+        said = probe.ask(0.5)
+        assert said is not None and said.startswith("UNAVAILABLE"), said
+        with serving(_Status(), port=port):
+            assert probe.ask(0.5) is None
+    finally:
+        probe.close()
