@@ -22,7 +22,7 @@ import threading
 # imported here, on the importing thread: the preload thread itself imports no proofdiff module
 from proofdiff.report import figures
 
-__all__ = ["HEAVY", "start", "wait"]
+__all__ = ["HEAVY", "start"]
 
 #: What a run imports later anyway, slowest first.
 HEAVY: tuple[str, ...] = (
@@ -84,11 +84,3 @@ def start(modules: tuple[str, ...] = HEAVY) -> threading.Thread:
                                        daemon=True)
             _thread.start()
         return _thread
-
-
-def wait(timeout_s: float = 30.0) -> None:
-    """Wait up to ``timeout_s`` seconds for the thread :func:`start` started, if any: for
-    another thread that draws with matplotlib (one drawing thread at a time)."""
-    thread = _thread
-    if thread is not None:
-        thread.join(timeout_s)

@@ -92,8 +92,7 @@ def failing_jobs(result: DifferentialResult, profile: str, workload: str) -> lis
 
 def differential_view(result: DifferentialResult) -> ReportView:
     """The view of one differential result (module docstring)."""
-    # first: a drawing of these plots made while the run proved may still be under way, and
-    # the page's other figures are drawn only after it (one matplotlib user at a time)
+    # first: a drawing of these plots made while the run proved may still be under way
     run_plots = plots(list(result.profiles), result.workloads, result.runs)
     start = int(result.created_unix_s * 1000)
     checks = [_check(result, r, start) for r in result.records]

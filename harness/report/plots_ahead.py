@@ -20,9 +20,8 @@ from concurrent.futures import Future
 
 import msgspec
 
-from proofdiff.core import preload
 from proofdiff.model.runs import RunRecord
-from proofdiff.report.run_plots import run_plots
+from proofdiff.report.run_plots import WORKLOAD_FLOW, run_plots
 
 __all__ = ["draw", "plots"]
 
@@ -38,7 +37,8 @@ _drawn: dict[bytes, Future[dict[str, str]]] = {}
 def _key(profiles: Sequence[str], workloads: Sequence[str], runs: Sequence[RunRecord]) -> bytes:
     """What the plots read, as a digest: the profile and workload order and every run's
     workload flow (the only flow :func:`run_plots` draws)."""
-    flows = [(r.profile, r.workload, [f for f in r.flows if f.name == "workload"]) for r in runs]
+    flows = [(r.profile, r.workload, [f for f in r.flows if f.name == WORKLOAD_FLOW])
+             for r in runs]
     flows.sort(key=lambda x: (x[0], x[1]))
     doc = msgspec.json.encode([list(profiles), list(workloads), flows])
     return hashlib.sha256(doc).digest()
@@ -56,7 +56,6 @@ def draw(profiles: Sequence[str], workloads: Sequence[str], runs: Sequence[RunRe
             _drawn.pop(next(iter(_drawn)))
 
     def work() -> None:
-        preload.wait()  # its warm-up figure first: one thread drawing at a time
         try:
             done.set_result(run_plots(profiles, workloads, runs))
         except BaseException as exc:  # noqa: BLE001 - the report draws again, and shows it

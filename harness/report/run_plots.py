@@ -15,10 +15,10 @@ from proofdiff.report.figures import PALETTE, figure, svg_of
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["in_flight_svg", "latency_svg", "run_plots", "samples_svg"]
+__all__ = ["WORKLOAD_FLOW", "in_flight_svg", "latency_svg", "run_plots", "samples_svg"]
 
 #: The flow whose jobs are a run's proofs (isolation's and timing's have their own pages).
-_WORKLOAD = "workload"
+WORKLOAD_FLOW = "workload"
 
 
 def _colour(profiles: Sequence[str], profile: str) -> str:
@@ -30,7 +30,7 @@ def _workload_flows(profiles: Sequence[str], runs: Sequence[RunRecord],
     """(profile, flow) of each workload flow on ``workload``, in ``profiles`` order (the
     order the runs were made in, which side by side is a race, never moves a box)."""
     got = [(run.profile, f) for run in runs if run.workload == workload
-           for f in run.flows if f.name == _WORKLOAD]
+           for f in run.flows if f.name == WORKLOAD_FLOW]
     return sorted(got, key=lambda pf: profiles.index(pf[0]) if pf[0] in profiles
                   else len(profiles))
 
