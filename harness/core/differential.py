@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from proofdiff.core import preload
 from proofdiff.core.plan import Plan, load_selected, new_run_id
 from proofdiff.core.verdict import divergences, missing_cells, verdict
 from proofdiff.model.allowlist import (Acceptance, AllowEntry, StaleEntry, load_allowlist,
@@ -174,7 +173,6 @@ def run_differential(options: RunOptions | None = None, *,
         from proofdiff.core.plan import plan_runs
         from proofdiff.core.session import Session
 
-        preload.start()  # scipy, deepdiff, matplotlib load while daemons start and prove
         plans = plan_runs(resolved, opts, log=log)
         resolved = plans[0].profiles
         for plan in plans:

@@ -3,10 +3,13 @@
 A run's result assembly and report need scipy (the oracles' statistics), deepdiff (the config
 delta), matplotlib with its SVG backend (the report's plots), jinja2, allure-python-commons
 and junitparser (the report's files): seconds of imports on a busy
-host, 0.6-1.1 s each on the H200. :func:`start` imports them on a daemon thread while the main
-thread starts daemons and waits on gRPC for proofs; when the main thread later imports one, it
-finds it loaded, or waits on Python's per-module import lock for the thread to finish it (a
-module is never imported twice). Only third-party libraries are listed: they never import
+host, 0.6-1.1 s each on the H200. :func:`start`, called as the run's first flow goes out
+(:meth:`proofdiff.core.session.Session._prove`), imports them on a daemon thread while the main
+thread waits on gRPC for proofs. Not before: a thread importing holds the GIL for most of its
+time, and the plan, the daemon starts (their readiness polls) and preflight, all Python, took
+twice as long beside it (0.75 s to the first proof instead of 0.40 s, 2 cores). When the main
+thread later imports one, it finds it loaded, or waits on Python's per-module import lock for
+the thread to finish it (a module is never imported twice). Only third-party libraries are listed: they never import
 proofdiff, so the two threads cannot take module locks in opposite orders. Once they are in,
 the thread draws one throwaway figure shaped like the report's (two axes, titles, a legend,
 SVG): matplotlib's first figure reads its fonts and fills its text caches (here,

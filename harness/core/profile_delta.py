@@ -5,7 +5,7 @@ difference (``config.pipeline.enabled: False -> True``); :func:`inspect_delta` d
 two ``docker inspect`` snapshots (env, command, mounts, limits).
 
 deepdiff's import (numpy with it: 0.6 s on the H200, 1.3 s here) is taken off a run's critical
-path by :mod:`proofdiff.core.preload`, which loads it while the daemons start and prove.
+path by :mod:`proofdiff.core.preload`, which loads it while the daemons prove.
 """
 
 from __future__ import annotations

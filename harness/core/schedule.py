@@ -1,7 +1,7 @@
 """How a session evaluates its whole plan: the order and overlap of its work.
 
-Every profile's daemon starts at once, each on a thread of its own (which then takes the
-program's or image's identity, preflight's image check), with the param-file lists that
+Every profile's daemon starts at once, each on a thread of its own, with the program's or
+image's identity (preflight's image check) and the param-file lists that
 preflight reads made beside them (a daemon's start is mostly waiting for it to answer:
 0.15-0.25 s each on the H200; the param-file list is a tool run, 0.5 s on a GPU host; in a row
 they were the run's fixed cost). Then, per workload: where the host allows
@@ -56,6 +56,8 @@ def start_daemons(session: Session) -> None:
             session.daemon(profile)
         except LaunchError:
             pass  # cached by `daemon`: raised again, with its fix, to whoever needs it
+
+    def identify(profile: str) -> None:
         session.identity(profile)  # preflight's image check: the program's sha256, cached
 
     def list_params(profile: str, workload: str) -> None:
@@ -66,9 +68,10 @@ def start_daemons(session: Session) -> None:
 
     lists = ([(p, w) for p in session.profiles for w in session.plan.workloads]
              if "preflight" in session.plan.suites else [])
-    with ThreadPoolExecutor(max_workers=max(1, len(session.profiles) + len(lists)),
+    with ThreadPoolExecutor(max_workers=max(1, 2 * len(session.profiles) + len(lists)),
                             thread_name_prefix="proofdiff-start") as pool:
         futures = [pool.submit(progress.carried(start), p) for p in session.profiles]
+        futures += [pool.submit(progress.carried(identify), p) for p in session.profiles]
         futures += [pool.submit(progress.carried(list_params), p, w) for p, w in lists]
         for f in futures:
             f.result()

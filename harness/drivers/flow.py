@@ -10,7 +10,7 @@ jobs answered out of those sent, per profile; the caller logs its start and end.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from proofdiff.model.choices import DriverKind
 from proofdiff.model import progress
@@ -28,7 +28,8 @@ __all__ = ["prove_many"]
 def prove_many(driver: Driver, address: str, workload: Workload, specs: Sequence[JobSpec], *,
                name: str, label: str = "", profile: str = "", concurrency: int, mode: Mode = Mode.PROVE,
                deadlines: Deadlines, log: Log, clock: AnswerClock | None = None,
-               cpu: CpuProbe | None = None) -> FlowRecord:
+               cpu: CpuProbe | None = None,
+               on_answer: Callable[[JobRecord], None] | None = None) -> FlowRecord:
     """Send ``specs`` through ``driver`` to the daemon at ``address`` and collect the flow.
 
     ``profile`` names the daemon's profile in the progress shown ('' when there is none).
@@ -37,7 +38,8 @@ def prove_many(driver: Driver, address: str, workload: Workload, specs: Sequence
     daemon (:mod:`proofdiff.drivers.stall_rule`, from ``clock``: the daemon's answers over its
     flows, and ``cpu``: its CPU samples, when it proves on the CPU; with the ``grpc`` driver). Jobs given up come back
     ``STUCK`` (a stall) or ``LOST`` (the deadline) with the reason; the record's ``stall`` says
-    why.
+    why. ``on_answer`` is told each record the driver shows as answered, on its thread, while
+    the flow goes on (a job's, or one partition's where the driver sends them apart).
 
     Raises:
         ValueError: ``mode`` is one the driver does not support (a programming error: callers
@@ -54,7 +56,8 @@ def prove_many(driver: Driver, address: str, workload: Workload, specs: Sequence
     with progress.task("proofs", shown_as, total=len(real), quiet=True) as shown, \
             guarded(address, deadline_s=deadlines.flow_s(len(real), concurrency),
                     stall_s=deadlines.stall_s, poll_s=POLL_S, clock=clock, cpu=watched,
-                    on_done=shown.advance if shown.live else None) as guard:
+                    on_done=shown.advance if shown.live else None,
+                    on_answer=on_answer) as guard:
         guard.add(len(real))
         got = driver.send(specs, workload=workload, concurrency=concurrency, mode=mode,
                           guard=guard, deadlines=deadlines, log=log)

@@ -50,10 +50,12 @@ CpuProbe = Callable[[], "tuple[float, float] | None"]
 class Guard:
     """Stop flag, deadline (``deadline_s`` seconds from now), count of waiting jobs, and when
     the daemon last answered (``clock``: its answers over every flow; a fresh one if ``None``);
-    ``on_done(n)`` hears of each job answered or given up (the flow's progress)."""
+    ``on_done(n)`` hears of each job answered or given up (the flow's progress), and
+    ``on_answer(record)`` of each record :meth:`answered` is shown."""
 
     def __init__(self, deadline_s: float, clock: AnswerClock | None = None,
-                 on_done: Callable[[int], None] | None = None) -> None:
+                 on_done: Callable[[int], None] | None = None,
+                 on_answer: Callable[[JobRecord], None] | None = None) -> None:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self.deadline = time.monotonic() + deadline_s
@@ -66,6 +68,7 @@ class Guard:
         self.clock = clock if clock is not None else AnswerClock()
         self.samples: list[StatusSample] = []
         self.on_done = on_done
+        self.on_answer = on_answer
 
     def add(self, n: int = 1) -> None:
         """``n`` more jobs wait for an answer (the quiet clock starts when the first does)."""
@@ -80,6 +83,8 @@ class Guard:
         if self.clock.answered(record):
             with self._lock:
                 self.last_progress = time.monotonic()
+        if self.on_answer is not None:
+            self.on_answer(record)
 
     def quiet_since(self) -> float:
         """The last answer, or when the requests went out (``time.monotonic()`` seconds)."""
@@ -196,7 +201,8 @@ def _watch(address: str, guard: Guard, stall_s: float, poll_s: float,
 @contextmanager
 def guarded(address: str, *, deadline_s: float, stall_s: float = 15.0, poll_s: float = 0.5,
             clock: AnswerClock | None = None, cpu: CpuProbe | None = None,
-            on_done: Callable[[int], None] | None = None) -> Iterator[Guard]:
+            on_done: Callable[[int], None] | None = None,
+            on_answer: Callable[[JobRecord], None] | None = None) -> Iterator[Guard]:
     """A :class:`Guard` whose watchdog thread polls ``address`` until the block ends.
 
     Args:
@@ -207,8 +213,10 @@ def guarded(address: str, *, deadline_s: float, stall_s: float = 15.0, poll_s: f
         cpu: the daemon's CPU samples, for a daemon that proves on the CPU (default: not
             watched).
         on_done: told ``n`` each time ``n`` jobs were answered or given up (default: nobody).
+        on_answer: told each record a driver shows as answered, on the driver's thread
+            (default: nobody; the flow's early verification).
     """
-    guard = Guard(deadline_s, clock, on_done)
+    guard = Guard(deadline_s, clock, on_done, on_answer)
     finished = threading.Event()
     thread = threading.Thread(target=_watch, args=(address, guard, stall_s, poll_s, finished, cpu),
                               name="proofdiff-hang-guard", daemon=True)

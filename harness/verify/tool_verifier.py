@@ -25,7 +25,7 @@ from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.spec import ContainerError, LaunchSpec, Mount
 
 __all__ = ["VERIFY_BIN", "ToolVerifier", "VerifyError", "Verifier", "attach_verdicts",
-           "read_verdicts", "verify_item"]
+           "job_items", "read_verdicts", "verify_item"]
 
 VERIFY_BIN = "/usr/local/bin/verify"
 
@@ -139,6 +139,15 @@ class ToolVerifier:
         return read_verdicts(res.stdout, items)
 
 
+def job_items(job: JobRecord, workload: Workload,
+              names: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The verifier items of one answered ``job`` with a proof: the proof against its own
+    job's inputs (id ``"<index>|<job>"``), then against each other job of ``names`` (a cross
+    flow's inputs, :func:`attach_verdicts`)."""
+    return [verify_item(workload.job(n), f"{job.index}|{n}", job.proof)
+            for n in dict.fromkeys([job.job, *names])]
+
+
 def attach_verdicts(flow: FlowRecord, workload: Workload, verifier: Verifier, *,
                     cross: bool = False) -> FlowRecord:
     """``flow`` with every COMPLETED proof's verdict attached (``JobRecord.verdict``).
@@ -149,11 +158,7 @@ def attach_verdicts(flow: FlowRecord, workload: Workload, verifier: Verifier, *,
     """
     done = [j for j in flow.jobs if j.completed and j.proof]
     names = list(dict.fromkeys(j.job for j in flow.jobs)) if cross else []
-    items = []
-    for j in done:
-        targets = names or [j.job]
-        items += [verify_item(workload.job(n), f"{j.index}|{n}", j.proof)
-                  for n in dict.fromkeys([j.job, *targets])]
+    items = [item for j in done for item in job_items(j, workload, names)]
     try:
         got = verifier.verify(items)
     except VerifyError as exc:

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from proofdiff.drivers.protocol import Mode
 from proofdiff.drivers.deadlines import Deadlines
 from proofdiff.drivers.flow import prove_many
 from proofdiff.drivers.grpc_driver import GrpcDriver
-from proofdiff.model.jobs import JobSpec
+from proofdiff.model.jobs import JobRecord, JobSpec
 from proofdiff.model.status import JobStatus
 from proofdiff.model.workload import Workload
 from proofdiff.model.choices import Runtime
@@ -19,7 +22,9 @@ from proofdiff.runtime.daemon import Daemon as RunningDaemon
 from proofdiff.runtime.runner import Runner
 from proofdiff.stats.concurrency import in_progress_of
 from proofdiff.verify.served_verifier import ServedVerifier
-from proofdiff.verify.tool_verifier import ToolVerifier, verify_item
+from proofdiff.verify.tool_verifier import (ToolVerifier, VerifyError, attach_verdicts, job_items,
+                                            verify_item)
+from proofdiff.verify.verify_ahead import VerifyAhead
 from tests.host.conftest import process_profile
 
 Daemon = Callable[..., AbstractContextManager[str]]
@@ -35,10 +40,19 @@ def _burst(workload: Workload) -> list[JobSpec]:
 
 def test_submit_await_on_a_clean_pipelined_daemon(daemon: Daemon, workload: Workload,
                                                  runner: Runner, artifacts: Any) -> None:
+    served = ServedVerifier(runner, "verify", artifacts.param_cache, profile="host")
+    ahead = VerifyAhead(served, workload)
     with daemon() as addr:
         flow = prove_many(GrpcDriver(addr), addr, workload, _burst(workload), name="burst",
                           concurrency=5, mode=Mode.SUBMIT_AWAIT,
-                          deadlines=Deadlines(job_s=120.0, stall_s=10.0), log=lambda _l: None)
+                          deadlines=Deadlines(job_s=120.0, stall_s=10.0), log=lambda _l: None,
+                          on_answer=ahead.answered)
+    # each proof went to the verifier as its job was answered, and the flow's verdicts are
+    # those of one batch after the flow
+    early = attach_verdicts(flow, workload, ahead)
+    assert (ahead.early, ahead.late) == (4, 0)
+    assert early == attach_verdicts(flow, workload, served) and early.jobs[0].verdict is not None
+    ahead.close()
     jobs = {j.index: j for j in flow.jobs}
     assert all(jobs[i].status is JobStatus.COMPLETED and len(jobs[i].proof) == 384 for i in range(4))
     assert len({jobs[i].proof for i in range(4)}) == 4  # colliding ids, distinct proofs
@@ -53,7 +67,6 @@ def test_submit_await_on_a_clean_pipelined_daemon(daemon: Daemon, workload: Work
     bad = [{**verify_item(workload.job(jobs[0].job), "not-hex", b""), "proof": "zz"},
            verify_item(other, "truncated", jobs[1].proof[:200]),
            verify_item(other, "someone-else's", jobs[0].proof)]
-    served = ServedVerifier(runner, "verify", artifacts.param_cache, profile="host")
     first, second = served.verify(items[:2]), served.verify([*items[2:], *bad])
     assert served.starts == 1 and served.fallback is None
     got = {**first, **second}
@@ -64,6 +77,23 @@ def test_submit_await_on_a_clean_pipelined_daemon(daemon: Daemon, workload: Work
     once = ToolVerifier(runner, "verify", artifacts.param_cache, runtime=Runtime.PROCESS)
     assert once.verify([*items, *bad]) == got
     served.close()
+
+
+def test_a_verifier_that_fails_early_fails_the_flow_where_it_always_did(
+        runner: Runner, workload: Workload, tmp_path: Path) -> None:
+    """An early batch that failed is asked again at the flow's end, so the error is raised
+    there, as from a batch after the flow: never lost, never a proof left without a verdict."""
+    broken = ServedVerifier(runner, "/bin/false", tmp_path, profile="host", timeout_s=10.0)
+    ahead = VerifyAhead(broken, workload)
+    job = workload.jobs[0]
+    record = JobRecord(index=0, job=job.name, request_id="r0", status=JobStatus.COMPLETED,
+                       proof=b"\1" * job.shape.proof_bytes)
+    ahead.answered(record)
+    assert ahead.early == 1
+    with pytest.raises(VerifyError, match="exited with code 1"):
+        ahead.verify(job_items(record, workload))
+    assert ahead.late == 1
+    ahead.close()
 
 
 def test_queue_deadlock_names_the_stuck_ids(
