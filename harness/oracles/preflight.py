@@ -27,9 +27,11 @@ from __future__ import annotations
 import difflib
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from proofdiff.artifacts.param_manifest import MANIFEST, read_manifest
+from proofdiff.model import progress
 from proofdiff.model.choices import DriverKind, Runtime
 from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.oracle_records import OracleRecord
@@ -268,8 +270,14 @@ def _judge_profile(ev: Evidence, rec: Recorder, name: str) -> None:
 
 def evaluate(ev: Evidence, workload: str) -> list[OracleRecord]:
     """The preflight records of every profile on ``workload`` (``bench-cli`` only for profiles
-    that use that driver)."""
-    rec = Recorder(ev, "preflight", workload)
-    for name in ev.profiles:
-        _judge_profile(ev, rec, name)
-    return rec.records
+    that use that driver), in profile order. The profiles are judged at once, one thread each:
+    each looks at its own daemon (tool runs beside it, its status and log), and in a row their
+    waits added up on the run's path to its first proof (issue 18)."""
+    names = list(ev.profiles)
+    recs = [Recorder(ev, "preflight", workload) for _ in names]
+    with ThreadPoolExecutor(max_workers=max(1, len(names)),
+                            thread_name_prefix="proofdiff-preflight") as pool:
+        for done in [pool.submit(progress.carried(_judge_profile), ev, rec, name)
+                     for rec, name in zip(recs, names)]:
+            done.result()
+    return [r for rec in recs for r in rec.records]
