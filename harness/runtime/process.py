@@ -273,11 +273,12 @@ class ProcessBackend:
         argv = [program, *view.argv(tuple(spec.entrypoint[1:] if spec.entrypoint else ())),
                 *view.argv(spec.command)]
         tie = threading.current_thread() is threading.main_thread()
-        wrapper = [sys.executable, "-I", "-S", str(Path(launch.__file__)),
-                   *(["--pdeathsig", "--parent", str(os.getpid())] if tie else []),
-                   *limits.launcher_args(),
-                   *(["--cpuset", ",".join(str(c) for c in spec.cpuset)] if spec.cpuset else []),
-                   "--", *argv]
+        settle = [*(["--pdeathsig", "--parent", str(os.getpid())] if tie else []),
+                  *limits.launcher_args(),
+                  *(["--cpuset", ",".join(str(c) for c in spec.cpuset)] if spec.cpuset else [])]
+        # the launcher is an interpreter's start (10-20 ms): only where it has something to do
+        wrapper = ([sys.executable, "-I", "-S", str(Path(launch.__file__)), *settle, "--", *argv]
+                   if settle else argv)
         out = open(workdir / ("stderr.log" if pipes else "stdout.log"), "wb")
         err = open(workdir / "stderr.log", "wb") if split_streams and not pipes else out
         streams = (out, err) if split_streams and not pipes else (out,)
