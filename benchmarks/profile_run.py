@@ -24,7 +24,7 @@ from typing import Any
 
 
 def _timed(fn: Callable[..., Any], spans: list[tuple[float, float]]) -> Callable[..., Any]:
-    """``fn``, appending the (start, end) of each call to ``spans`` in epoch seconds (any thread)."""
+    """``fn``, appending each call's (start, end) to ``spans``, epoch seconds (any thread)."""
     def wrapper(*a: Any, **k: Any) -> Any:
         t0 = time.time()
         try:

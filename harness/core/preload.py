@@ -9,12 +9,12 @@ thread waits on gRPC for proofs. Not before: a thread importing holds the GIL fo
 time, and the plan, the daemon starts (their readiness polls) and preflight, all Python, took
 twice as long beside it (0.75 s to the first proof instead of 0.40 s, 2 cores). When the main
 thread later imports one, it finds it loaded, or waits on Python's per-module import lock for
-the thread to finish it (a module is never imported twice). Only third-party libraries are listed: they never import
-proofdiff, so the two threads cannot take module locks in opposite orders. Once they are in,
-the thread draws one throwaway figure shaped like the report's (two axes, titles, a legend,
-SVG): matplotlib's first figure reads its fonts and fills its text caches (here,
-2 cores: 0.11 s for a first figure, 0.06 s for the next), and that too can happen while
-daemons prove.
+the thread to finish it (a module is never imported twice). Only third-party libraries are
+listed: they never import proofdiff, so the two threads cannot take module locks in opposite
+orders. Once they are in, the thread draws one throwaway figure shaped like the report's (two
+axes, titles, a legend, SVG): matplotlib's first figure reads its fonts and fills its text
+caches (here, 2 cores: 0.11 s for a first figure, 0.06 s for the next), and that too can
+happen while daemons prove.
 """
 
 from __future__ import annotations

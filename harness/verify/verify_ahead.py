@@ -61,7 +61,10 @@ class VerifyAhead:
                 len(job.proof) != self.workload.job(job.job).shape.proof_bytes):
             return
         items = job_items(job, self.workload, self.names)
-        future = self._pool.submit(self.inner.verify, items)
+        try:
+            future = self._pool.submit(self.inner.verify, items)
+        except RuntimeError:  # closed: the flow has ended, and its end asks for every item
+            return
         self.early += len(items)
         for item in items:
             self._asked[_key(item)] = (item["id"], future)
