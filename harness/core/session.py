@@ -48,8 +48,8 @@ from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.spec import ContainerError
 from proofdiff.runtime.watchdog import Watchdog
 from proofdiff.verify.served_verifier import ServedVerifier
-from proofdiff.verify.tool_verifier import ToolVerifier, Verifier, attach_verdicts
-from proofdiff.verify.verify_ahead import ahead_of
+from proofdiff.verify.tool_verifier import ToolVerifier, Verifier
+from proofdiff.verify.verify_ahead import verified
 
 __all__ = ["Session", "SuiteResult", "merge_flows"]
 
@@ -289,30 +289,17 @@ class Session(PreflightLooks):
     def _prove(self, profile: str, wl: Workload, specs: Sequence[JobSpec], *, name: str,
                concurrency: int, label: str = "", mode: Mode = Mode.PROVE,
                cross: bool = False) -> FlowRecord:
-        """One flow to ``profile``'s daemon (:func:`~proofdiff.drivers.flow.prove_many`), its
-        proofs verified (``cross``: see :func:`~proofdiff.verify.tool_verifier.attach_verdicts`),
-        each as its job is answered where the verifier allows
-        (:mod:`proofdiff.verify.verify_ahead`).
-
-        The first flow of the run also starts the heavy imports (:mod:`proofdiff.core.preload`):
-        from then on this thread waits on gRPC, so they cost no time of its own; started any
-        earlier, they held the GIL against the plan, the daemon starts and preflight, the
-        critical path before the first proof (0.75 -> 0.40 s to it here, issue 18)."""
+        """One flow to ``profile``'s daemon, verified as it goes
+        (:func:`~proofdiff.verify.verify_ahead.verified`). The first flow also starts the heavy
+        imports (:mod:`proofdiff.core.preload`): from then on this thread waits on gRPC."""
         preload.start()
         clock, cpu = self.watch(profile)
-        verifier = self.verifier(profile)
-        names = list(dict.fromkeys(s.job for s in specs)) if cross else []
-        ahead = ahead_of(verifier, wl, names)
-        try:
-            flow = prove_many(self.driver(profile), self.daemon(profile).address, wl, specs,
-                              name=name, label=label, profile=profile, concurrency=concurrency,
-                              mode=mode, deadlines=self.deadlines(profile),
-                              log=lambda line: self.log(f"[{profile}] {line}"), clock=clock,
-                              cpu=cpu, on_answer=ahead.answered if ahead else None)
-            return attach_verdicts(flow, wl, ahead or verifier, cross=cross)
-        finally:
-            if ahead is not None:
-                ahead.close()
+        return verified(lambda on_answer: prove_many(
+            self.driver(profile), self.daemon(profile).address, wl, specs, name=name,
+            label=label, profile=profile, concurrency=concurrency, mode=mode,
+            deadlines=self.deadlines(profile), log=lambda line: self.log(f"[{profile}] {line}"),
+            clock=clock, cpu=cpu, on_answer=on_answer), self.verifier(profile), wl, cross=cross,
+            names=list(dict.fromkeys(s.job for s in specs)))
 
     def flows(self, profile: str, workload: str) -> list[FlowRecord]:
         """See :class:`proofdiff.oracles.evidence.Evidence`."""

@@ -16,19 +16,22 @@ Only where a batch is cheap: one ``verify --serve`` process
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 import msgspec
 
-from proofdiff.model.jobs import JobRecord, ProofVerdict
+from proofdiff.model.jobs import FlowRecord, JobRecord, ProofVerdict
 from proofdiff.model.workload import Workload
 from proofdiff.verify.served_verifier import ServedVerifier
-from proofdiff.verify.tool_verifier import Verifier, VerifyError, job_items
+from proofdiff.verify.tool_verifier import Verifier, VerifyError, attach_verdicts, job_items
 
-__all__ = ["VerifyAhead", "ahead_of"]
+__all__ = ["VerifyAhead", "ahead_of", "verified"]
+
+#: ``send(on_answer)``: a flow sent with its answers told to ``on_answer`` (or to nobody)
+Send = Callable[[Callable[[JobRecord], None] | None], FlowRecord]
 
 
 class VerifyAhead:
@@ -102,6 +105,20 @@ def ahead_of(verifier: Verifier, workload: Workload,
     if isinstance(verifier, ServedVerifier) and verifier.fallback is None:
         return VerifyAhead(verifier, workload, names, timeout_s=verifier.timeout_s)
     return None
+
+
+def verified(send: Send, verifier: Verifier, workload: Workload, *,
+             cross: bool = False, names: Sequence[str] = ()) -> FlowRecord:
+    """``send``'s flow with every proof's verdict attached
+    (:func:`~proofdiff.verify.tool_verifier.attach_verdicts`; ``cross``: against each job of
+    ``names`` too), each proof verified as its job is answered where ``verifier`` allows."""
+    ahead = ahead_of(verifier, workload, names if cross else ())
+    try:
+        flow = send(ahead.answered if ahead is not None else None)
+        return attach_verdicts(flow, workload, ahead or verifier, cross=cross)
+    finally:
+        if ahead is not None:
+            ahead.close()
 
 
 def _key(item: dict[str, Any]) -> bytes:
