@@ -16,6 +16,7 @@ Only where a batch is cheap: one ``verify --serve`` process
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -55,6 +56,7 @@ class VerifyAhead:
         self.early = self.late = 0
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="proofdiff-verify-ahead")
         self._asked: dict[bytes, tuple[str, Future[dict[str, ProofVerdict]]]] = {}
+        self._lock = threading.Lock()
 
     def answered(self, job: JobRecord) -> None:
         """``job`` was answered: queue its proof's items, if it has a whole proof (any thread).
@@ -68,9 +70,9 @@ class VerifyAhead:
             future = self._pool.submit(self.inner.verify, items)
         except RuntimeError:  # closed: the flow has ended, and its end asks for every item
             return
-        self.early += len(items)
-        for item in items:
-            self._asked[_key(item)] = (item["id"], future)
+        with self._lock:  # driver threads answer at once
+            self.early += len(items)
+            self._asked.update({_key(item): (item["id"], future) for item in items})
 
     def verify(self, items: Sequence[dict[str, Any]]) -> dict[str, ProofVerdict]:
         """Verdicts keyed by item ``id``, every id of ``items`` included.

@@ -8,13 +8,14 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from proofdiff.drivers.protocol import Mode
 from proofdiff.drivers.deadlines import Deadlines
 from proofdiff.drivers.flow import prove_many
 from proofdiff.drivers.grpc_driver import GrpcDriver
-from proofdiff.model.jobs import JobRecord, JobSpec
+from proofdiff.model.jobs import FlowRecord, JobRecord, JobSpec
 from proofdiff.model.status import JobStatus
 from proofdiff.model.workload import Workload
 from proofdiff.model.choices import Runtime
@@ -24,7 +25,7 @@ from proofdiff.stats.concurrency import in_progress_of
 from proofdiff.verify.served_verifier import ServedVerifier
 from proofdiff.verify.tool_verifier import (ToolVerifier, VerifyError, attach_verdicts, job_items,
                                             verify_item)
-from proofdiff.verify.verify_ahead import VerifyAhead
+from proofdiff.verify.verify_ahead import VerifyAhead, verified
 from tests.host.conftest import process_profile
 
 Daemon = Callable[..., AbstractContextManager[str]]
@@ -41,18 +42,24 @@ def _burst(workload: Workload) -> list[JobSpec]:
 def test_submit_await_on_a_clean_pipelined_daemon(daemon: Daemon, workload: Workload,
                                                  runner: Runner, artifacts: Any) -> None:
     served = ServedVerifier(runner, "verify", artifacts.param_cache, profile="host")
-    ahead = VerifyAhead(served, workload)
-    with daemon() as addr:
-        flow = prove_many(GrpcDriver(addr), addr, workload, _burst(workload), name="burst",
+    told: list[Any] = []
+
+    def send(on_answer: Any) -> FlowRecord:
+        told.append(on_answer)
+        return prove_many(GrpcDriver(addr), addr, workload, _burst(workload), name="burst",
                           concurrency=5, mode=Mode.SUBMIT_AWAIT,
                           deadlines=Deadlines(job_s=120.0, stall_s=10.0), log=lambda _l: None,
-                          on_answer=ahead.answered)
+                          on_answer=on_answer)
+    with daemon() as addr:
+        flow = verified(send, served, workload)  # as every flow of a session is sent
     # each proof went to the verifier as its job was answered, and the flow's verdicts are
     # those of one batch after the flow
-    early = attach_verdicts(flow, workload, ahead)
-    assert (ahead.early, ahead.late) == (4, 0)
-    assert early == attach_verdicts(flow, workload, served) and early.jobs[0].verdict is not None
-    ahead.close()
+    (on_answer,) = told
+    ahead = on_answer.__self__
+    assert isinstance(ahead, VerifyAhead) and (ahead.early, ahead.late) == (4, 0)
+    assert all(j.verdict is not None for j in flow.jobs[:4])
+    assert flow == attach_verdicts(msgspec.structs.replace(flow, jobs=tuple(
+        msgspec.structs.replace(j, verdict=None) for j in flow.jobs)), workload, served)
     jobs = {j.index: j for j in flow.jobs}
     assert all(jobs[i].status is JobStatus.COMPLETED and len(jobs[i].proof) == 384 for i in range(4))
     assert len({jobs[i].proof for i in range(4)}) == 4  # colliding ids, distinct proofs
