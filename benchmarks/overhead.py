@@ -13,7 +13,7 @@ default suites) ``--repeat`` times from ``--repo`` (default: this checkout) and 
 * overhead = wall - proving, in s and as a share of wall: daemon starts, preflight, the
   independent verification, the behaviour sampling, report writing, interpreter start.
 
-The must be warm (run ``make demo`` once first): a cold build is not the main job.
+The caches must be warm (run ``make demo`` once first): a cold build is not the main job.
 """
 
 from __future__ import annotations

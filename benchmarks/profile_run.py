@@ -62,13 +62,13 @@ def outside_proving(session: Any, flows: list[tuple[float, float]], top: int = 3
     by_ours: Counter[str] = Counter()
     by_leaf: Counter[str] = Counter()
     stretches: list[list[Any]] = []  # [start, seconds, Counter of ours]
-    t, i, last_out = session.start_time, 0, False
-    for stack, dt in session.frame_records:
-        t += dt
-        while i < len(proving) and proving[i][1] < t:
-            i += 1
-        inside = i < len(proving) and proving[i][0] <= t
-        if inside:
+    t, last_out = session.start_time, False
+    for stack, sample_s in session.frame_records:
+        t += sample_s
+        # pyinstrument samples on Python's call events, so a wait in C (a lock, a join) is one
+        # sample as long as the wait, stamped at its end: count only its part outside the flows
+        dt = sample_s - sum(max(0.0, min(b, t) - max(a, t - sample_s)) for a, b in proving)
+        if dt <= 1e-9:
             last_out = False
             continue
         path, leaf = _path(stack)
