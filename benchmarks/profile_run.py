@@ -55,8 +55,9 @@ def _path(stack: list[str]) -> tuple[list[str], str]:
 
 
 def outside_proving(session: Any, flows: list[tuple[float, float]], top: int = 30) -> str:
-    """The main thread's samples outside the union of ``flows`` (epoch s), in seconds: by the
-    deepest proofdiff function, by leaf, and the serial stretches over 20 ms in time order."""
+    """The main thread's sampled time outside the union of ``flows`` (epoch s; of a sample
+    that straddles a flow's edge, only its part outside), in seconds: by the deepest proofdiff
+    function, by leaf, and the serial stretches over 20 ms in time order."""
     proving = _union(flows)
     tree: dict[str, Any] = {}
     by_ours: Counter[str] = Counter()
