@@ -10,6 +10,7 @@ from proofdiff.cli.cmd_run import console_log, notify_webhook, raise_interrupt
 from proofdiff.cli.history_append import exit_with_history
 from proofdiff.cli.option_flags import add_run_options, run_options
 from proofdiff.model.run_options import positive_seconds
+from proofdiff.stats.looks import DEFAULT_BUDGET, DEFAULT_INITIAL, timing_rounds
 
 if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
     from rich.console import Console
@@ -44,6 +45,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                             "--candidate-bin-dir)")
     p.add_argument("--budget-s", metavar="SECONDS", type=positive_seconds, default=900.0,
                    help="time budget of the timing rounds over all profiles. Default: 900")
+    p.add_argument("--rounds", metavar="N", type=timing_rounds, default=DEFAULT_BUDGET,
+                   help="most timing rounds per profile, the warm-up round included: the "
+                        "sequential test plans its looks (6, 10, 14, ...) and spends its whole "
+                        "alpha by round N, so fewer rounds decide only larger differences "
+                        f"(at least {DEFAULT_INITIAL}, the first look). Default: {DEFAULT_BUDGET}")
     p.add_argument("--no-timing", action="store_true",
                    help="gate on the candidate's checks alone, with no timing arm (the "
                         "decision line and the report say so). Default: time every profile")
@@ -68,7 +74,7 @@ def gate(args: argparse.Namespace, console: Console) -> int:
     opts = run_options(args)
     host = all(dirs)
     result = run_gate(*(dirs if host else images), opts, budget_s=args.budget_s,
-                      no_timing=args.no_timing, log=console_log(console),
+                      rounds=args.rounds, no_timing=args.no_timing, log=console_log(console),
                       runtime=Runtime.PROCESS if host else Runtime.DOCKER)
     for t in result.timing:
         for m in t.metrics:

@@ -124,7 +124,9 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
             verified (a client that hands out none), covered by another profile's verified
             proofs on the same workload.
         commit: the proofdiff checkout's commit info (pytest-benchmark's). machine: the host.
-        budget_s: the timing budget; wall_s: the gate's wall time, s.
+        budget_s: the timing budget; wall_s: the gate's wall time, s. max_rounds: the most
+            rounds of each timing arm, the warm-up included (``--rounds``; 0 = before it was
+            recorded).
         alpha: the family-wise false-DIFFERENT level of the timing verdicts (Holm over every
             metric x profile x workload). no_timing: the user asked for no timing
             (``--no-timing``): a PASS then rests on the candidate's checks alone, and says so.
@@ -158,6 +160,7 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
     commit: dict[str, Any] = msgspec.field(default_factory=dict)
     machine: dict[str, Any] = msgspec.field(default_factory=dict)
     budget_s: float = 0.0
+    max_rounds: int = 0
     wall_s: float = 0.0
     alpha: float = 0.0
     no_timing: bool = False

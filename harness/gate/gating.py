@@ -44,7 +44,7 @@ from proofdiff.gate.host_builds import host_side, verifier_in
 from proofdiff.gate.gate_result import (Decision, Finding, GateResult, ProfileTiming, StaleEntry,
                                         VerifierCheck)
 from proofdiff.gate.timing_arms import Where, cross_check_alone, timing_arms
-from proofdiff.gate.timing_rounds import Family, metrics_of
+from proofdiff.gate.timing_rounds import BUDGET_PAIRS, Family, metrics_of
 from proofdiff.model.choices import Runtime
 from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.image import ImageInfo
@@ -73,7 +73,7 @@ def _side(runner: Runner, role: str, tag: str) -> ImageInfo:
 
 
 def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *,
-             budget_s: float = 900.0,
+             budget_s: float = 900.0, rounds: int = BUDGET_PAIRS,
              no_timing: bool = False, log: Callable[[str], None] = lambda _l: None,
              write_report: bool = True, runtime: Runtime = Runtime.DOCKER) -> GateResult:
     """Gate ``candidate`` against ``baseline`` (module docstring).
@@ -87,7 +87,9 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
             set); ``<report_dir>/<run id>/`` holds the gate's report and ``differential/``,
             the candidate's own.
         budget_s: the timing arm's budget over all profiles, seconds (rounds stop there and
-            undecided metrics are INCONCLUSIVE). ``options.allowlist``: a TOML allowlist
+            undecided metrics are INCONCLUSIVE). rounds: the most rounds of each timing arm,
+            the warm-up included (default 21): the sequential test spends its whole alpha by
+            then (:func:`proofdiff.gate.timing_rounds.measure_profile`). ``options.allowlist``: a TOML allowlist
             (:mod:`proofdiff.model.allowlist`). no_timing: the user's ``--no-timing``: no
             timing arm; a PASS then rests on the checks alone and its line says so (default:
             time every profile; a PASS needs every timing metric SAME).
@@ -168,7 +170,7 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
             if not no_timing:
                 timing_started = True
                 timing = timing_arms(resolved, opts.workloads, where.sides, budget_s=budget_s,
-                                 opts=arm_opts, broken=broken, checks=checks, family=family,
+                                 rounds=rounds, opts=arm_opts, broken=broken, checks=checks, family=family,
                                  log=log, verifier=where.verifier, runs=timing_runs, ex=ex)
             else:
                 cross_check_alone(resolved, opts.workloads, where.sides, arm_opts, checks,
@@ -200,7 +202,7 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
         differential=diff_id,
         errors=tuple(errors),
         commit=dict(get_commit_info("proofdiff")),  # type: ignore[no-untyped-call]
-        machine=machine_facts(), budget_s=budget_s, wall_s=round(time.monotonic() - t0, 3),
+        machine=machine_facts(), budget_s=budget_s, max_rounds=rounds, wall_s=round(time.monotonic() - t0, 3),
         alpha=GATE_ALPHA, no_timing=no_timing, undecided=tuple(undecided),
         started_unix_s=started)
     if opts.history:

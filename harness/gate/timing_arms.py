@@ -23,7 +23,7 @@ from proofdiff.gate.gate_result import ProfileTiming, VerifierCheck
 from proofdiff.gate.host_builds import on_side
 from proofdiff.gate.round_units import (ArmTask, FleetRounds, open_pair, pair_profiles,
                                         verifier_check)
-from proofdiff.gate.timing_rounds import Family, bad_jobs, measure_profile
+from proofdiff.gate.timing_rounds import BUDGET_PAIRS, Family, bad_jobs, measure_profile
 from proofdiff.model.choices import Runtime
 from proofdiff.model.image import ImageInfo
 from proofdiff.model.jobs import FlowRecord, JobSpec
@@ -141,9 +141,9 @@ def not_timed(name: str, wl: str, p: Profile, t0: float, why: str,
 
 
 def arm_here(name: str, p: Profile, wl: str, sides: tuple[ImageInfo, ImageInfo], *,
-              deadline: float, opts: RunOptions, checks: list[VerifierCheck], family: Family,
-              log: Callable[[str], None], verifier: str, runs: list[RunRecord] | None,
-              ) -> ProfileTiming:
+              deadline: float, rounds: int, opts: RunOptions, checks: list[VerifierCheck],
+              family: Family, log: Callable[[str], None], verifier: str,
+              runs: list[RunRecord] | None) -> ProfileTiming:
     """One arm on this machine: both sides' daemons here, the rounds one after the other."""
     t0 = time.time()
     pair = pair_profiles(name, p, (sides[0].tag, sides[1].tag), verifier)
@@ -165,7 +165,8 @@ def arm_here(name: str, p: Profile, wl: str, sides: tuple[ImageInfo, ImageInfo],
                                 concurrency=len(specs))
         arm = measure_profile(send, profile=name, workload=wl, jobs=jobs,
                               sides=(b_side, c_side), concurrency=p.concurrency,
-                              deadline=deadline, floors=p.timing_floor, family=family, log=log)
+                              deadline=deadline, floors=p.timing_floor, family=family, log=log,
+                              budget_pairs=rounds)
         return msgspec.structs.replace(arm, started_unix_s=t0, stopped_unix_s=time.time())
     finally:
         if runs is not None:
@@ -175,36 +176,40 @@ def arm_here(name: str, p: Profile, wl: str, sides: tuple[ImageInfo, ImageInfo],
 
 
 def arm_on_fleet(ex: Executor, name: str, p: Profile, wl: str,
-                  sides: tuple[ImageInfo, ImageInfo], *, deadline: float, opts: RunOptions,
-                  checks: list[VerifierCheck], family: Family, log: Callable[[str], None],
-                  verifier: str, runs: list[RunRecord] | None) -> ProfileTiming:
+                  sides: tuple[ImageInfo, ImageInfo], *, deadline: float, rounds: int,
+                  opts: RunOptions, checks: list[VerifierCheck], family: Family,
+                  log: Callable[[str], None], verifier: str,
+                  runs: list[RunRecord] | None) -> ProfileTiming:
     """One arm over the fleet's hosts (:mod:`proofdiff.gate.round_units`): ``sides`` and
     ``verifier`` are references shipped to every host, ``opts`` shipped run options."""
     t0 = time.time()
     arm = ArmTask(key=f"{opts.run_id}/{name}/{wl}", profile=name, workload=wl,
                   pair=pair_profiles(name, p, (sides[0].tag, sides[1].tag), verifier),
                   options=opts, concurrency=p.concurrency)
-    rounds = FleetRounds(ex, arm, ex.workers())
+    drawn = FleetRounds(ex, arm, ex.workers())
     try:
         if not checks:
-            keep_check(rounds.cross_check(*theirs(sides[0], verifier)), checks, log)
+            keep_check(drawn.cross_check(*theirs(sides[0], verifier)), checks, log)
         got = measure_profile(profile=name, workload=wl, jobs=[], sides=(
             arm.pair[0].name, arm.pair[1].name), concurrency=p.concurrency, deadline=deadline,
-            floors=p.timing_floor, family=family, log=log, rounds_at=rounds)
+            floors=p.timing_floor, family=family, log=log, rounds_at=drawn,
+            budget_pairs=rounds)
         return msgspec.structs.replace(got, started_unix_s=t0, stopped_unix_s=time.time())
     finally:
-        closed = rounds.close()
+        closed = drawn.close()
         if runs is not None:
             runs.extend(closed)
 
 
 def timing_arms(profiles: dict[str, Profile], workloads: Sequence[str],
-            sides: tuple[ImageInfo, ImageInfo], *, budget_s: float, opts: RunOptions,
+            sides: tuple[ImageInfo, ImageInfo], *, budget_s: float,
+            rounds: int = BUDGET_PAIRS, opts: RunOptions,
             broken: set[str], checks: list[VerifierCheck], family: Family,
             log: Callable[[str], None], verifier: str = "",
             runs: list[RunRecord] | None = None, ex: Executor | None = None,
             ) -> list[ProfileTiming]:
-    """The timing arm of every profile; the first profile with a baseline daemon also runs
+    """The timing arm of every profile, each of at most ``rounds`` rounds (the warm-up
+    included); the first profile with a baseline daemon also runs
     the verifier cross-check into ``checks`` (raises GateError when they disagree). The
     candidate's warm-up run in the arm's session is evidence too: its bad jobs are faults.
     ``verifier``: set for host builds (the sides are folders, :mod:`proofdiff.gate.host_builds`),
@@ -222,6 +227,7 @@ def timing_arms(profiles: dict[str, Profile], workloads: Sequence[str],
                 continue
             one = (functools.partial(arm_on_fleet, ex) if ex is not None and ex.remote
                    else arm_here)
-            out.append(one(name, p, wl, sides, deadline=deadline, opts=opts, checks=checks,
+            out.append(one(name, p, wl, sides, deadline=deadline, rounds=rounds, opts=opts,
+                           checks=checks,
                            family=family, log=log, verifier=verifier, runs=runs))
     return out

@@ -29,7 +29,7 @@ Metrics of one batch (each a pair of samples per round):
   never shows in batches of ``concurrency``, and is what a WinningPoSt meets
   (:mod:`proofdiff.oracles.lone_request`, which also bounds it on the candidate alone).
 
-All metrics share the rounds and the looks (:func:`proofdiff.stats.paired.look_sizes`: 6 pairs,
+All metrics share the rounds and the looks (:func:`proofdiff.stats.looks.look_sizes`: 6 pairs,
 then every 4, up to ``budget_pairs``): at each look every metric still undecided is judged;
 rounds go on while one is, up to the budget or the gate's deadline. Each metric is one
 hypothesis of the gate's family (:class:`Family`): it is tested at its Holm share of the
@@ -54,8 +54,9 @@ from proofdiff.model import progress
 from proofdiff.model.jobs import FlowRecord, JobSpec
 from proofdiff.model.timing_verdict import TimingVerdict
 from proofdiff.stats.concurrency import in_progress_of
-from proofdiff.stats.paired import (DEFAULT_ALPHA, DEFAULT_BUDGET, DEFAULT_FLOOR_REL, DIFFERENT,
-                                    INCONCLUSIVE, look_sizes, paired_compare)
+from proofdiff.stats.looks import DEFAULT_BUDGET, look_sizes
+from proofdiff.stats.paired import (DEFAULT_ALPHA, DEFAULT_FLOOR_REL, DIFFERENT, INCONCLUSIVE,
+                                    paired_compare)
 
 from proofdiff.gate.gate_result import ProfileTiming
 

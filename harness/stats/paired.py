@@ -60,6 +60,7 @@ from msgspec.structs import replace
 from scipy import special  # type: ignore[import-untyped]
 
 from proofdiff.model.timing_verdict import TimingVerdict, json_safe, json_safe_all
+from proofdiff.stats.looks import DEFAULT_BUDGET, DEFAULT_INITIAL, DEFAULT_STEP, look_sizes
 from proofdiff.stats.unpaired import (DIFFERENT, INCONCLUSIVE, SAME, direction_of,
                                       is_regression, summarize)
 
@@ -74,9 +75,6 @@ DEFAULT_ALPHA = 0.01
 DEFAULT_BETA = 0.10
 #: Default share of the log-ratios trimmed at each end.
 DEFAULT_TRIM = 0.2
-#: Default schedule: the first look at 6 pairs (1 warmup + 5 tested), then every 4 pairs, up to
-#: 21 pairs (1 warmup + 20 tested).
-DEFAULT_INITIAL, DEFAULT_STEP, DEFAULT_BUDGET = 6, 4, 21
 #: Fewer tested pairs than this can never give SAME or DIFFERENT.
 MIN_PAIRS = 3
 _PATHS = 1 << 18  # simulated null paths that place the t-test's boundaries
@@ -270,20 +268,6 @@ def paired_compare(baseline_ms: Sequence[float], candidate_ms: Sequence[float], 
                          equivalence_ci=(json_safe(eq[0]), json_safe(eq[1])),
                          log_ratio_sd=json_safe(sd), statistic=json_safe(t_stat), df=df,
                          p_value=json_safe(p), reason=why, **base)
-
-
-def look_sizes(*, initial: int = DEFAULT_INITIAL, step: int = DEFAULT_STEP,
-               budget: int = DEFAULT_BUDGET, warmup: int = 1) -> list[int]:
-    """Pairs drawn (warmup included) at each planned look: ``initial``, ``+step``, ...,
-    ``budget`` (the last step may be shorter).
-
-    Raises:
-        ValueError: ``warmup < 0``, ``initial <= warmup``, ``step < 1``, ``budget < initial``.
-    """
-    if warmup < 0 or initial <= warmup or step < 1 or budget < initial:
-        raise ValueError(f"need 0 <= warmup < initial <= budget and step >= 1, got warmup="
-                         f"{warmup}, initial={initial}, step={step}, budget={budget}")
-    return [*range(initial, budget, step), budget]
 
 
 def sequential_compare(draw: Callable[[int], tuple[Sequence[float], Sequence[float]]], *,

@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from proofdiff.gate.gate_result import ProfileTiming
-from proofdiff.gate.timing_rounds import measure_profile
+from proofdiff.gate.timing_rounds import BUDGET_PAIRS, measure_profile
 from proofdiff.model.jobs import DaemonTimings, FlowRecord, JobRecord, JobSpec, ProofVerdict
 from proofdiff.model.status import JobStatus
 
@@ -56,8 +56,11 @@ class FakeSides:
         return gate_flow(walls, label, valid=not (late and side.endswith("candidate")))
 
 
-def measure(d: FakeSides, concurrency: int = 1, deadline_s: float = 60.0) -> ProfileTiming:
-    """The gate's own timing arm of bench over ``d``'s two sides, within ``deadline_s``."""
+def measure(d: FakeSides, concurrency: int = 1, deadline_s: float = 60.0,
+            rounds: int = BUDGET_PAIRS) -> ProfileTiming:
+    """The gate's own timing arm of bench over ``d``'s two sides, within ``deadline_s`` and
+    ``rounds`` rounds."""
     return measure_profile(d.send, profile="bench", workload="wpost-2k", jobs=["a", "b"],
                            sides=("bench-baseline", "bench-candidate"), concurrency=concurrency,
-                           deadline=time.monotonic() + deadline_s, floors={})
+                           deadline=time.monotonic() + deadline_s, floors={},
+                           budget_pairs=rounds)

@@ -88,6 +88,18 @@ def test_a_baseline_batch_that_fails_stops_the_arm_and_is_no_pass() -> None:
     assert why[0].startswith("bench/wpost-2k (round 2 on the baseline"), why
 
 
+def test_rounds_cap_the_arm_and_its_one_look_spends_the_whole_alpha() -> None:
+    # --rounds 6: one look (5 tested pairs), at the full alpha, where the default schedule's
+    # first look spends a sliver of it. A noisy A/A arm that the default schedule takes past
+    # the first look stops there, undecided; a slowdown plain in 5 pairs is found there
+    assert measure(FakeSides(ratio=1.0, cv=0.06)).rounds > 6
+    t = measure(FakeSides(ratio=1.0, cv=0.06), rounds=6)
+    assert t.rounds == 6 and {m.verdict for m in t.metrics} == {"INCONCLUSIVE"}, t.metrics
+    slow = measure(FakeSides(ratio=1.25), rounds=6)
+    lat = {m.metric: m for m in slow.metrics}["latency"]
+    assert slow.rounds == 6 and lat.verdict == "DIFFERENT" and lat.regression, lat
+
+
 def test_an_exhausted_budget_is_inconclusive_with_the_reason() -> None:
     t = measure(FakeSides(ratio=1.0), deadline_s=-1)
     assert t.rounds == 0 and "--budget-s" in t.stopped

@@ -186,6 +186,15 @@ def test_the_gate_takes_two_images_or_two_binary_folders_not_a_mix() -> None:
     assert main(["gate", "--candidate", "a:1"]) == 3
 
 
+@pytest.mark.parametrize("rounds", ["5", "six"])
+def test_gate_rounds_below_the_first_look_is_a_usage_error(
+        rounds: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["gate", "--candidate", "a:1", "--baseline", "a:1", "--rounds", rounds])
+    assert exit_.value.code == 2
+    assert f"{rounds!r}: expected a whole number of rounds >= 6" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv", [["gate", "--no-tim"], ["run", "--bisect-b", "5"],
                                   ["bisect", "--orac", "validity"]])
 def test_an_abbreviated_option_is_refused_not_taken_for_another(
