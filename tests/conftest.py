@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -32,11 +33,39 @@ TIERS = ("unit", "host", "docker", "e2e")
 #: Tiers whose tests start daemons, prove or time: they share the machine's cores and the
 #: Docker engine, and some assert what is left running, so they run one at a time.
 SERIAL_TIERS = ("host", "docker", "e2e")
+#: Tests of those tiers that prove little or nothing and mostly wait on a daemon (a hang guard's
+#: stall, a deadline, preflight's probes): the worker that takes the unit tier runs them beside
+#: the tests that prove. None of them times anything, and none asserts what is left on the whole
+#: machine; each has a temp dir of its own (:func:`beside_temp_dir`), so the checks of the
+#: serial tiers for daemons left behind (their dirs under the temp dir, their command lines)
+#: never see theirs, and containers are told apart by run id or owner. A test renamed out of
+#: this list only goes back to the serial tiers.
+BESIDE = frozenset({
+    "tests/host/test_driver_grpc.py::"
+    "test_a_wedged_daemon_that_claims_work_in_progress_is_stalled_long_before_its_deadline",
+    "tests/host/test_driver_grpc.py::test_a_job_past_its_deadline_is_lost_with_the_deadline_named",
+    "tests/host/test_flows_host.py::test_queue_deadlock_names_the_stuck_ids",
+    "tests/e2e/test_bench_vs_prod.py::test_daemon_never_answering_fails_within_its_deadline",
+    "tests/e2e/test_bench_vs_prod.py::test_daemon_exiting_at_start_is_a_clear_error",
+    "tests/e2e/test_bisect.py::test_run_bisect_replaces_the_ranking_with_the_param_path_change",
+    "tests/e2e/test_bisect.py::test_a_good_profile_that_already_fails_stops_at_once_and_says_so",
+    "tests/e2e/test_bisect.py::test_the_nightly_bisects_a_new_divergence_and_not_one_still_failing",
+    "tests/e2e/test_behaviour_and_params.py::test_a_damaged_param_file_fails_preflight_naming_it",
+    "tests/e2e/test_bad_input.py::test_a_c1_for_another_sector_size",
+    "tests/e2e/test_bad_input.py::test_a_workload_file_that_does_not_parse",
+})
+
+
+def runs_beside(nodeid: str) -> bool:
+    """Whether the test ``nodeid`` (any parameters) is one of :data:`BESIDE`."""
+    return nodeid.split("[", 1)[0] in BESIDE
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """With ``-n 2`` (`make test`): every test of :data:`SERIAL_TIERS` in one work unit, so one
-    worker runs them in order, while the other takes the unit tier, a module at a time.
+    worker runs them in order, while the other takes the unit tier, a module at a time, and the
+    tests of :data:`BESIDE` as one more unit. (xdist hands the worker of the serial unit no
+    other unit before its last two tests: the others all go to the second worker.)
 
     The unit tier is Python on one core; beside the proving tiers it fills the time they leave
     a core idle (daemon starts, waits). A custom scope, not ``xdist_group``: pytest-xdist 3.8
@@ -46,12 +75,25 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class SerialTiers(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
+            if runs_beside(nodeid):
+                return "tests: beside the serial tiers"
             parts = nodeid.split("/")
             if len(parts) > 2 and parts[0] == "tests" and parts[1] in SERIAL_TIERS:
                 return "tests: " + ", ".join(SERIAL_TIERS)
             return str(super()._split_scope(nodeid))
 
     return SerialTiers(config, log)
+
+
+@pytest.fixture(autouse=True)
+def beside_temp_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test of :data:`BESIDE` makes its temp files (daemons' dirs, also those of the
+    ``proofdiff`` processes it starts, through ``TMPDIR``) in a dir of its own."""
+    if runs_beside(request.node.nodeid):
+        own = str(tmp_path_factory.mktemp("beside-tmp"))
+        monkeypatch.setenv("TMPDIR", own)
+        monkeypatch.setattr(tempfile, "tempdir", own)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

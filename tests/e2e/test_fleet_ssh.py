@@ -187,15 +187,17 @@ def test_a_unit_that_asks_for_gpus_lands_where_they_are_and_gets_them_by_uuid(
 
 
 def test_regression_cases_are_replayed_as_units_over_the_hosts(
-        artifacts: Any, hosts: SshHosts, tmp_path: Path) -> None:
+        artifacts: Any, hosts: SshHosts, tmp_path: Path, two_job_workload: str) -> None:
     # two cases of the reference build, each replayed as pinned and with its fix, as processes
-    # on whichever host Dask gives it; their folders shipped like the other artifacts
+    # on whichever host Dask gives it; their folders shipped like the other artifacts, and the
+    # first two jobs of wpost-2k as the cases' inputs (both in flight at once on prod)
     cases = tmp_path / "cases"
     for name in ("concurrent-jobs-share-one-job-id", "warmup-fails-params-read-elsewhere"):
         shutil.copytree(REPO / "regressions" / name, cases / name)
     rid = unique("ssh-replay")
     proc = subprocess.run([sys.executable, "-m", "proofdiff", "run", "--hosts",
-                           str(hosts.hosts_file), "--suite", "regressions", "--report-dir",
+                           str(hosts.hosts_file), "--suite", "regressions",
+                           "--workload-file", two_job_workload, "--report-dir",
                            str(tmp_path / "r"), "--run-id", rid],
                           cwd=REPO, capture_output=True, text=True, timeout=900,
                           env={**os.environ, "PROOFDIFF_REGRESSIONS": str(cases)})

@@ -9,6 +9,7 @@ suspect; nothing is left running after either."""
 
 from __future__ import annotations
 
+import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -63,9 +64,11 @@ def _process_profiles(tmp_path: Path) -> Path:
 
 
 def _leftovers() -> list[str]:
-    """Command lines of processes still running from a proofdiff process runtime's dir."""
+    """Command lines of processes still running from a proofdiff process runtime's dir under
+    this test's temp dir (a test running beside, tests/conftest.py ``BESIDE``, has its own)."""
+    here = str(Path(tempfile.gettempdir()) / "proofdiff-daemon-")
     return [" ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])
-            if any("proofdiff-daemon-" in a for a in p.info["cmdline"] or [])]
+            if any(here in a for a in p.info["cmdline"] or [])]
 
 
 def test_the_clean_build_passes_every_suite_as_processes_side_by_side(
