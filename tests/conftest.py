@@ -34,12 +34,12 @@ TIERS = ("unit", "host", "docker", "e2e")
 #: Docker engine, and some assert what is left running, so they run one at a time.
 SERIAL_TIERS = ("host", "docker", "e2e")
 #: Tests of those tiers that prove little or nothing and mostly wait on a daemon (a hang guard's
-#: stall, a deadline, preflight's probes): the worker that takes the unit tier runs them beside
-#: the tests that prove. None of them times anything, and none asserts what is left on the whole
-#: machine; each has a temp dir of its own (:func:`beside_temp_dir`), so the checks of the
-#: serial tiers for daemons left behind (their dirs under the temp dir, their command lines)
-#: never see theirs, and containers are told apart by run id or owner. A test renamed out of
-#: this list only goes back to the serial tiers.
+#: stall, a deadline, preflight's probes, a run interrupted or refused before any proof): the
+#: worker that takes the unit tier runs them beside the tests that prove. None of them times
+#: anything, and none asserts what is left on the whole machine; each has a temp dir of its own
+#: (:func:`beside_temp_dir`), so the serial tiers' checks for daemons left behind (their dirs
+#: under the temp dir, their command lines) never see theirs, and containers are told apart by
+#: run id or owner. A test renamed out of this list only goes back to the serial tiers.
 BESIDE = frozenset({
     "tests/host/test_driver_grpc.py::"
     "test_a_wedged_daemon_that_claims_work_in_progress_is_stalled_long_before_its_deadline",
@@ -53,6 +53,15 @@ BESIDE = frozenset({
     "tests/e2e/test_behaviour_and_params.py::test_a_damaged_param_file_fails_preflight_naming_it",
     "tests/e2e/test_bad_input.py::test_a_c1_for_another_sector_size",
     "tests/e2e/test_bad_input.py::test_a_workload_file_that_does_not_parse",
+    "tests/e2e/test_bench_vs_prod.py::test_missing_image_is_a_clear_error_with_a_report",
+    "tests/e2e/test_bench_vs_prod.py::test_interrupt_removes_containers_and_keeps_the_report",
+    "tests/e2e/test_bench_vs_prod.py::test_sigkill_of_proofdiff_run_leaves_no_container_or_temp_dir",
+    "tests/e2e/test_gate.py::test_a_missing_candidate_is_an_error_naming_it_with_a_report",
+    "tests/e2e/test_bench_cli.py::test_a_flag_the_bench_tool_rejects_is_an_error_with_its_usage_line",
+    "tests/e2e/test_bench_cli.py::test_gpu_request_without_an_nvidia_runtime_says_what_to_do",
+    "tests/e2e/test_regressions.py::test_an_open_case_is_an_xfail_and_its_fix_a_strict_xpass",
+    "tests/e2e/test_regressions.py::test_proofdiff_run_suite_regressions_judges_as_the_suite",
+    "tests/e2e/test_regressions.py::test_a_case_whose_image_is_missing_is_skipped_with_how_to_get_it",
 })
 
 
