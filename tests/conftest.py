@@ -55,13 +55,16 @@ BESIDE = frozenset({
     "tests/e2e/test_bad_input.py::test_a_workload_file_that_does_not_parse",
     "tests/e2e/test_bench_vs_prod.py::test_missing_image_is_a_clear_error_with_a_report",
     "tests/e2e/test_bench_vs_prod.py::test_interrupt_removes_containers_and_keeps_the_report",
-    "tests/e2e/test_bench_vs_prod.py::test_sigkill_of_proofdiff_run_leaves_no_container_or_temp_dir",
+    "tests/e2e/test_bench_vs_prod.py::"
+    "test_sigkill_of_proofdiff_run_leaves_no_container_or_temp_dir",
     "tests/e2e/test_gate.py::test_a_missing_candidate_is_an_error_naming_it_with_a_report",
-    "tests/e2e/test_bench_cli.py::test_a_flag_the_bench_tool_rejects_is_an_error_with_its_usage_line",
+    "tests/e2e/test_bench_cli.py::"
+    "test_a_flag_the_bench_tool_rejects_is_an_error_with_its_usage_line",
     "tests/e2e/test_bench_cli.py::test_gpu_request_without_an_nvidia_runtime_says_what_to_do",
     "tests/e2e/test_regressions.py::test_an_open_case_is_an_xfail_and_its_fix_a_strict_xpass",
     "tests/e2e/test_regressions.py::test_proofdiff_run_suite_regressions_judges_as_the_suite",
-    "tests/e2e/test_regressions.py::test_a_case_whose_image_is_missing_is_skipped_with_how_to_get_it",
+    "tests/e2e/test_regressions.py::"
+    "test_a_case_whose_image_is_missing_is_skipped_with_how_to_get_it",
 })
 
 

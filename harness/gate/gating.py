@@ -89,7 +89,8 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
         budget_s: the timing arm's budget over all profiles, seconds (rounds stop there and
             undecided metrics are INCONCLUSIVE). rounds: the most rounds of each timing arm,
             the warm-up included (default 21): the sequential test spends its whole alpha by
-            then (:func:`proofdiff.gate.timing_rounds.measure_profile`). ``options.allowlist``: a TOML allowlist
+            then (:func:`proofdiff.gate.timing_rounds.measure_profile`).
+            ``options.allowlist``: a TOML allowlist
             (:mod:`proofdiff.model.allowlist`). no_timing: the user's ``--no-timing``: no
             timing arm; a PASS then rests on the checks alone and its line says so (default:
             time every profile; a PASS needs every timing metric SAME).
@@ -170,8 +171,9 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
             if not no_timing:
                 timing_started = True
                 timing = timing_arms(resolved, opts.workloads, where.sides, budget_s=budget_s,
-                                 rounds=rounds, opts=arm_opts, broken=broken, checks=checks, family=family,
-                                 log=log, verifier=where.verifier, runs=timing_runs, ex=ex)
+                                 rounds=rounds, opts=arm_opts, broken=broken, checks=checks,
+                                 family=family, log=log, verifier=where.verifier,
+                                 runs=timing_runs, ex=ex)
             else:
                 cross_check_alone(resolved, opts.workloads, where.sides, arm_opts, checks,
                                    log, verifier=where.verifier)
@@ -202,7 +204,8 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
         differential=diff_id,
         errors=tuple(errors),
         commit=dict(get_commit_info("proofdiff")),  # type: ignore[no-untyped-call]
-        machine=machine_facts(), budget_s=budget_s, max_rounds=rounds, wall_s=round(time.monotonic() - t0, 3),
+        machine=machine_facts(), budget_s=budget_s, max_rounds=rounds,
+        wall_s=round(time.monotonic() - t0, 3),
         alpha=GATE_ALPHA, no_timing=no_timing, undecided=tuple(undecided),
         started_unix_s=started)
     if opts.history:

@@ -209,8 +209,8 @@ def timing_arms(profiles: dict[str, Profile], workloads: Sequence[str],
             runs: list[RunRecord] | None = None, ex: Executor | None = None,
             ) -> list[ProfileTiming]:
     """The timing arm of every profile, each of at most ``rounds`` rounds (the warm-up
-    included); the first profile with a baseline daemon also runs
-    the verifier cross-check into ``checks`` (raises GateError when they disagree). The
+    included); the first profile with a baseline daemon also runs the verifier cross-check
+    into ``checks`` (raises GateError when they disagree). The
     candidate's warm-up run in the arm's session is evidence too: its bad jobs are faults.
     ``verifier``: set for host builds (the sides are folders, :mod:`proofdiff.gate.host_builds`),
     the ``verify`` program that judges both sides' proofs. ``runs``: where each side's run goes,
@@ -228,6 +228,5 @@ def timing_arms(profiles: dict[str, Profile], workloads: Sequence[str],
             one = (functools.partial(arm_on_fleet, ex) if ex is not None and ex.remote
                    else arm_here)
             out.append(one(name, p, wl, sides, deadline=deadline, rounds=rounds, opts=opts,
-                           checks=checks,
-                           family=family, log=log, verifier=verifier, runs=runs))
+                           checks=checks, family=family, log=log, verifier=verifier, runs=runs))
     return out
