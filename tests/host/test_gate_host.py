@@ -40,7 +40,7 @@ expires = 2020-01-01
 """
 
 
-def _containers_of_this_process() -> set[str]:
+def _containers_not_watched_elsewhere() -> set[str]:
     """Ids of every container but those another proofdiff process watches (owner label
     ``<host>-<pid>-<hex>``, proofdiff.runtime.watchdog, of another pid): the gate runs in this
     process, and the tests running beside it (tests/conftest.py ``BESIDE``) start proofdiff
@@ -63,7 +63,7 @@ def test_a_gate_of_host_binaries_runs_every_profile_as_a_process(
     daemon.chmod(0o755)
     allow = tmp_path / "allow.toml"
     allow.write_text(ALLOWLIST, encoding="utf-8")
-    before = _containers_of_this_process()
+    before = _containers_not_watched_elsewhere()
     # one partition a job: partition-race breaks every partition proved beside another, of
     # any job, so prod's proofs are invalid still, and each bench round proves half as much
     name, path = one_partition_workload.split("=", 1)
@@ -101,4 +101,4 @@ def test_a_gate_of_host_binaries_runs_every_profile_as_a_process(
     (prod,) = [t for t in res.timing if t.profile == "prod"]
     assert prod.stopped == "not timed: the candidate fails its checks on this profile"
     # no container was made
-    assert _containers_of_this_process() == before
+    assert _containers_not_watched_elsewhere() == before
