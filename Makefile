@@ -67,7 +67,7 @@ test-slow: setup image-full
 # sources are compiled on every `make setup` (only what changed: compileall compares mtimes).
 UV_VERSION := 0.13.9
 setup: $(VENV)/.installed
-	@$(BIN)/python -m compileall -q -j 0 harness fixtures suites tests benchmarks >/dev/null
+	@$(BIN)/python -m compileall -q -j 0 harness fixtures suites tests benchmarks docs/tools >/dev/null
 
 $(VENV)/.installed: requirements.lock pyproject.toml | sysdeps
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)

@@ -115,6 +115,8 @@ def dated_comments(root: Path) -> list[Dated]:
     found: list[tuple[Path, int, str, str, str, str]] = []
     for path, lang in _sources(root):
         source = path.read_text(encoding="utf-8")
+        if not (_DATE.search(source) or _HEX.search(source)):
+            continue  # nothing to find anywhere in it: no need to parse it
         try:
             texts = list(_python_texts(source) if lang == "py" else _rust_texts(source))
         except (SyntaxError, tokenize.TokenError):
