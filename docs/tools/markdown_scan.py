@@ -16,11 +16,19 @@ from pathlib import Path
 __all__ = ["CodeLine", "Prose", "anchors", "code_lines", "markdown_files", "prose_blocks",
            "slug"]
 
-#: Folders never scanned: tools' and builds' output, and the fragments under docs/_incoming/
-#: that the lead folds into the pages (their links are relative to where they will live).
+#: Folders never scanned: tools' and builds' output, the runs' report folders under reports/,
+#: the tests' data, and the fragments under docs/_incoming/ that are folded into the pages
+#: (their links are relative to where they will live).
 SKIP_DIRS = {".git", ".venv", ".typecheck", "node_modules", "target", "__pycache__",
              ".pytest_cache", ".mypy_cache"}
 SKIP_PREFIXES = ("docs/_incoming/", "tests/data/", "reports/")
+
+
+def _skipped(rel_dir: str) -> bool:
+    """Whether the folder at ``rel_dir`` (relative, ``/``-separated) is left out; reports/
+    itself is read (its README), the runs' folders in it are not."""
+    rel = f"{rel_dir}/"
+    return rel != "reports/" and rel.startswith(SKIP_PREFIXES)
 
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([^`\s]*)")
 
@@ -54,8 +62,8 @@ def markdown_files(root: Path) -> list[Path]:
     out: list[Path] = []
     for folder, dirs, files in os.walk(root):
         here = Path(folder)
-        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not
-                   f"{(here / d).relative_to(root).as_posix()}/".startswith(SKIP_PREFIXES)]
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and
+                   not _skipped((here / d).relative_to(root).as_posix())]
         out.extend(here / name for name in files if name.endswith(".md"))
     return sorted(out)
 
