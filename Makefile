@@ -1,9 +1,11 @@
 # proofdiff: two entry points (README.md).
 #   make demo   set up, build the reference prover image, run bench vs prod, print the verdict
-#   make test   set up, build, run the Rust unit tests and every harness test (incl. Docker e2e)
-#               except the slow PoRep tier, printing the ten slowest (--durations=10);
-#               `make test-slow` runs that tier (tens of minutes)
+#               (installs only what the demo needs: no PostgreSQL, no Chromium)
+#   make test   the tests' Debian packages too, set up, check the docs, build, run the Rust unit
+#               tests and every harness test (incl. Docker e2e) except the slow PoRep tier,
+#               printing the ten slowest (--durations=10); `make test-slow` runs that tier
 #   make demo ARGS=--full   the demo over every workload, the slow PoRep ones included
+#   make docs   write the generated pages (docs/reference/, docs/measurements.md)
 # Heavy builds are cached outside the clone under $(PROOFDIFF_CACHE) (default ~/.cache/proofdiff).
 
 PY       ?= python3.11
@@ -18,12 +20,13 @@ MARK     ?= not slow
 # tier beside it (tests/conftest.py pytest_xdist_make_scheduler). XDIST= runs everything in one.
 XDIST    ?= -n 2
 
-.PHONY: demo test test-slow typecheck setup sysdeps image image-full rust-test reap clean
+.PHONY: demo test test-slow typecheck setup sysdeps test-sysdeps image image-full rust-test reap \
+        clean docs docs-check
 
 demo: setup
 	$(BIN)/proofdiff run $(ARGS)
 
-test: setup image rust-test
+test: test-sysdeps setup docs-check image rust-test
 	$(BIN)/pytest tests -q -p no:cacheprovider --durations=10 -m "$(MARK)" $(XDIST) $(ARGS)
 
 # mypy --strict over the library, the plugin and the suites (pyproject.toml [tool.mypy]), by
@@ -35,6 +38,19 @@ typecheck: setup
 	  ln -sfn ../fixtures .typecheck/proofdiff_pytest && ln -sfn ../suites .typecheck/proofdiff_suites
 	MYPYPATH=.typecheck $(BIN)/mypy --cache-dir $(CACHE)/mypy -p proofdiff -p proofdiff_pytest \
 	  -p proofdiff_suites
+
+# The generated documentation: docs/reference/*.md from the code (the parsers, the run options'
+# table, PROFILE_KEYS, the exit codes, the report schemas) and docs/measurements.md from the
+# records under benchmarks/results/ (docs/tools/README.md).
+docs: setup
+	$(BIN)/python docs/tools/build_docs.py
+
+# The docs against the code: generated pages up to date, every `proofdiff` command line in the
+# Markdown pages accepted by proofdiff's parser, links inside the repository reaching their
+# file and heading, no date or commit id in a comment or docstring (known offenders listed in
+# docs/tools/docs-check.baseline are warnings). A few seconds; `make test` runs it first.
+docs-check: setup
+	$(BIN)/python docs/tools/docs_check.py
 
 # The slow tier alone: PoRep differential runs and the PoRep bench-cli run (params ~1.7 GB,
 # ~20 min to generate cold; about a minute or more per proof on 2 cores).
@@ -51,7 +67,7 @@ test-slow: setup image-full
 # sources are compiled on every `make setup` (only what changed: compileall compares mtimes).
 UV_VERSION := 0.13.9
 setup: $(VENV)/.installed
-	@$(BIN)/python -m compileall -q -j 0 harness fixtures suites tests benchmarks >/dev/null
+	@$(BIN)/python -m compileall -q -j 0 harness fixtures suites tests benchmarks docs/tools >/dev/null
 
 $(VENV)/.installed: requirements.lock pyproject.toml | sysdeps
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -60,12 +76,16 @@ $(VENV)/.installed: requirements.lock pyproject.toml | sysdeps
 	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
 	touch $@
 
-# Debian packages the build needs (protoc for tonic-build, debootstrap for the base image) and
-# the tests (postgresql: the history's PostgreSQL tests start a server of their own from its
-# binaries; no cluster of the package's is used; chromium: the report's headless browser test).
+# Debian packages the build needs (protoc for tonic-build, debootstrap for the base image): the
+# demo's, and so everyone's.
 sysdeps:
 	@command -v protoc >/dev/null && command -v debootstrap >/dev/null || \
 	  { apt-get update -qq && apt-get install -y -qq protobuf-compiler debootstrap; }
+
+# Debian packages only the tests need (postgresql: the history's PostgreSQL tests start a server
+# of their own from its binaries; no cluster of the package's is used; chromium and its driver:
+# the report's headless browser test). `make demo` installs none of them.
+test-sysdeps:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 	  { apt-get update -qq && apt-get install -y -qq postgresql; }
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \

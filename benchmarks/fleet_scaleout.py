@@ -30,6 +30,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from record import Value, write_record
+
 
 def _pin(share: dict[str, list[int]]) -> Any:
     def pin(dask_worker: Any) -> list[int]:
@@ -113,6 +115,16 @@ def main() -> int:
                       f"{r['efficiency']}", str(r["exit"]),
                       ", ".join(f"{k}: {v}" for k, v in r["units"].items()))
     Console(width=140).print(table)
+    figures: dict[str, tuple[Value, str]] = {}
+    for r in rows:
+        n = r["workers"]
+        figures.update({f"{n} workers wall": (r["wall_s"], "s"),
+                        f"{n} workers throughput": (r["throughput_per_min"], "units/min"),
+                        f"{n} workers efficiency": (r["efficiency"] if r["efficiency"] is not None
+                                                    else "n/a", ""),
+                        f"{n} workers exit code": (r["exit"], "")})
+    write_record("fleet-scaleout", f"scale-out of `proofdiff {' '.join(cmd)}` over Dask workers "
+                 f"on {len(cores)} cores", figures)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0

@@ -59,6 +59,7 @@ from proofdiff.fleet.differential import differential_unit  # noqa: E402
 from proofdiff.fleet.executor import open_executor  # noqa: E402
 from proofdiff.model.run_options import RunOptions  # noqa: E402
 from proofdiff.model.status import Verdict  # noqa: E402
+from record import Value, write_record  # noqa: E402
 from tests.conftest import smaller_workload  # noqa: E402
 from tests.e2e.ssh_hosts import start_ssh_hosts  # noqa: E402
 
@@ -198,6 +199,18 @@ def main() -> int:
     console.print(table)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
+    figures: dict[str, tuple[Value, str]] = {}
+    for r in rows:
+        n = r["hosts"]
+        figures.update({f"{n} hosts wall": (r["wall_s"], "s"),
+                        f"{n} hosts throughput": (r["throughput_per_min"], "units/min"),
+                        f"{n} hosts efficiency": (r["efficiency"], ""),
+                        f"{n} hosts shipping cold": (round(r["ship_cold_s"] or 0.0, 1), "s"),
+                        f"{n} hosts shipping warm": (round(r["ship_warm_s"] or 0.0, 1), "s")})
+        if "bisect_wall_s" in r:
+            figures[f"{n} hosts bisection wall"] = (r["bisect_wall_s"], "s")
+    write_record("fleet-scaleout", f"{args.units} differentials over 1 to {rows[-1]['hosts']} "
+                 f"SSH hosts ({faults}; {quota})", figures)
     return 0
 
 

@@ -30,6 +30,7 @@ from proofdiff.model.jobs import FlowRecord, JobSpec
 from proofdiff.model.profile_file import load_profiles
 from proofdiff.model.run_options import RunOptions
 from proofdiff.stats.paired import trimmed
+from record import Value, write_record
 
 
 def main() -> int:
@@ -74,11 +75,16 @@ def main() -> int:
     tested = rounds[1:]
     print(f"\n{a.profile} (concurrency {p.concurrency}), {len(tested)} tested rounds, "
           f"{statistics.median(secs[1:]):.1f} s per round (median)")
+    figures: dict[str, tuple[Value, str]] = {
+        "tested rounds": (len(tested), ""),
+        "seconds per round": (round(statistics.median(secs[1:]), 1), "s")}
     for metric in metrics_of(p.concurrency):
         sample, which = METRICS[metric][2], METRICS[metric][3]
         d = [math.log(sample(c.flow(which)) / sample(b.flow(which))) for b, c in tested]
         print(f"  {metric}: log-ratio sd {statistics.stdev(d):.4f}, 20 %-trimmed sd "
               f"{trimmed(d, 0.2)[3]:.4f}, mean {statistics.fmean(d):+.4f}")
+        figures[f"{metric} log-ratio sd"] = (round(statistics.stdev(d), 4), "")
+        figures[f"{metric} log-ratio 20 %-trimmed sd"] = (round(trimmed(d, 0.2)[3], 4), "")
     flows = [r.batch for b, c in tested for r in (b, c)]
     walls = [j.wall_ms for f in flows for j in f.jobs]
     meds = [statistics.median(j.wall_ms for j in f.jobs) for f in flows]
@@ -93,6 +99,12 @@ def main() -> int:
           f"{waits[::max(1, len(waits) // 8)]}, lone_ms {statistics.median(lones):.0f}, "
           f"batch overhead (ms, median) "
           f"{statistics.median(f.wall_ms - max(j.wall_ms for j in f.jobs) for f in flows):.0f}")
+    figures.update({"proof median": (round(statistics.median(walls)), "ms"),
+                    "job spread within a batch": (round(statistics.stdev(spread), 4), ""),
+                    "spikes": (round(spikes, 3), "share of jobs"),
+                    "lone proof median": (round(statistics.median(lones)), "ms")})
+    write_record("gate-noise", f"the gate's timing noise: the reference image against itself "
+                 f"on {a.profile} (concurrency {p.concurrency}), {len(tested)} rounds", figures)
     return 0
 
 

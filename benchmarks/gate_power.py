@@ -54,6 +54,7 @@ from proofdiff.gate import GateResult, run_gate
 from proofdiff.model.choices import Runtime
 from proofdiff.model.profile import DEFAULT_BINARY
 from proofdiff.model.run_options import RunOptions
+from record import Value, write_record
 
 if TYPE_CHECKING:
     import docker
@@ -182,7 +183,29 @@ def main() -> int:
     cores = len(os.sched_getaffinity(0))
     con.print(table(results, f"{time.strftime('%Y-%m-%d')}, {cores} cores, "
                              f"{time.monotonic() - t0:.0f} s in all"))
+    write_record("gate-power", f"whole default gates of the reference image: A/A and "
+                 f"{slow} ({'host binaries' if a.host_bins else 'images'}, {cores} cores)",
+                 power_figures(results))
     return 0
+
+
+def power_figures(results: dict[str, list[dict[str, Any]]]) -> dict[str, tuple[Value, str]]:
+    """The record's figures of :func:`table`'s rows: per condition, the gates and each
+    decision's count, the DIFFERENT-slower count and the median and largest wall."""
+    out: dict[str, tuple[Value, str]] = {}
+    for name, got in results.items():
+        if not got:
+            continue
+        c = Counter(r["decision"] for r in got)
+        walls = [r["wall_s"] for r in got]
+        out[f"{name} gates"] = (len(got), "")
+        out.update({f"{name} {d}": (c[d], "gates") for d in ("pass", "fail", "inconclusive",
+                                                                "error")})
+        out[f"{name} DIFFERENT slower on every profile"] = (
+            sum(r["slower_on_every_profile"] for r in got), "gates")
+        out[f"{name} wall median"] = (round(statistics.median(walls)), "s")
+        out[f"{name} wall max"] = (round(max(walls)), "s")
+    return out
 
 
 def cpu_list(text: str) -> set[int]:

@@ -32,6 +32,7 @@ from proofdiff.history.store import commit_info, store_result
 from proofdiff.history.view import analyse
 from proofdiff.model import serde
 from proofdiff.model.result import DifferentialResult
+from record import Value, write_record
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests/data/history/runs.jsonl.gz"
@@ -75,8 +76,15 @@ def main() -> int:
     w = sorted(writes)
     print(f"write per run: median {statistics.median(w) * 1000:.1f} ms, p95 "
           f"{w[int(0.95 * len(w))] * 1000:.1f} ms, max {w[-1] * 1000:.1f} ms")
+    figures: dict[str, tuple[Value, str]] = {
+        "runs stored": (args.runs, ""), "jobs per run": (samples, ""),
+        "write per run median": (round(statistics.median(w) * 1000, 1), "ms"),
+        "write per run p95": (round(w[int(0.95 * len(w))] * 1000, 1), "ms"),
+        "write per run max": (round(w[-1] * 1000, 1), "ms")}
     if url.startswith("sqlite:///"):
-        print(f"database size: {Path(url[len('sqlite:///'):]).stat().st_size / 2**20:.1f} MiB")
+        size_mib = Path(url[len('sqlite:///'):]).stat().st_size / 2**20
+        print(f"database size: {size_mib:.1f} MiB")
+        figures["database size"] = (round(size_mib, 1), "MiB")
     q, c = [], []
     for _ in range(5):
         t0 = time.perf_counter()
@@ -90,6 +98,11 @@ def main() -> int:
           f"{statistics.median(c) * 1000:.0f} ms; found at runs "
           f"{[ch.run_id for v in views for ch in v.changes]}")
     h.close()
+    figures.update({"query median": (round(statistics.median(q) * 1000), "ms"),
+                    "change points median": (round(statistics.median(c) * 1000), "ms"),
+                    "change points found": (len([1 for v in views for _ in v.changes]), "")})
+    write_record("history", f"run history: write time per run and query time over "
+                 f"{args.runs} stored runs ({h.url.split(':', 1)[0]})", figures)
     return 0
 
 

@@ -44,6 +44,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from record import write_record
+
 HERE = Path(__file__).resolve().parents[1]
 
 # The child: times each phase with an exclusive per-thread stack, then prints one JSON line.
@@ -168,6 +170,10 @@ def main() -> int:
     Console().print(table)
     Console().print(f"overhead (wall - proving): {over:.2f} s = {100 * over / med['wall']:.1f} % "
                     f"of wall")
+    write_record("run-overhead", f"where one proofdiff run's time goes, phase by phase (median "
+                 f"of {len(runs)})", {**{k: (round(med[k], 2), "s") for k in (*ORDER, "wall")},
+                                      "overhead": (round(over, 2), "s"),
+                                      "overhead share": (round(100 * over / med["wall"], 1), "%")})
     return 0
 
 

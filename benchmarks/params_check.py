@@ -27,6 +27,7 @@ from proofdiff.artifacts.param_manifest import DigestCache, read_manifest, write
 from proofdiff.core.plan import run_artifacts
 from proofdiff.model.run_options import RunOptions
 from proofdiff.oracles.preflight import integrity_problems
+from record import Value, write_record
 
 #: Workload -> the param file stem its circuit uses (filecoin-proofs v28 cache ids).
 STEMS = {"wpost-2k": "proof-of-spacetime-fallback", "porep-2k": "032d3138d22506ec"}
@@ -51,6 +52,7 @@ def main() -> int:
     table = Table(title="params integrity check (preflight params-integrity)")
     for col in ("workload", "files", "MB", "page cache", "cold s", "cached s", "cold MB/s"):
         table.add_column(col, justify="right")
+    figures: dict[str, tuple[Value, str]] = {}
     for w in workloads:
         cache_dir = a.param_cache or Path(run_artifacts(RunOptions.from_env(), [w], docker=True,
                                                         log=lambda _l: None).param_cache)
@@ -77,7 +79,13 @@ def main() -> int:
                 assert not bad, bad
         table.add_row(w, str(len(files)), f"{size_mb:.1f}", page, f"{times[0]:.3f}",
                       f"{times[1]:.4f}", f"{size_mb / times[0]:.0f}")
+        figures.update({f"{w} files": (len(files), ""), f"{w} size": (round(size_mb, 1), "MB"),
+                        f"{w} page cache": (page, ""), f"{w} cold": (round(times[0], 4), "s"),
+                        f"{w} cached": (round(times[1], 5), "s"),
+                        f"{w} cold throughput": (round(size_mb / times[0]), "MB/s")})
     Console().print(table)
+    write_record("params-check", f"params integrity check (preflight params-integrity) of "
+                 f"{', '.join(workloads)}, cold and cached", figures)
     return 0
 
 

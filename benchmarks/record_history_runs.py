@@ -41,6 +41,7 @@ from typing import Any
 
 from proofdiff.artifacts import ensure_artifacts
 from proofdiff.model.run_options import RunOptions
+from record import write_record
 
 REPO = Path(__file__).resolve().parents[1]
 LOCK = "/tmp/proofdiff-e2e.lock"
@@ -104,6 +105,37 @@ def _write(out: Path, docs: list[dict[str, object]]) -> None:
             f.write(json.dumps(d, separators=(",", ":")) + "\n")
 
 
+def _series(docs: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
+    """Each clean and each slow run's median latency, ms, its warmup job left out."""
+    import statistics
+
+    def median_ms(d: dict[str, Any]) -> float:
+        jobs = d["runs"][0]["flows"][0]["jobs"]
+        return statistics.median(j["wall_ms"] for j in jobs if j["index"] > 0)
+
+    return ([median_ms(d) for d in docs if "-clean-" in d["run_id"]],
+            [median_ms(d) for d in docs if "-slow-" in d["run_id"]])
+
+
+def _record(docs: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    """The recording's figures (:func:`_figures`) as a record of benchmarks/results/."""
+    import statistics
+
+    from proofdiff.history.changes import change_points
+
+    clean, slow = _series(docs)
+    steps = change_points(clean[:10] + slow[:5])
+    write_record("history-changes", f"real runs for the history's change-point test: "
+                 f"{args.clean} clean, {args.slow} slow-prove={args.factor}, suite {args.suite}",
+                 {"clean run-to-run spread": (round(100 * statistics.stdev(clean)
+                                                    / statistics.mean(clean), 1), "% (CV)"),
+                  "slow / clean": (round(statistics.median(slow) / statistics.median(clean), 3),
+                                   ""),
+                  "change points found": (len(steps), ""),
+                  "first change point index": (steps[0].index if steps else "none", "")},
+                 notes="the step belongs at index 10 (10 clean runs, then 5 slow ones)")
+
+
 def _figures(docs: list[dict[str, Any]]) -> str:
     """What a recording shows, as the test reads it: the clean runs' run-to-run spread (CV of
     each run's median latency, its warmup job left out), slow / clean (medians), and the change
@@ -113,12 +145,7 @@ def _figures(docs: list[dict[str, Any]]) -> str:
 
     from proofdiff.history.changes import change_points
 
-    def median_ms(d: dict[str, Any]) -> float:
-        jobs = d["runs"][0]["flows"][0]["jobs"]
-        return statistics.median(j["wall_ms"] for j in jobs if j["index"] > 0)
-
-    clean = [median_ms(d) for d in docs if "-clean-" in d["run_id"]]
-    slow = [median_ms(d) for d in docs if "-slow-" in d["run_id"]]
+    clean, slow = _series(docs)
     steps = change_points(clean[:10] + slow[:5])
     found = ", ".join(f"at index {c.index}, {100 * c.rel_change:+.1f} %, p = {c.p_value:.2g}"
                       for c in steps) or "none"
@@ -145,6 +172,7 @@ def _record_host(args: argparse.Namespace) -> int:
           f"slow-prove={args.factor}, suite {args.suite}, daemons on cores "
           f"{args.daemon_cpus or 'any'}, harness on {args.harness_cpus or 'any'}; "
           f"{_figures(docs)}; wrote {args.out} ({args.out.stat().st_size} bytes)")
+    _record(docs, args)
     return 0
 
 
@@ -212,6 +240,7 @@ def main() -> int:
         + "".join(f"- {rid}: {dg}\n" for rid, dg in ids.items())
         + f"\nMeasured in them: {_figures(docs)}.\n", encoding="utf-8")
     print(_figures(docs))
+    _record(docs, args)
     print(f"wrote {args.out} ({args.out.stat().st_size} bytes)")
     return 0
 

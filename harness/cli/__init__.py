@@ -7,19 +7,16 @@
     proofdiff reap [--run-id ID]
     proofdiff catch-matrix [--fault NAME]... [--repeat-clean N] [--targeted] [--clean-only]
     proofdiff gate --candidate IMAGE --baseline IMAGE [--profile NAME]... [--budget-s S]
-                   [--allowlist FILE] [--notify URL]   (exit codes: cmd_gate.py EXIT_HELP)
+                   [--allowlist FILE] [--notify URL]
     proofdiff bisect [--profiles SET|FILE] --good bench --bad prod [--workload W]
-                     [--oracle SUITE/ORACLE] [--bisect-budget S]   (exit codes: cli/bisect.py)
+                     [--oracle SUITE/ORACLE] [--bisect-budget S]
     proofdiff repro --from-report DIR | --config FILE [--env-file F] ... [--bisect]
     proofdiff nightly [run options] [--history URL|FILE] [--allowlist FILE] [--notify URL]
-                      (exit codes: cli/cmd_nightly.py EXIT_HELP)
     proofdiff history [--history URL|FILE] [--metric NAME] [--profile P] [--workload W]
-                      [--machine FP|HOST] [--last N] [--html FILE]   (cli/cmd_history.py)
+                      [--machine FP|HOST] [--last N] [--html FILE]
 
-Exit codes of ``run`` (the verdict's): 0 SAME; 1 DIVERGED; 2 FAILED or INCOMPLETE (failures or
-skipped checks without a divergence); 3 ERROR (could not run: profile file, build, Docker, a
-daemon that did not start, a broken verifier); 130 interrupted (the run's containers removed,
-the report kept).
+Every command's exit codes are stated once, in :mod:`proofdiff.cli.exit_codes`: its ``--help``
+epilog and ``docs/reference/exit-codes.md`` are rendered from there.
 
 ``--help`` and a usage error load only the options table and argparse: every command imports
 what it runs (the core, scipy, the docker SDK, grpc, rich) when it runs
@@ -38,6 +35,7 @@ from typing import Any, NoReturn
 
 from proofdiff.cli import (cmd_bisect, cmd_catch_matrix, cmd_gate, cmd_history, cmd_maintenance,
                            cmd_nightly, cmd_repro, cmd_run)
+from proofdiff.cli.exit_codes import exit_help
 
 __all__ = ["entry", "finish", "main"]
 
@@ -61,10 +59,16 @@ def _parser() -> argparse.ArgumentParser:
                                      "verdict", epilog=cmd_run.EXIT_HELP,
                                      formatter_class=argparse.RawDescriptionHelpFormatter))
     cmd_maintenance.add_build(sub.add_parser("build", help="build or reuse the refprover image, "
-                                         "params and workloads (cached by content)"))
-    cmd_maintenance.add_reap(sub.add_parser("reap", help="remove containers left by crashed runs"))
+                                         "params and workloads (cached by content)",
+                                         epilog=exit_help("build"),
+                                         formatter_class=argparse.RawDescriptionHelpFormatter))
+    cmd_maintenance.add_reap(sub.add_parser("reap", help="remove containers left by crashed runs",
+                                        epilog=exit_help("reap"),
+                                        formatter_class=argparse.RawDescriptionHelpFormatter))
     cmd_catch_matrix.add_arguments(sub.add_parser("catch-matrix", help="the fault catalog self-test: "
-                                              "clean + every fault x every suite"))
+                                              "clean + every fault x every suite",
+                                              epilog=exit_help("catch-matrix"),
+                                              formatter_class=argparse.RawDescriptionHelpFormatter))
     cmd_gate.add_arguments(sub.add_parser("gate", help="candidate vs baseline image: block a push "
                                       "when the candidate is broken or slower",
                                       epilog=cmd_gate.EXIT_HELP,

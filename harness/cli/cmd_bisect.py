@@ -7,6 +7,7 @@ import signal
 from typing import TYPE_CHECKING
 
 from proofdiff.cli.cmd_run import console_log, raise_interrupt
+from proofdiff.cli.exit_codes import exit_help
 from proofdiff.cli.option_flags import add_run_options, run_options
 
 if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
@@ -14,14 +15,7 @@ if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
 
 __all__ = ["EXIT_HELP", "add_arguments", "bisect"]
 
-EXIT_HELP = """exit codes:
-  0    found: the minimal failure-inducing change is printed, each item with both values
-  1    nothing to bisect: the good profile already fails, or the bad one passes (which, and
-       the evidence, are printed)
-  2    unresolved: a flaky oracle, probes that broke (named), a change not confirmed
-       1-minimal, or --bisect-budget ran out (the probes so far are kept)
-  3    the bisection could not run (the reason is named: a profile, an oracle, an image)
-  130  interrupted (containers removed, the report kept)"""
+EXIT_HELP = exit_help("bisect")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

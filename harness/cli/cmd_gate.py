@@ -7,6 +7,7 @@ import signal
 from typing import TYPE_CHECKING
 
 from proofdiff.cli.cmd_run import console_log, notify_webhook, raise_interrupt
+from proofdiff.cli.exit_codes import exit_help
 from proofdiff.cli.history_append import exit_with_history
 from proofdiff.cli.option_flags import add_run_options, run_options
 from proofdiff.model.run_options import positive_seconds
@@ -17,16 +18,7 @@ if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
 
 __all__ = ["EXIT_HELP", "add_arguments", "gate"]
 
-EXIT_HELP = """exit codes:
-  0    pass: the candidate is clean on every profile and not slower than the baseline
-  1    fail: a check fails on the candidate, bench and prod diverge on it, it is slower
-       (timing DIFFERENT), or an allowlist entry has expired
-  2    inconclusive: something was not judged: a check skipped on the candidate, a profile
-       without records, timing undecided within --budget-s (each reason is reported)
-  3    the gate could not run (the reason is named: a missing image, a bad allowlist or
-       profile, no Docker, or the baseline's own verifier disagrees with the pinned one), or
-       --history could not store it (the report is still written)
-  130  interrupted (containers removed, the report kept)"""
+EXIT_HELP = exit_help("gate")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

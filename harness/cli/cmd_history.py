@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import argparse
 from pathlib import Path
 
+from proofdiff.cli.exit_codes import exit_help
 from proofdiff.cli.option_flags import add_run_options, run_options
 
 if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
@@ -15,12 +16,7 @@ if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
 
 __all__ = ["EXIT_HELP", "add_arguments", "history"]
 
-EXIT_HELP = """exit codes:
-  0    shown; no regression among the change points (or none)
-  1    a change point in the worse direction (a regression) was flagged
-  2    nothing to show: the history holds no runs, or none recorded the metric
-  3    the history could not be read (locked, corrupt, newer schema, unreachable), or an
-       unknown metric"""
+EXIT_HELP = exit_help("history")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from proofdiff.cli.cmd_run import console_log, notify_webhook, raise_interrupt
+from proofdiff.cli.exit_codes import exit_help
 from proofdiff.cli.option_flags import EVERY_GROUP, add_run_options, run_options
 from proofdiff.model.run_options import RunOptions
 from proofdiff.oracles.suite_table import SUITES
@@ -18,15 +19,7 @@ if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
 
 __all__ = ["EXIT_HELP", "add_arguments", "nightly"]
 
-EXIT_HELP = """exit codes:
-  0    nothing new since the earlier nights on this machine (still failing, flaky and fixed
-       checks are reported, not new)
-  1    a new failure (a check that passed the last night that ran it) or a new slowdown (a
-       change point in latency, throughput or start-to-ready time)
-  2    nothing new, but tonight a check was skipped, undecided or without an outcome
-  3    the night could not run (a profile file, the build, Docker) or not be compared (the
-       history locked, corrupt, of a newer schema or unreachable); the report is still written
-  130  interrupted (containers removed, the report kept)"""
+EXIT_HELP = exit_help("nightly")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

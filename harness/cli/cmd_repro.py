@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from proofdiff.cli.cmd_run import console_log, raise_interrupt
+from proofdiff.cli.exit_codes import exit_help
 from proofdiff.cli.option_flags import add_run_options, run_options
 
 if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
@@ -16,12 +17,7 @@ if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
 
 __all__ = ["EXIT_HELP", "add_arguments", "repro"]
 
-EXIT_HELP = """exit codes:
-  0    the case reproduced and was written (regressions/<id>/case.toml)
-  1    it did not reproduce: every check passed; no case written
-  3    bad input (a config, env file or workload that does not read, a missing vk or image):
-       the cause and the fix are named
-  130  interrupted"""
+EXIT_HELP = exit_help("repro")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from proofdiff.cli.exit_codes import exit_help
 from proofdiff.cli.history_append import append_history, exit_with_history
 from proofdiff.cli.option_flags import EVERY_GROUP, add_run_options, run_options
 from proofdiff.model.run_options import RunOptions
@@ -26,15 +27,7 @@ if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
 __all__ = ["EXIT_HELP", "add_arguments", "console_log", "notify_webhook", "raise_interrupt",
            "run"]
 
-EXIT_HELP = """exit codes:
-  0    SAME: every selected check passed on every profile
-  1    DIVERGED: an oracle fails on a profile but not on the baseline (the first profile)
-  2    FAILED or INCOMPLETE: failures on every profile alike, or checks skipped or left
-       undecided (timing INCONCLUSIVE), no divergence
-  3    ERROR: the run could not be carried out (profile file, build, Docker, daemon start),
-       or --history could not store it (locked, corrupt, newer schema, unreachable: the
-       verdict and the history's error are printed, the report is written)
-  130  interrupted (the run's containers are removed, the report is kept)"""
+EXIT_HELP = exit_help("run")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

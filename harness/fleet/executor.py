@@ -151,7 +151,8 @@ def open_executor(options: RunOptions, *, jobs: int = 1,
             (or starting) the cluster and finding a worker.
 
     Raises:
-        FleetError: both ``cluster`` and ``hosts``; the cluster unreachable, without a
+        FleetError: both ``cluster`` and ``hosts``; the ``fleet`` extra not installed
+            (:func:`proofdiff.model.extras.require`); the cluster unreachable, without a
             worker, or a worker on another proofdiff (before any unit runs).
         proofdiff.fleet.hosts.HostsError: a hosts file that does not validate.
     """
@@ -162,6 +163,10 @@ def open_executor(options: RunOptions, *, jobs: int = 1,
     if not options.cluster and not options.hosts:
         yield ThreadExecutor(jobs)
         return
+    from proofdiff.model.extras import require
+
+    for module in ("distributed", "dask"):  # before anything is dialled or started
+        require("fleet", module, needed_by="--cluster/--hosts", error=FleetError)
     from proofdiff.fleet.cluster import (allowed_failures_set, check_versions, connect,
                                          with_worker)
     from proofdiff.fleet.dask_executor import DaskExecutor

@@ -85,16 +85,12 @@ def _asyncssh() -> Any:
         proofdiff.fleet.executor.FleetError: it is not installed.
     """
     from proofdiff.fleet.executor import FleetError
+    from proofdiff.model.extras import require
 
-    try:
-        with warnings.catch_warnings():  # cryptography's notice about DSA keys, at import
-            warnings.simplefilter("ignore")
-            import asyncssh
-    except ImportError:
-        raise FleetError("--hosts reaches its hosts over SSH with asyncssh, which is not "
-                         "installed", fix="pip install asyncssh==2.24.1, or join a running "
-                         "scheduler with --cluster tcp://HOST:PORT") from None
-    return asyncssh
+    with warnings.catch_warnings():  # cryptography's notice about DSA keys, at import
+        warnings.simplefilter("ignore")
+        return require("fleet", "asyncssh", needed_by="--hosts (SSH to each host)",
+                       error=FleetError)
 
 
 async def ssh_run(host: Host, command: str, timeout_s: float) -> str:

@@ -2,7 +2,7 @@
 schema by its Alembic revisions, or a :class:`HistoryError` that names the cause and the fix.
 
 * A plain path (no ``://``) is a SQLite file; ``postgresql://`` and ``postgres://`` mean
-  ``postgresql+psycopg://`` (psycopg 3, the driver proofdiff installs).
+  ``postgresql+psycopg://`` (psycopg 3, the driver of the ``postgres`` extra).
 * SQLite waits at most ``lock_timeout_s`` (default :data:`LOCK_TIMEOUT_S`) for another writer
   (its busy timeout); PostgreSQL at most :data:`CONNECT_TIMEOUT_S` to connect.
 * A database at a revision this proofdiff does not know (written by a newer one) is refused,
@@ -157,7 +157,8 @@ def open_history(url: str, *, lock_timeout_s: float = LOCK_TIMEOUT_S,
             reading a database it must not change; a database with no schema reads as empty).
 
     Raises:
-        HistoryError: the URL does not parse or names no installed driver; the database is
+        HistoryError: the URL does not parse or names no installed driver (psycopg: the
+            ``postgres`` extra, :func:`proofdiff.model.extras.require`); the database is
             locked, corrupt, unreachable, or of a newer schema (module docstring).
     """
     try:
@@ -171,12 +172,16 @@ def open_history(url: str, *, lock_timeout_s: float = LOCK_TIMEOUT_S,
                                                                                       ":memory:"):
         # a new history file's folder is made, as a report dir is (not when only reading)
         Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() == "psycopg":
+        from proofdiff.model.extras import require
+
+        require("postgres", "psycopg", needed_by=f"--history {shown}", error=HistoryError)
     try:
         engine = _engine(parsed, lock_timeout_s)
     except (NoSuchModuleError, ImportError) as exc:
         raise HistoryError(f"--history {shown}: no driver for it installed ({exc})",
-                           fix="use sqlite:///PATH or postgresql://... (psycopg 3 is "
-                               "installed with proofdiff)") from None
+                           fix="use sqlite:///PATH, or postgresql://... with the postgres "
+                               "extra (pip install 'proofdiff[postgres]')") from None
     try:
         with engine.begin() as conn:
             if parsed.get_backend_name() == "postgresql":

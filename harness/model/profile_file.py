@@ -53,10 +53,11 @@ class Override(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def shipped_profile_sets() -> dict[str, Path]:
-    """The profile sets shipped with proofdiff, by name (``refprover``, ``cuzk``)."""
+    """The profile sets shipped with proofdiff, by name (``cuzk``, ``refprover``, ...), sorted
+    (the order of ``--help`` and the errors does not hang on the file system's)."""
     root = importlib.resources.files("proofdiff") / "profiles"
-    return {p.name.removesuffix(".toml"): Path(str(p)) for p in root.iterdir()
-            if p.name.endswith(".toml")}
+    return {p.name.removesuffix(".toml"): Path(str(p))
+            for p in sorted(root.iterdir(), key=lambda p: p.name) if p.name.endswith(".toml")}
 
 
 def profile_file(name_or_path: str | Path | None) -> Path:
