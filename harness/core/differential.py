@@ -21,8 +21,8 @@ import msgspec
 
 from proofdiff.core.plan import Plan, load_selected, new_run_id
 from proofdiff.core.verdict import divergences, missing_cells, verdict
-from proofdiff.model.allowlist import (Acceptance, AllowEntry, StaleEntry, load_allowlist,
-                                       match_allowlist)
+from proofdiff.model.allowlist import (Acceptance, AllowEntry, StaleEntry, acceptable,
+                                       load_allowlist, match_allowlist)
 from proofdiff.model.choices import Runtime
 from proofdiff.model.config_delta import ConfigDelta
 from proofdiff.model.errors import ProofdiffError
@@ -108,11 +108,12 @@ def assemble(*, run_id: str, profiles: Mapping[str, Profile], records: Sequence[
 
 def _accept(records: Sequence[OracleRecord], entries: Sequence[AllowEntry],
             today: dt.date) -> tuple[list[Acceptance], list[StaleEntry]]:
-    """The failing (FAIL or ERROR) records an unexpired entry accepts, and the entries that
-    matched nothing or expired."""
+    """The FAIL records an unexpired entry accepts (an ERROR record never: nothing was
+    judged, :func:`proofdiff.model.allowlist.acceptable`), and the entries that matched
+    nothing or expired."""
     if not entries:
         return [], []
-    bad = [r for r in records if r.outcome.bad]
+    bad = [r for r in records if acceptable(r.outcome)]
     hits, stale = match_allowlist(bad, entries, today)
     return [Acceptance(check=r.check, profile=r.profile, workload=r.workload, image=r.image,
                        entry=e.where, reason=e.reason, link=e.link,

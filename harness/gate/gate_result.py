@@ -20,8 +20,9 @@ from proofdiff.model.timing_verdict import TimingVerdict
 __all__ = ["GATE_SCHEMA_VERSION", "Decision", "Finding", "GateResult", "ProfileTiming",
            "StaleEntry", "VerifierCheck"]
 
-#: Version of the gate's summary.json schema (the msgspec encoding of :class:`GateResult`).
-GATE_SCHEMA_VERSION = 3
+#: Version of the gate's summary.json schema (the msgspec encoding of :class:`GateResult`;
+#: 4: a finding's ``outcome``).
+GATE_SCHEMA_VERSION = 4
 
 
 class Decision(StrEnum):
@@ -87,13 +88,17 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
     suite/oracle``), the profile and workload, what was seen, its evidence, and, when an
     allowlist entry accepts it, that entry's reason and link (``accepted`` true), and when the
     check that found it was judged (its record's times, a timing finding's arm's; s since the
-    epoch, 0 = unknown)."""
+    epoch, 0 = unknown). ``outcome``: ``fail`` (a property seen violated: a failing check, a
+    divergence of a FAIL, a regression, a job of the candidate that failed) or ``error``
+    (nothing was judged: an ERROR record, a divergence of one, no proof verified); an
+    allowlist accepts a ``fail`` only (:func:`proofdiff.model.allowlist.acceptable`)."""
 
     check: str
     profile: str
     workload: str
     message: str
     kind: str
+    outcome: str = "fail"
     evidence: dict[str, Any] = msgspec.field(default_factory=dict)
     accepted: bool = False
     accepted_by: str = ""

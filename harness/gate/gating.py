@@ -15,7 +15,9 @@
    workload by Holm's step-down. A job of the candidate that fails, is lost or gives an
    invalid proof in a timing batch is a blocking finding. A PASS needs every timing metric
    SAME, unless the user asked for no timing (``no_timing``), which the decision line states.
-4. The allowlist turns matching findings into accepted differences; an expired entry fails.
+4. The allowlist turns matching findings into accepted differences (a FAIL only, never an
+   ERROR: :mod:`proofdiff.model.allowlist`); an expired entry fails, and a profile whose every
+   finding was accepted with no check passing on it is not a PASS (INCONCLUSIVE).
 
 Every proof is checked by the pinned verifier (harness/artifacts/pinned_verifier.py): built from the git
 tree that ``verifier.lock`` names, tagged by its content, never the candidate's own tool. Before
@@ -38,7 +40,8 @@ from proofdiff.core.profile_delta import profile_view
 from proofdiff.fleet.executor import open_executor
 from proofdiff.gate.allowlist import AllowEntry, apply_allowlist, load_allowlist
 from proofdiff.gate.decision import decide, timing_findings, timing_undecided
-from proofdiff.gate.findings import CHECKED_SUITES, findings_of, unjudged, unverified_of
+from proofdiff.gate.findings import (CHECKED_SUITES, findings_of, unjudged, unverified_of,
+                                    waived_only)
 from proofdiff.gate.gate_error import GateError
 from proofdiff.gate.host_builds import host_side, verifier_in
 from proofdiff.gate.gate_result import (Decision, Finding, GateResult, ProfileTiming, StaleEntry,
@@ -179,6 +182,7 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
                                    log, verifier=where.verifier)
             findings += timing_findings(timing)
             findings, stale = apply_allowlist(findings, entries)
+            not_judged += waived_only(diff, findings)
         except KeyboardInterrupt:
             interrupted = True
         except ProofdiffError as exc:
