@@ -23,9 +23,12 @@ EXIT_HELP = """exit codes:
        checks are reported, not new)
   1    a new failure (a check that passed the last night that ran it) or a new slowdown (a
        change point in latency, throughput or start-to-ready time)
-  2    nothing new, but tonight a check was skipped, undecided or without an outcome
-  3    the night could not run (a profile file, the build, Docker) or not be compared (the
-       history locked, corrupt, of a newer schema or unreachable); the report is still written
+  2    nothing new, but tonight a check was skipped, undecided or without an outcome, a
+       check of the last night has no record tonight (missing), or no check passed
+  3    the night could not run (a profile file, the build, Docker), not be compared (the
+       history locked, corrupt, of a newer schema or unreachable), or a check could not be
+       judged tonight (an ERROR record: a daemon that did not start, a broken verifier); the
+       report is still written
   130  interrupted (containers removed, the report kept)"""
 
 
@@ -90,10 +93,12 @@ def nightly(args: argparse.Namespace, console: Console) -> int:
     result = run_nightly(opts, log=console_log(console), bisect_budget_s=args.bisect_budget_s,
                          allure_history=args.allure_history)
     for c in result.checks:
-        style = {Standing.NEW: "bold red", Standing.FIXED: "green"}.get(c.standing, "yellow")
+        style = {Standing.NEW: "bold red", Standing.ERROR: "red",
+                 Standing.FIXED: "green"}.get(c.standing, "yellow")
         before = ", ".join(o or "-" for o in c.past) or "no earlier night"
         console.print(Text(f"  {c.standing.value}: {c.check} on {c.profile}/{c.workload} "
-                           f"(tonight {c.outcome}; before: {before})", style=style),
+                           f"(tonight {c.outcome or 'no record'}; before: {before})",
+                           style=style),
                       soft_wrap=True)
     for s in result.slowdowns:
         console.print(Text(f"  slower: {s.metric} on {s.profile}/{s.workload}: {s.headline}",
