@@ -55,12 +55,15 @@ def _on_worker(fn: Callable[[Any], Any], item: Any,
 class DaskExecutor:
     """Units as tasks of a Dask cluster through ``client`` (a ``distributed.Client``, typed
     ``Any``: distributed is only partly typed; one task per unit, never cached: ``pure=False``);
-    ``cluster``: the SSHCluster this run started, if any."""
+    ``cluster``: the SSHCluster this run started, if any; ``left_out``: the hosts of its hosts
+    file that failed their check (name -> why: :meth:`missing`)."""
 
     def __init__(self, client: Any, cluster: Any = None, no_worker_s: float = NO_WORKER_S,
                  hosts: Hosts | None = None, log: Callable[[str], None] = lambda _l: None,
-                 retry_lost: bool = False) -> None:
+                 retry_lost: bool = False, left_out: Mapping[str, str] | None = None) -> None:
         self.client, self.cluster, self.no_worker_s = client, cluster, no_worker_s
+        #: hosts of the hosts file left out before the cluster started: name -> why
+        self.left_out = dict(left_out or {})
         #: a unit whose worker died is run again elsewhere (Dask's way), else reported lost
         self.retry_lost = retry_lost
         self.hosts = {h.name: h for h in hosts.hosts} if hosts else {}
@@ -187,6 +190,12 @@ class DaskExecutor:
 
     def workers(self) -> list[str]:
         return sorted(self._worker_names().values())
+
+    def missing(self) -> dict[str, str]:
+        here = set(self._worker_names().values())
+        gone = {n: "its worker is not in the cluster (it went away, or never joined)"
+                for n in self.hosts if n not in here}
+        return {**self.left_out, **gone}
 
     def process_hosts(self) -> list[str]:
         return sorted(n for n, h in self.hosts.items() if h.runtime == "process")

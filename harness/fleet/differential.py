@@ -63,13 +63,41 @@ def lost_result(options: RunOptions, message: str) -> DifferentialResult:
     return assemble(run_id=options.run_id, profiles={}, records=[], runs=[], errors=[message])
 
 
+def _did_not_run(opts: RunOptions, host: str, why: str, wall_s: float
+                 ) -> tuple[str, DifferentialResult]:
+    """``(host, an ERROR result)`` for a host of the hosts file that ran no unit: a row of the
+    per-host matrix, never left out of it."""
+    from proofdiff.runtime.host import machine_facts
+
+    return host, msgspec.structs.replace(
+        lost_result(opts, f"host {host} did not run: {why}"), wall_s=round(wall_s, 3),
+        machine={**machine_facts(), "fleet_host": host})
+
+
+def _hosts_of(opts: RunOptions) -> list[str]:
+    """The host names of ``opts.hosts`` in file order ([] without one, or where it does not
+    load: its error is the fleet's)."""
+    if not opts.hosts:
+        return []
+    from proofdiff.fleet.hosts import load_hosts
+
+    try:
+        return [h.name for h in load_hosts(opts.hosts).hosts]
+    except ProofdiffError:
+        return []
+
+
 def _on_fleet(opts: RunOptions, *, per_host: bool, log: Callable[[str], None],
               ) -> list[tuple[str, DifferentialResult]]:
     """``(where, result)`` of the differential of ``opts`` as units of its executor: one unit
     wherever the executor puts it, or (``per_host``) one pinned to each worker, side by side;
     the artifacts shipped to each host once, before any unit. Each result names its fleet host
     (its machine facts are that host's own) and its allowlist by the caller's path, not the
-    shipped copy's. A cluster that cannot be used is one ERROR result, as ``fleet``."""
+    shipped copy's. A cluster that cannot be used is one ERROR result, as ``fleet``.
+
+    ``per_host`` is a matrix over the hosts file (``opts.hosts``): each host that did not run
+    (it failed its check, its worker is not in the cluster, or the cluster could not be used
+    at all) is an ERROR result of its own, naming why, in name order with the others."""
     from proofdiff.runtime.host import machine_facts
 
     t0 = time.monotonic()
@@ -80,13 +108,21 @@ def _on_fleet(opts: RunOptions, *, per_host: bool, log: Callable[[str], None],
             unit = ex.ship(unit)
             got = ex.map_placed(differential_unit, [unit] * (len(hosts) if hosts else 1),
                                 name="differential", lost=lost_result, on=hosts)
+            dark = ex.missing() if per_host else {}
     except ProofdiffError as exc:
+        if per_host and (names := _hosts_of(opts)):
+            return [_did_not_run(opts, n, str(exc), time.monotonic() - t0)
+                    for n in sorted(names)]
         return [("fleet", msgspec.structs.replace(
             lost_result(opts, str(exc)), wall_s=round(time.monotonic() - t0, 3),
             machine=machine_facts()))]
-    return [(where, msgspec.structs.replace(
+    ran = [(where, msgspec.structs.replace(
         r, machine={**r.machine, "fleet_host": where},
         allowlist=opts.allowlist if r.allowlist else "")) for where, r in got]
+    seen = {where for where, _r in ran}
+    ran += [_did_not_run(opts, n, why, time.monotonic() - t0)
+            for n, why in dark.items() if n not in seen]
+    return sorted(ran, key=lambda x: x[0]) if per_host else ran
 
 
 def differential_on_fleet(options: RunOptions, *, log: Callable[[str], None] = lambda _l: None,
@@ -124,9 +160,11 @@ def differential_per_host(options: RunOptions, *, report_dir_of: Callable[[str],
 
     Returns:
         ``(host, result)`` per host, in name order; each result's machine names its fleet host.
-        A unit lost with its host is an ERROR result naming it; a fleet that cannot be used
-        (no host passes its check, an unreachable scheduler) is one ERROR result, as host
-        ``fleet``, with the cause and the fix.
+        A unit lost with its host is an ERROR result naming it, and so is each host of the
+        hosts file that ran nothing (it failed its check, its worker never joined); a fleet
+        that cannot be used (no host passes its check, ``--all-hosts`` not met, an
+        unreachable scheduler) is an ERROR result for every host of the hosts file with the
+        cause and the fix, or, without a hosts file (``--cluster``), one as host ``fleet``.
     """
     from proofdiff.report.writer import write_report as write
 

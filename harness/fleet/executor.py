@@ -78,6 +78,12 @@ class Executor(Protocol):
         """The names of the machines units can run on now (``["local"]`` here)."""
         ...
 
+    def missing(self) -> dict[str, str]:
+        """The hosts of the hosts file that cannot run units now: name -> why (it failed its
+        check before the cluster started, or its worker is not in the cluster); ``{}`` here
+        and on a joined cluster (no hosts file names what should be there)."""
+        ...
+
     def ship(self, options: RunOptions) -> RunOptions:
         """``options`` ready to run where the units run: on other machines, its artifacts
         (found or built here first) shipped to every worker (:mod:`proofdiff.fleet.shipping`)
@@ -129,6 +135,9 @@ class ThreadExecutor:
     def workers(self) -> list[str]:
         return ["local"]
 
+    def missing(self) -> dict[str, str]:
+        return {}
+
     def ship(self, options: RunOptions) -> RunOptions:
         return options
 
@@ -169,11 +178,12 @@ def open_executor(options: RunOptions, *, jobs: int = 1,
 
     cluster: Any = None
     hosts: Hosts | None = None
+    left_out: dict[str, str] = {}
     if options.hosts:
         from proofdiff.fleet.ssh import start_ssh_cluster, usable_hosts
 
-        hosts = usable_hosts(load_hosts(options.hosts), timeout_s=connect_timeout_s,
-                             every=options.all_hosts, log=log)
+        hosts, left_out = usable_hosts(load_hosts(options.hosts), timeout_s=connect_timeout_s,
+                                       every=options.all_hosts, log=log)
         cluster = start_ssh_cluster(hosts, timeout_s=connect_timeout_s, log=log)
         from distributed import Client as DaskClient
 
@@ -187,7 +197,8 @@ def open_executor(options: RunOptions, *, jobs: int = 1,
         check_versions(client)
         if not options.retry_lost:  # a unit whose worker dies errs at once, not run again
             restore = client.run_on_scheduler(allowed_failures_set(0))
-        ex = DaskExecutor(client, cluster, hosts=hosts, log=log, retry_lost=options.retry_lost)
+        ex = DaskExecutor(client, cluster, hosts=hosts, log=log, retry_lost=options.retry_lost,
+                          left_out=left_out)
         log(f"units on the {ex.description}")
         yield ex
     finally:

@@ -297,3 +297,28 @@ def test_each_fleet_host_is_its_own_history_series() -> None:
     a, b = (machine_key({**facts, "fleet_host": h}) for h in ("host-a", "host-b"))
     assert a.fingerprint != b.fingerprint and (a.host, b.host) == ("host-a", "host-b")
     assert machine_key(facts).host == "box"
+
+
+def test_a_fleet_night_is_a_row_per_host_of_the_hosts_file_even_when_none_answers(
+        tmp_path: Path) -> None:
+    import json
+
+    from proofdiff.cli import main
+    from proofdiff.runtime.ports import free_port
+
+    dark = tmp_path / "hosts.toml"  # two hosts on ports nothing listens on: refused at once
+    dark.write_text('scheduler = "127.0.0.1"\n' + "".join(
+        f'\n[[host]]\nname = "{n}"\nssh = "prover@127.0.0.1:{free_port()}"\n'
+        for n in ("gpu-b", "gpu-a")), encoding="utf-8")
+    rc = main(["nightly", "--hosts", str(dark), "--suite", "validity", "--bisect-budget-s", "0",
+               "--report-dir", str(tmp_path / "nights"), "--run-id", "dark"])
+    assert rc == 3
+    night = json.loads((tmp_path / "nights" / "dark" / "summary.json").read_text())
+    assert [(h["host"], h["decision"]) for h in night["hosts"]] == [
+        ("gpu-a", "error"), ("gpu-b", "error")], night
+    assert night["decision"] == "error" and night["decision_line"].startswith(
+        "2 host(s): gpu-a error, gpu-b error; gpu-a: ERROR"), night["decision_line"]
+    assert "host gpu-a did not run" in night["decision_line"]
+    assert "did not answer over SSH" in night["decision_line"]
+    page = (tmp_path / "nights" / "dark" / "index.html").read_text(encoding="utf-8")
+    assert "gpu-a" in page and "gpu-b" in page
