@@ -39,7 +39,7 @@ from typing import Any, NoReturn
 from proofdiff.cli import (cmd_bisect, cmd_catch_matrix, cmd_gate, cmd_history, cmd_maintenance,
                            cmd_nightly, cmd_repro, cmd_run)
 
-__all__ = ["entry", "finish", "main"]
+__all__ = ["EXIT_UNEXPECTED", "entry", "finish", "main"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -87,8 +87,16 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+#: The exit code of a command that met an unexpected exception (ERROR): never 1, which means
+#: DIVERGED, FAIL or NEW to the CI that reads it.
+EXIT_UNEXPECTED = 3
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``proofdiff``; returns the exit code."""
+    """Entry point of ``proofdiff``; returns the exit code. An exception no command turned into
+    its result (a bug of proofdiff's) is printed with its traceback and exits
+    :data:`EXIT_UNEXPECTED`; the workflows that write reports (run, gate, nightly) have
+    written theirs with it by then."""
     args = _parser().parse_args(argv)
     from rich.console import Console  # after parsing: --help and usage errors need no rich
 
@@ -99,8 +107,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                "history": cmd_history.history, "nightly": cmd_nightly.nightly}[args.cmd]
     from proofdiff.report.progress import progress_display
 
-    with progress_display(console):
-        return handler(args, console)
+    try:
+        with progress_display(console):
+            return handler(args, console)
+    except Exception as exc:  # noqa: BLE001 - the last line: exit 3 with the traceback, never 1
+        from proofdiff.model.errors import unexpected
+
+        console.print(f"proofdiff: ERROR: {unexpected(exc, f'proofdiff {args.cmd}')}",
+                      markup=False, highlight=False, soft_wrap=True)
+        return EXIT_UNEXPECTED
 
 
 def finish(code: int) -> NoReturn:

@@ -25,7 +25,7 @@ from proofdiff.model.allowlist import (Acceptance, AllowEntry, StaleEntry, accep
                                        load_allowlist, match_allowlist)
 from proofdiff.model.choices import Runtime
 from proofdiff.model.config_delta import ConfigDelta
-from proofdiff.model.errors import ProofdiffError
+from proofdiff.model.errors import ProofdiffError, unexpected
 from proofdiff.model.image import ImageInfo
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.profile import Profile
@@ -154,8 +154,9 @@ def run_differential(options: RunOptions | None = None, *,
         an allowlist that does not load, an unknown key or suite, a build that fails, no Docker engine: every
         :class:`~proofdiff.model.errors.ProofdiffError`) comes back as verdict ERROR with the
         cause and the fix, never as an exception; an interrupt (Ctrl-C, SIGTERM) comes back as
-        INTERRUPTED after the containers are removed. Any other exception is a bug of
-        proofdiff's and propagates.
+        INTERRUPTED after the containers are removed. Any other exception (a bug of
+        proofdiff's) comes back as verdict ERROR too, with its traceback
+        (:func:`~proofdiff.model.errors.unexpected`), the report written.
     """
     t0 = time.monotonic()
     opts = (options or RunOptions()).with_env()
@@ -186,6 +187,8 @@ def run_differential(options: RunOptions | None = None, *,
         interrupted = True
     except ProofdiffError as exc:
         errors.append(str(exc))
+    except Exception as exc:  # noqa: BLE001 - a bug of ours: ERROR, its traceback, the report
+        errors.append(unexpected(exc, "the differential"))
     finally:
         for s in sessions:
             try:

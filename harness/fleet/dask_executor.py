@@ -105,6 +105,11 @@ class DaskExecutor:
                    for i, (f, item, k) in enumerate(zip(futures, items, keys, strict=True))]
         except KeyboardInterrupt:
             got = self._interrupted(futures, keys, items, name, lost)
+        except _SchedulerLost as exc:  # nothing to cancel there any more
+            raise FleetError(
+                f"the Dask scheduler {self.client.scheduler.address} was lost while "
+                f"{len(keys)} unit(s) of {name} ran ({exc}); nothing of them came back",
+                fix="see why the scheduler went (its host, its log) and run again") from None
         except BaseException:
             self.client.cancel(futures)
             raise
@@ -250,7 +255,16 @@ class DaskExecutor:
 
         Raises:
             FleetError: no worker for ``no_worker_s`` (the units still pending named).
+            _SchedulerLost: the client lost its scheduler (it gave up reconnecting).
         """
+        try:
+            return self._wait_on(futures, pinned)
+        except (OSError, TimeoutError) as exc:  # distributed's CommClosedError included
+            raise _SchedulerLost(f"{type(exc).__name__}: {exc}") from None
+
+    def _wait_on(self, futures: Sequence[Any], pinned: Mapping[str, str] | None,
+                 ) -> dict[str, str]:
+        """:meth:`_wait`'s loop; the client's calls raise what distributed raises."""
         alone_since: float | None = None
         names = self._worker_names()
         gone_with: dict[str, str] = {}
@@ -281,6 +295,10 @@ class DaskExecutor:
                     f"{self.no_worker_s:.0f} s; {len(pending)} unit(s) never finished: "
                     + ", ".join(sorted(str(f.key) for f in pending)[:5]),
                     fix="restart the workers (dask worker tcp://...), or run without --cluster")
+
+
+class _SchedulerLost(Exception):
+    """The client lost its scheduler while units ran (distributed gave up reconnecting)."""
 
 
 @contextmanager

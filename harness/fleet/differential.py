@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 
 from proofdiff.fleet.executor import Executor, open_executor
-from proofdiff.model.errors import ProofdiffError
+from proofdiff.model.errors import ProofdiffError, unexpected
 from proofdiff.model.profile import Profile
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
@@ -109,12 +109,12 @@ def _on_fleet(opts: RunOptions, *, per_host: bool, log: Callable[[str], None],
             got = ex.map_placed(differential_unit, [unit] * (len(hosts) if hosts else 1),
                                 name="differential", lost=lost_result, on=hosts)
             dark = ex.missing() if per_host else {}
-    except ProofdiffError as exc:
+    except Exception as exc:  # noqa: BLE001 - ours with its fix, else with its traceback
+        why = str(exc) if isinstance(exc, ProofdiffError) else unexpected(exc, "the fleet")
         if per_host and (names := _hosts_of(opts)):
-            return [_did_not_run(opts, n, str(exc), time.monotonic() - t0)
-                    for n in sorted(names)]
+            return [_did_not_run(opts, n, why, time.monotonic() - t0) for n in sorted(names)]
         return [("fleet", msgspec.structs.replace(
-            lost_result(opts, str(exc)), wall_s=round(time.monotonic() - t0, 3),
+            lost_result(opts, why), wall_s=round(time.monotonic() - t0, 3),
             machine=machine_facts()))]
     ran = [(where, msgspec.structs.replace(
         r, machine={**r.machine, "fleet_host": where},

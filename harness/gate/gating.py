@@ -49,7 +49,7 @@ from proofdiff.gate.gate_result import (Decision, Finding, GateResult, ProfileTi
 from proofdiff.gate.timing_arms import Where, cross_check_alone, timing_arms
 from proofdiff.gate.timing_rounds import BUDGET_PAIRS, Family, metrics_of
 from proofdiff.model.choices import Runtime
-from proofdiff.model.errors import ProofdiffError
+from proofdiff.model.errors import ProofdiffError, unexpected
 from proofdiff.model.image import ImageInfo
 from proofdiff.model.profile import Profile
 from proofdiff.model.result import DifferentialResult
@@ -104,9 +104,10 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
     Returns:
         The :class:`~proofdiff.gate.gate_result.GateResult`; bad input (a missing image, a
         malformed or unknown allowlist, profile or key) comes back as decision ERROR with the
-        cause, an interrupt (Ctrl-C, SIGTERM; also one that stopped the candidate's
-        differential) as INTERRUPTED (exit 130) with no timing round started, and the report
-        is written in every case.
+        cause, an unexpected exception (a bug of proofdiff's) as ERROR with its traceback, an
+        interrupt (Ctrl-C, SIGTERM; also one that stopped the candidate's differential) as
+        INTERRUPTED (exit 130) with no timing round started, and the report is written in
+        every case.
     """
     t0, started = time.monotonic(), time.time()
     opts = (options or RunOptions()).with_env()
@@ -187,6 +188,8 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
             interrupted = True
         except ProofdiffError as exc:
             errors.append(str(exc))
+        except Exception as exc:  # noqa: BLE001 - a bug of ours: ERROR with its traceback
+            errors.append(unexpected(exc, "the gate"))
     aa = bool(cand.digest) and cand.digest == base.digest
     undecided: list[str] = []
     if interrupted:

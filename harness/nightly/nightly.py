@@ -45,7 +45,7 @@ from proofdiff.history.query import load_series
 from proofdiff.history.schema import Machine, OracleRow, Run
 from proofdiff.history.store import store_result
 from proofdiff.history.view import SeriesView, analyse
-from proofdiff.model.errors import ProofdiffError
+from proofdiff.model.errors import ProofdiffError, unexpected
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
 from proofdiff.model.status import Outcome
@@ -157,6 +157,8 @@ def compare_night(diff: DifferentialResult, *, history: str, report_root: Path,
             db.close()
     except HistoryError as exc:
         errors.append(str(exc))
+    except Exception as exc:  # noqa: BLE001 - a bug of ours: ERROR with its traceback
+        errors.append(unexpected(exc, "the night's comparison with the history"))
     accepted: set[Key] = {(a.check, a.profile, a.workload) for a in diff.accepted}
     spans = {(r.check, r.profile, r.workload): (r.started_unix_s, r.stopped_unix_s)
              for r in diff.records}

@@ -322,3 +322,48 @@ def test_a_fleet_night_is_a_row_per_host_of_the_hosts_file_even_when_none_answer
     assert "did not answer over SSH" in night["decision_line"]
     page = (tmp_path / "nights" / "dark" / "index.html").read_text(encoding="utf-8")
     assert "gpu-a" in page and "gpu-b" in page
+
+
+def test_a_scheduler_lost_while_units_run_is_a_fleet_error_within_the_deadline(
+        tmp_path: Path) -> None:
+    # a scheduler and a worker of their own (processes of this machine on 127.0.0.1); the
+    # scheduler is killed while a unit runs, as when its host goes: the wait ends with the
+    # cause within the client's reconnect deadline, never an OSError from deep in distributed
+    from proofdiff.runtime.ports import free_port
+
+    dask = Path(sys.executable).with_name("dask")
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    scheduler = subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port",
+                                  str(port), "--no-dashboard"], **quiet)  # type: ignore[call-overload]
+    worker = subprocess.Popen([str(dask), "worker", address, "--nthreads", "1", "--no-dashboard",
+                               "--host", "127.0.0.1"], **quiet)  # type: ignore[call-overload]
+    try:
+        from distributed import Client
+
+        with Client(address, timeout="60s", set_as_default=False) as c:  # both up, unhurried
+            c.wait_for_workers(1, timeout=60)
+        # 5 s: how long the run's client tries to reach its scheduler again before giving up
+        with open_executor(RunOptions(cluster=address), connect_timeout_s=5) as ex:
+            import threading
+
+            def kill_once_running() -> None:
+                deadline = time.monotonic() + 60
+                while not any(ex.client.processing().values()):  # type: ignore[attr-defined]
+                    assert time.monotonic() < deadline, "the unit never started"
+                    time.sleep(0.05)
+                scheduler.kill()
+
+            killer = threading.Thread(target=kill_once_running, daemon=True)
+            killer.start()
+            t0 = time.monotonic()
+            with pytest.raises(FleetError, match=rf"the Dask scheduler {address} was lost while "
+                                                 r"1 unit\(s\) of sleep ran") as err:
+                ex.map(time.sleep, [120], name="sleep")
+            assert time.monotonic() - t0 < 60 and "run again" in err.value.fix
+            killer.join(timeout=10)
+    finally:
+        for p in (scheduler, worker):
+            p.kill()
+            p.wait(timeout=30)
