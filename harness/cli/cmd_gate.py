@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import signal
 from typing import TYPE_CHECKING
 
-from proofdiff.cli.cmd_run import console_log, notify_webhook, raise_interrupt
+from proofdiff.cli.cmd_run import console_log, notify_webhook
 from proofdiff.cli.history_append import exit_with_history
 from proofdiff.cli.option_flags import add_run_options, run_options
 from proofdiff.model.run_options import positive_seconds
@@ -70,7 +69,6 @@ def gate(args: argparse.Namespace, console: Console) -> int:
                            "--candidate-bin-dir and --baseline-bin-dir (two folders of host "
                            "binaries), one pair", style="bold red"))
         return 3
-    signal.signal(signal.SIGTERM, raise_interrupt)
     opts = run_options(args)
     host = all(dirs)
     result = run_gate(*(dirs if host else images), opts, budget_s=args.budget_s,

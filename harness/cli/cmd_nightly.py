@@ -4,11 +4,10 @@ with the nights before it (:mod:`proofdiff.nightly`)."""
 from __future__ import annotations
 
 import argparse
-import signal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from proofdiff.cli.cmd_run import console_log, notify_webhook, raise_interrupt
+from proofdiff.cli.cmd_run import console_log, notify_webhook
 from proofdiff.cli.option_flags import EVERY_GROUP, add_run_options, run_options
 from proofdiff.model.run_options import RunOptions
 from proofdiff.oracles.suite_table import SUITES
@@ -88,7 +87,6 @@ def nightly(args: argparse.Namespace, console: Console) -> int:
     from proofdiff.nightly.nightly_result import Standing
     from proofdiff.nightly.nightly_view import nightly_view
 
-    signal.signal(signal.SIGTERM, raise_interrupt)
     opts = run_options(args)
     result = run_nightly(opts, log=console_log(console), bisect_budget_s=args.bisect_budget_s,
                          allure_history=args.allure_history)

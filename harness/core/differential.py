@@ -23,6 +23,7 @@ from proofdiff.core.plan import Plan, load_selected, new_run_id
 from proofdiff.core.verdict import divergences, missing_cells, verdict
 from proofdiff.model.allowlist import (Acceptance, AllowEntry, StaleEntry, acceptable,
                                        load_allowlist, match_allowlist)
+from proofdiff.model import interrupt
 from proofdiff.model.choices import Runtime
 from proofdiff.model.config_delta import ConfigDelta
 from proofdiff.model.errors import ProofdiffError, unexpected
@@ -33,6 +34,7 @@ from proofdiff.model.profile_file import select_profiles
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
 from proofdiff.model.runs import RunRecord
+from proofdiff.model.status import Verdict
 from proofdiff.runtime.host import machine_facts
 from proofdiff.runtime.spec import ContainerError
 
@@ -40,7 +42,7 @@ if TYPE_CHECKING:  # the session pulls in the suites, scipy, docker and grpc: im
     # run has profiles to start, so a bad profile file is reported at once (issue 18)
     from proofdiff.core.session import Session
 
-__all__ = ["assemble", "run_differential"]
+__all__ = ["assemble", "interrupted_result", "run_differential"]
 
 
 def _images(plans: Sequence[Plan], runs: Sequence[RunRecord]) -> tuple[ImageInfo, ...]:
@@ -104,6 +106,17 @@ def assemble(*, run_id: str, profiles: Mapping[str, Profile], records: Sequence[
         extra=dict(extra or {}), wall_s=round(wall_s, 3), machine=dict(machine or {}),
         verifier=verifier, allowlist=allowlist_file, accepted=tuple(accepted),
         stale=tuple(stale))
+
+
+def interrupted_result(result: DifferentialResult) -> DifferentialResult:
+    """``result`` as INTERRUPTED (exit 130): a unit that came back whole after the caller's
+    Ctrl-C, or one already INTERRUPTED (unchanged). The verdict's first rule
+    (:func:`proofdiff.core.verdict.verdict`), applied here as :func:`assemble` applies it."""
+    if result.verdict is Verdict.INTERRUPTED:
+        return result
+    v, line = verdict(result.records, result.divergences, result.errors, [], result.runs,
+                      interrupted=True)
+    return msgspec.structs.replace(result, verdict=v, verdict_line=line, exit_code=v.exit_code)
 
 
 def _accept(records: Sequence[OracleRecord], entries: Sequence[AllowEntry],
@@ -195,6 +208,9 @@ def run_differential(options: RunOptions | None = None, *,
                 s.close()
             except KeyboardInterrupt:
                 interrupted = True
+    # an interrupt that reached a thread of the run but was turned into something else on
+    # its way (a flow given up, a daemon start cut) still makes the run INTERRUPTED
+    interrupted = interrupted or interrupt.requested()
     result = assemble(run_id=rid, profiles=resolved, plans=plans, errors=errors,
                       records=[r for s in sessions for r in s.records()],
                       runs=[r for s in sessions for r in s.runs()], interrupted=interrupted,

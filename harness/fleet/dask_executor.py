@@ -1,7 +1,9 @@
 """The fleet's units as tasks of a Dask cluster (:class:`DaskExecutor`): placed by Dask or
 pinned to a host, each run on its worker with its shipped paths and the host's runtime
-(:func:`_on_worker`), a lost host's units reported lost or run again, a Ctrl-C carried to the
-units running on the workers. :func:`proofdiff.fleet.executor.open_executor` makes one."""
+(:func:`proofdiff.fleet.on_worker.run_unit`), a lost host's units reported lost or run again,
+a Ctrl-C carried to the units running on the workers (:func:`proofdiff.fleet.on_worker.
+stop_units`) and raised here once they came back. :func:`proofdiff.fleet.executor.
+open_executor` makes one."""
 
 from __future__ import annotations
 
@@ -9,11 +11,12 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import msgspec
 
-from proofdiff.fleet.executor import FleetError
+from proofdiff.fleet.executor import FleetError, UnitsInterrupted
+from proofdiff.fleet.on_worker import run_unit, stop_units
 from proofdiff.fleet.hosts import Host, Hosts
 from proofdiff.fleet.shipping import ShipReport
 from proofdiff.model.errors import ProofdiffError
@@ -28,28 +31,6 @@ INTERRUPT_S = 60.0
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-def _on_worker(fn: Callable[[Any], Any], item: Any,
-               hosts: Mapping[str, Host]) -> tuple[str, Any]:
-    """A unit on a Dask worker: ``(the worker's name, fn(item))``, ``item``'s shipped paths
-    made this machine's and its options made this host's (:func:`~proofdiff.fleet.placement.
-    on_host`: the hosts file's runtime, binaries and GPUs)."""
-    from distributed import get_worker
-
-    from proofdiff.fleet.placement import on_host
-    from proofdiff.fleet.shipping import localize, walk
-
-    name = str(get_worker().name)
-    host = hosts.get(name)
-    # the caller's paths made this machine's: shipped artifacts by reference, and its cache
-    # and crate dropped (this machine's own are read from its environment)
-    item = walk(localize(item), lambda s: s, lambda s: msgspec.structs.replace(
-        s, cache_root="", crate_dir="") if isinstance(s, RunOptions) else s)
-    if host is None:
-        return name, fn(item)
-    with on_host(item, host) as placed:
-        return name, fn(placed)
 
 
 class DaskExecutor:
@@ -89,12 +70,12 @@ class DaskExecutor:
         keys = [f"{name}-{i}-{token}" for i in range(len(items))]
         resources = self._resources(items)
         if on is None:
-            futures = self.client.map(_on_worker, [fn] * len(items), list(items),
+            futures = self.client.map(run_unit, [fn] * len(items), list(items),
                                       [self.hosts] * len(items), key=keys, pure=False,
                                       resources=resources)
         else:  # each on its worker, by address (a name that is no worker's: lost at once)
             address = {n: a for a, n in self._worker_names().items()}
-            futures = [self.client.submit(_on_worker, fn, item, self.hosts, key=key,
+            futures = [self.client.submit(run_unit, fn, item, self.hosts, key=key,
                                           pure=False, resources=resources,
                                           workers=[address.get(where, where)],
                                           allow_other_workers=False)
@@ -104,7 +85,7 @@ class DaskExecutor:
             got = [self._outcome(f, item, f"{name}-{i}", lost, gone.get(k))
                    for i, (f, item, k) in enumerate(zip(futures, items, keys, strict=True))]
         except KeyboardInterrupt:
-            got = self._interrupted(futures, keys, items, name, lost)
+            self._interrupted(futures, keys, items, name, lost)
         except _SchedulerLost as exc:  # nothing to cancel there any more
             raise FleetError(
                 f"the Dask scheduler {self.client.scheduler.address} was lost while "
@@ -117,34 +98,40 @@ class DaskExecutor:
         return got
 
     def _interrupted(self, futures: Sequence[Any], keys: Sequence[str], items: Sequence[T],
-                     name: str, lost: Callable[[T, str], R] | None) -> list[tuple[str, R]]:
-        """A Ctrl-C here: the units not started are cancelled, the running ones interrupted on
-        their workers (a ``KeyboardInterrupt`` raised in the thread that runs each, as a
-        Ctrl-C reaches a unit on this machine), and waited for up to :data:`INTERRUPT_S`, so
-        that each stops its daemons and gives back what it did.
-
-        Returns:
-            Every unit's result where each was running (a differential or a probe comes back
-            INTERRUPTED), so that the caller writes its report.
+                     name: str, lost: Callable[[T, str], R] | None) -> NoReturn:
+        """A Ctrl-C here: the units not started are cancelled, the running ones told to stop
+        on their workers (:func:`~proofdiff.fleet.on_worker.stop_units`) and waited for up to
+        :data:`INTERRUPT_S`, so that each stops its daemons and gives back what it did.
 
         Raises:
-            KeyboardInterrupt: a unit had not started, or did not stop within the deadline.
+            UnitsInterrupted: always (a Ctrl-C never ends in a normal result, whatever the
+                units gave back): ``got`` holds the units that came back, where they ran
+                (a differential or a probe comes back INTERRUPTED, or whole if it ended
+                before the interrupt reached it), ``None`` for the others.
         """
-        running = {k for hit in self.client.run(_interrupt_units(list(keys))).values()
-                   for k in hit}
+        try:
+            reached = self.client.run(stop_units(list(keys)))
+        except Exception:  # noqa: BLE001 - a worker that cannot be asked: its units wait out
+            reached = {}
+        running = {k for hit in reached.values() for k in hit}
         self.client.cancel([f for f, k in zip(futures, keys, strict=True) if k not in running])
         self.log(f"interrupted: {len(running)} running unit(s) of {name} told to stop on their "
                  f"host(s), {len(keys) - len(running)} not started cancelled")
-        if len(running) < len(keys):
-            raise KeyboardInterrupt
         deadline = time.monotonic() + INTERRUPT_S
-        while not all(f.done() for f in futures) and time.monotonic() < deadline:
+        waited = [f for f, k in zip(futures, keys, strict=True) if k in running]
+        while not all(f.done() for f in waited) and time.monotonic() < deadline:
             time.sleep(0.2)
-        if not all(f.done() for f in futures):
-            self.client.cancel(futures)
-            raise KeyboardInterrupt
-        return [self._outcome(f, item, f"{name}-{i}", lost)
-                for i, (f, item) in enumerate(zip(futures, items, strict=True))]
+        got: list[tuple[str, R] | None] = []
+        for i, (f, item, k) in enumerate(zip(futures, items, keys, strict=True)):
+            back = None
+            if k in running and f.done() and f.status == "finished":
+                try:
+                    back = self._outcome(f, item, f"{name}-{i}", lost)
+                except BaseException:  # noqa: BLE001 - what a stopped unit raised: not back
+                    back = None
+            got.append(back)
+        self.client.cancel([f for f in futures if not f.done()])
+        raise UnitsInterrupted(got)
 
     def _outcome(self, future: Any, item: T, unit: str, lost: Callable[[T, str], R] | None,
                  pinned_to_gone: str | None = None) -> tuple[str, R]:
@@ -314,25 +301,3 @@ def _shipping(client: Any) -> Iterator[None]:
                          f"failed: {type(exc).__name__}: {exc}",
                          fix="check the workers' disks (~/.cache/proofdiff/shipped) and logs, "
                              "then run again: what arrived whole is kept") from None
-
-
-def _interrupt_units(keys: list[str]) -> Callable[..., list[str]]:
-    """A function for ``Client.run`` that raises ``KeyboardInterrupt`` in each thread of the
-    worker that runs one of ``keys`` (``PyThreadState_SetAsyncExc``: delivered when the thread
-    next runs Python code, so within a wait's poll) and returns the keys it reached. Made here,
-    so that it pickles by value."""
-
-    def interrupt(dask_worker: Any) -> list[str]:
-        import ctypes
-
-        with dask_worker.active_threads_lock:
-            threads = dict(dask_worker.active_threads)
-        hit = []
-        for tid, key in threads.items():
-            if key in keys:
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid),
-                                                           ctypes.py_object(KeyboardInterrupt))
-                hit.append(str(key))
-        return hit
-
-    return interrupt

@@ -4,7 +4,7 @@ prod must share a host and its GPU model), the result back here, the report writ
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -49,10 +49,26 @@ def differential_via(ex: Executor, options: RunOptions, profiles: dict[str, Prof
                      ) -> tuple[str, DifferentialResult]:
     """``(where, result)``: the differential of ``options`` (shipped by ``ex`` already) on
     ``profiles`` as one unit of ``ex``, its result naming its fleet host; a unit lost with
-    its host is an ERROR result naming it."""
-    [(where, r)] = ex.map_placed(profiles_unit, [ProfilesUnit(options, profiles)],
-                                 name="differential", lost=_lost_profiles)
+    its host is an ERROR result naming it; a Ctrl-C is an INTERRUPTED result (what the unit
+    did, when it came back)."""
+    try:
+        [(where, r)] = ex.map_placed(profiles_unit, [ProfilesUnit(options, profiles)],
+                                     name="differential", lost=_lost_profiles)
+    except KeyboardInterrupt as exc:
+        [(where, r)] = _interrupted(options, getattr(exc, "got", [None]), ["fleet"])
     return where, msgspec.structs.replace(r, machine={**r.machine, "fleet_host": where})
+
+
+def _interrupted(opts: RunOptions, got: Sequence[tuple[str, DifferentialResult] | None],
+                 where: Sequence[str]) -> list[tuple[str, DifferentialResult]]:
+    """The results of units a Ctrl-C stopped (``got``: each that came back, else ``None``;
+    ``where``: the host each was meant for): each INTERRUPTED, what came back kept."""
+    from proofdiff.core.differential import assemble, interrupted_result
+
+    return [(back[0], interrupted_result(back[1])) if back is not None
+            else (host, assemble(run_id=opts.run_id, profiles={}, records=[], runs=[],
+                                 interrupted=True))
+            for back, host in zip(got, where, strict=True)]
 
 
 def lost_result(options: RunOptions, message: str) -> DifferentialResult:
@@ -97,11 +113,17 @@ def _on_fleet(opts: RunOptions, *, per_host: bool, log: Callable[[str], None],
 
     ``per_host`` is a matrix over the hosts file (``opts.hosts``): each host that did not run
     (it failed its check, its worker is not in the cluster, or the cluster could not be used
-    at all) is an ERROR result of its own, naming why, in name order with the others."""
+    at all) is an ERROR result of its own, naming why, in name order with the others.
+
+    A Ctrl-C at any moment (joining the cluster, shipping, while the units run, as they come
+    back) ends in INTERRUPTED results, what each unit did kept where it came back: never a
+    normal result, so the caller writes the reports and exits 130."""
     from proofdiff.runtime.host import machine_facts
 
     t0 = time.monotonic()
     unit = msgspec.structs.replace(opts, cluster="", hosts="")
+    hosts: list[str] | None = None
+    got: list[tuple[str, DifferentialResult]] = []
     try:
         with open_executor(opts, log=log) as ex:
             hosts = ex.workers() if per_host else None
@@ -109,6 +131,17 @@ def _on_fleet(opts: RunOptions, *, per_host: bool, log: Callable[[str], None],
             got = ex.map_placed(differential_unit, [unit] * (len(hosts) if hosts else 1),
                                 name="differential", lost=lost_result, on=hosts)
             dark = ex.missing() if per_host else {}
+    except KeyboardInterrupt as exc:  # before a unit started, while they ran, or after
+        where = hosts or (sorted(_hosts_of(opts)) if per_host else []) or ["fleet"]
+        # what came back: the units stopped (UnitsInterrupted), or all of them, whole, when
+        # the Ctrl-C came while the cluster was closed after them
+        back: list[tuple[str, DifferentialResult] | None] = list(
+            getattr(exc, "got", None) or got) or [None] * len(where)
+        where = [b[0] if b is not None else w for b, w in zip(back, where, strict=True)]
+        return [(w, msgspec.structs.replace(r, machine={**machine_facts(), **r.machine,
+                                                        "fleet_host": w},
+                                            wall_s=round(time.monotonic() - t0, 3)))
+                for w, r in _interrupted(opts, back, where)]
     except Exception as exc:  # noqa: BLE001 - ours with its fix, else with its traceback
         why = str(exc) if isinstance(exc, ProofdiffError) else unexpected(exc, "the fleet")
         if per_host and (names := _hosts_of(opts)):

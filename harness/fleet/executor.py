@@ -26,15 +26,16 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
-from proofdiff.model import progress
+from proofdiff.model import interrupt, progress
 from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.run_options import RunOptions
 
-__all__ = ["CONNECT_TIMEOUT_S", "Executor", "FleetError", "ThreadExecutor", "open_executor"]
+__all__ = ["CONNECT_TIMEOUT_S", "Executor", "FleetError", "ThreadExecutor", "UnitsInterrupted",
+           "open_executor"]
 
 #: How long a scheduler has to answer, and to have a worker, s.
 CONNECT_TIMEOUT_S = 30.0
@@ -46,6 +47,21 @@ R = TypeVar("R")
 class FleetError(ProofdiffError):
     """The cluster cannot run the units: unreachable, no worker, another proofdiff on a
     worker, a worker lost for good."""
+
+
+class UnitsInterrupted(KeyboardInterrupt):
+    """A Ctrl-C (or SIGTERM) while units ran: raised by :meth:`Executor.map_placed` once the
+    running units were stopped and came back (or their wait ran out), never a normal return.
+
+    Attributes:
+        got: per item, in order: ``(where it ran, its result)`` of a unit that came back
+            (stopped: a differential INTERRUPTED; or whole, when it ended before the interrupt
+            reached it), ``None`` for one that did not (not started, or not back in time).
+    """
+
+    def __init__(self, got: Sequence[tuple[str, Any] | None]) -> None:
+        super().__init__()
+        self.got = list(got)
 
 
 class Executor(Protocol):
@@ -66,7 +82,9 @@ class Executor(Protocol):
     def map_placed(self, fn: Callable[[T], R], items: Sequence[T], *, name: str,
                    lost: Callable[[T, str], R] | None = None,
                    on: Sequence[str] | None = None) -> list[tuple[str, R]]:
-        """:meth:`map`, each result with where it ran (``local``, or the worker's name).
+        """:meth:`map`, each result with where it ran (``local``, or the worker's name). A
+        Ctrl-C while units run raises :class:`UnitsInterrupted` with what came back, once
+        the running units stopped: never a normal return.
 
         ``lost(item, message)``: the result of a unit whose host went away while it ran
         (``message`` names the unit and the host, with the fix), where ``retry_lost`` is off;
@@ -104,7 +122,9 @@ class Executor(Protocol):
 
 class ThreadExecutor:
     """Units on threads of this process (``jobs`` at once; ``jobs`` = 1 or one unit: in the
-    caller's thread)."""
+    caller's thread). A Ctrl-C (:mod:`proofdiff.model.interrupt`: every unit's waits see it)
+    ends the units at their next poll and raises :class:`UnitsInterrupted` with those that
+    came back, also where a unit turned it into its own result (INTERRUPTED)."""
 
     def __init__(self, jobs: int = 1) -> None:
         self.slots = max(1, jobs)
@@ -127,10 +147,28 @@ class ThreadExecutor:
             return "local", out
 
         pairs = list(enumerate(items))
-        if self.slots == 1 or len(pairs) <= 1:
-            return [one(p) for p in pairs]
-        with ThreadPoolExecutor(max_workers=min(self.slots, len(pairs))) as pool:
-            return list(pool.map(progress.carried(one), pairs))  # progress reaches the pool
+        got: list[tuple[str, R] | None] = [None] * len(pairs)
+        try:
+            if self.slots == 1 or len(pairs) <= 1:
+                for i, p in enumerate(pairs):
+                    got[i] = one(p)
+                    interrupt.check()  # a unit that swallowed a Ctrl-C: no next one
+            else:
+                with ThreadPoolExecutor(max_workers=min(self.slots, len(pairs))) as pool:
+                    # progress and the interrupt reach the pool's threads
+                    futures = [pool.submit(progress.carried(one), p) for p in pairs]
+                    try:
+                        for i, f in enumerate(futures):
+                            got[i] = f.result()
+                    except KeyboardInterrupt:  # the running units stop at their next poll
+                        wait(futures)
+                        got = [f.result() if f.done() and not f.cancelled()
+                               and f.exception() is None else None for f in futures]
+                        raise
+            interrupt.check()
+        except KeyboardInterrupt:
+            raise UnitsInterrupted(got) from None
+        return [g for g in got if g is not None]
 
     def workers(self) -> list[str]:
         return ["local"]

@@ -154,4 +154,4 @@ def gate_view(result: GateResult) -> ReportView:
 
 def write_gate_report(result: GateResult, run_dir: Path) -> Path:
     """Write the gate's report into ``run_dir`` (the one writer); returns ``run_dir``."""
-    return write_view(gate_view(result), run_dir)
+    return write_view(lambda: gate_view(result), run_dir)

@@ -156,6 +156,6 @@ def write_nightly_report(result: NightlyResult, run_dir: Path, *,
     ``history``: the history's URL, to plot the trend (:func:`nightly_view`); default the one
     the night names (``result.history``: a PostgreSQL URL there has its password hidden, so
     pass the real one)."""
-    return write_view(nightly_view(result, run_dir=run_dir,
-                                   history=history if history is not None else result.history),
-                      run_dir)
+    return write_view(lambda: nightly_view(
+        result, run_dir=run_dir, history=history if history is not None else result.history),
+        run_dir)

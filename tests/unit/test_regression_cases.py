@@ -5,6 +5,7 @@ not another, and env files read as docker reads them."""
 from __future__ import annotations
 
 import os
+import shutil
 import tomllib
 from pathlib import Path
 
@@ -124,7 +125,36 @@ def test_a_case_must_hold_with_its_fix_too() -> None:
 def test_a_replay_where_every_case_was_skipped_exits_non_zero() -> None:
     skipped = [CaseVerdict(case=f"c{i}", verdict="SKIP") for i in range(3)]
     assert exit_code(skipped) == ALL_SKIPPED_EXIT == 2
-    assert exit_code([*skipped, CaseVerdict(case="c4", verdict="ok")]) == 0
+    assert exit_code(skipped, allow_skipped=True) == 2  # nothing judged: never a pass
+
+
+def test_a_replay_with_any_case_skipped_exits_2_unless_skips_are_allowed() -> None:
+    # issue 42: one case holding and nine skipped exited 0
+    skipped = [CaseVerdict(case=f"c{i}", verdict="SKIP") for i in range(9)]
+    one = [*skipped, CaseVerdict(case="c9", verdict="ok")]
+    assert exit_code(one) == 2
+    assert exit_code(one, allow_skipped=True) == 0
+    assert exit_code([*one, CaseVerdict(case="x", verdict="FAIL")]) == 1
+    # an interrupted case (and those not reached) ends the replay with 130, whatever else
+    assert exit_code([*one, CaseVerdict(case="y", verdict="INTERRUPTED")]) == 130
+
+
+def test_run_suite_regressions_names_the_skipped_cases(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from proofdiff.cli import main
+
+    # the real-cuzk case: its pinned binaries are not here, so it is skipped (missing), never
+    # judged, and no daemon starts
+    name = "cuzk-colliding-ids-answered-with-the-first-proof"
+    shutil.copytree(REPO / "regressions" / name, tmp_path / "cases" / name)
+    monkeypatch.setenv("PROOFDIFF_REGRESSIONS", str(tmp_path / "cases"))
+    args = ["run", "--suite", "regressions", "--report-dir", str(tmp_path / "rep")]
+    assert main(args) == 2
+    out = capsys.readouterr().out
+    assert f"1 of 1 case(s) skipped, not judged: {name}" in out
+    assert "--allow-skipped accepts them" in out
+    assert main([*args, "--allow-skipped"]) == 2  # every case skipped: still nothing judged
 
 
 def test_a_build_that_fails_makes_the_replay_broken_not_missing(tmp_path: Path) -> None:
