@@ -16,7 +16,7 @@ from typing import Any, NoReturn, TypeVar
 import msgspec
 
 from proofdiff.fleet.executor import FleetError, UnitsInterrupted
-from proofdiff.fleet.on_worker import run_unit, stop_units
+from proofdiff.fleet.on_worker import LostBefore, run_unit, started_marker, stop_units
 from proofdiff.fleet.hosts import Host, Hosts
 from proofdiff.fleet.shipping import ShipReport
 from proofdiff.model.errors import ProofdiffError
@@ -41,8 +41,15 @@ class DaskExecutor:
 
     def __init__(self, client: Any, cluster: Any = None, no_worker_s: float = NO_WORKER_S,
                  hosts: Hosts | None = None, log: Callable[[str], None] = lambda _l: None,
-                 retry_lost: bool = False, left_out: Mapping[str, str] | None = None) -> None:
+                 retry_lost: bool = False, left_out: Mapping[str, str] | None = None,
+                 joined: bool = False) -> None:
         self.client, self.cluster, self.no_worker_s = client, cluster, no_worker_s
+        #: the scheduler is not this run's (``--cluster``): its settings are left as found,
+        #: and a unit run again after its worker died is caught by the unit itself
+        #: (:func:`~proofdiff.fleet.on_worker.run_unit`'s ``once``)
+        self.joined = joined
+        #: the hosts that left the cluster while the last units waited for ran (names)
+        self.departed: list[str] = []
         #: hosts of the hosts file left out before the cluster started: name -> why
         self.left_out = dict(left_out or {})
         #: a unit whose worker died is run again elsewhere (Dask's way), else reported lost
@@ -69,20 +76,24 @@ class DaskExecutor:
         token = uuid.uuid4().hex[:8]
         keys = [f"{name}-{i}-{token}" for i in range(len(items))]
         resources = self._resources(items)
+        once = self.joined and not self.retry_lost
+        pinned: dict[str, str] = {}
         if on is None:
             futures = self.client.map(run_unit, [fn] * len(items), list(items),
-                                      [self.hosts] * len(items), key=keys, pure=False,
-                                      resources=resources)
+                                      [self.hosts] * len(items), [once] * len(items), key=keys,
+                                      pure=False, resources=resources)
         else:  # each on its worker, by address (a name that is no worker's: lost at once)
             address = {n: a for a, n in self._worker_names().items()}
-            futures = [self.client.submit(run_unit, fn, item, self.hosts, key=key,
+            pinned = {k: address.get(w, w) for k, w in zip(keys, on, strict=True)}
+            futures = [self.client.submit(run_unit, fn, item, self.hosts, once, key=key,
                                           pure=False, resources=resources,
-                                          workers=[address.get(where, where)],
-                                          allow_other_workers=False)
-                       for item, key, where in zip(items, keys, on, strict=True)]
+                                          workers=[pinned[key]], allow_other_workers=False)
+                       for item, key in zip(items, keys, strict=True)]
         try:
-            gone = self._wait(futures, dict(zip(keys, on, strict=True)) if on else None)
-            got = [self._outcome(f, item, f"{name}-{i}", lost, gone.get(k))
+            gone = self._wait(futures, pinned)
+            got = [self._outcome(f, item, f"{name}-{i}", lost,
+                                 dict(zip(keys, on or (), strict=False)).get(k) if k in gone
+                                 else None)
                    for i, (f, item, k) in enumerate(zip(futures, items, keys, strict=True))]
         except KeyboardInterrupt:
             self._interrupted(futures, keys, items, name, lost)
@@ -94,8 +105,24 @@ class DaskExecutor:
         except BaseException:
             self.client.cancel(futures)
             raise
+        finally:
+            if once:  # the units' start marks off the scheduler: it is left as found
+                self._clear_marks(keys)
         self.placed.extend((f"{name}-{i}", where) for i, (where, _v) in enumerate(got))
         return got
+
+    def _clear_marks(self, keys: Sequence[str]) -> None:
+        """Remove the units' start marks (:func:`~proofdiff.fleet.on_worker.started_marker`)
+        from the scheduler; a scheduler that cannot be reached keeps nothing of them anyway
+        once it restarts."""
+        from distributed import Event
+
+        new_event: Any = Event  # distributed is only partly typed
+        for k in keys:
+            try:
+                new_event(started_marker(k), self.client).clear()
+            except Exception:  # noqa: BLE001 - a lost scheduler: nothing left to clear
+                return
 
     def _interrupted(self, futures: Sequence[Any], keys: Sequence[str], items: Sequence[T],
                      name: str, lost: Callable[[T, str], R] | None) -> NoReturn:
@@ -149,10 +176,18 @@ class DaskExecutor:
         if pinned_to_gone is not None:
             return self._lost(item, pinned_to_gone, lost, (
                 f"unit {unit} was lost: host {pinned_to_gone}, the one it must run on, is not "
-                "in the cluster (it went away, or never joined)"),
+                "in the cluster (it went away, never joined, or its nanny restarted it)"),
                 "see why the host went (its console, dmesg, the worker's log) and run again")
         try:
             where, value = future.result()
+            if isinstance(value, LostBefore):  # run again after its worker died: not ours
+                gone = " or ".join(self.departed) or "that ran it"
+                return self._lost(item, self.departed[-1] if self.departed else str(where),
+                                  lost, (f"unit {unit} was lost: host {gone} went away while "
+                                         "it ran (its Dask worker died); nothing of it came "
+                                         "back"),
+                    "see why the host went (its console, dmesg, the worker's log), or give "
+                    "--retry-lost to run such a unit again on another host")
             return str(where), value
         except KilledWorker as exc:
             host = str(exc.last_worker.name)
@@ -233,12 +268,14 @@ class DaskExecutor:
     def _wait(self, futures: Sequence[Any], pinned: Mapping[str, str] | None = None,
               ) -> dict[str, str]:
         """Until every future is done; a cluster left without any worker for
-        ``no_worker_s`` ends the wait. ``pinned``: unit key -> the worker it must run on; a
-        unit whose worker is not (or no longer) in the cluster is cancelled, as it could run
-        nowhere else.
+        ``no_worker_s`` ends the wait. ``pinned``: unit key -> the address of the worker it
+        must run on; a unit whose worker is not (or no longer) in the cluster is cancelled,
+        as it could run nowhere else: also when a nanny restarted that worker, which comes
+        back under the same name at another address (Dask would hold the unit for the old
+        address for ever).
 
         Returns:
-            The pinned units so cancelled: key -> the worker's name.
+            The pinned units so cancelled: key -> the worker's address.
 
         Raises:
             FleetError: no worker for ``no_worker_s`` (the units still pending named).
@@ -255,10 +292,11 @@ class DaskExecutor:
         alone_since: float | None = None
         names = self._worker_names()
         gone_with: dict[str, str] = {}
+        self.departed = []  # this wait's: the units it waits for ran while they left
         while True:
             for f in futures:
                 where = (pinned or {}).get(str(f.key))
-                if where is not None and where not in names.values() and not f.done():
+                if where is not None and where not in names and not f.done():
                     gone_with[str(f.key)] = where
                     f.cancel()
             if all(f.done() or str(f.key) in gone_with for f in futures):
@@ -266,6 +304,7 @@ class DaskExecutor:
             time.sleep(0.5)  # a unit is a run of seconds at least
             alive = set(self.client.nthreads())
             for gone in sorted(set(names) - alive):
+                self.departed.append(names[gone])
                 self.log(f"host {names.pop(gone)} left the cluster: its running units "
                          + ("run again on another host (--retry-lost)" if self.retry_lost
                             else "are reported lost (--retry-lost would run them again)"))

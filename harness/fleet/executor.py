@@ -230,19 +230,18 @@ def open_executor(options: RunOptions, *, jobs: int = 1,
         with_worker(client, str(cluster.scheduler_address), connect_timeout_s)
     else:
         client = connect(options.cluster, connect_timeout_s)
-    restore: int | None = None
     try:
         check_versions(client)
-        if not options.retry_lost:  # a unit whose worker dies errs at once, not run again
-            restore = client.run_on_scheduler(allowed_failures_set(0))
+        if cluster is not None and not options.retry_lost:
+            # this run's own scheduler: a unit whose worker dies errs at once, not run again;
+            # a joined one (--cluster) is left as it was found, its units catch that
+            # themselves (proofdiff.fleet.on_worker.run_unit)
+            client.run_on_scheduler(allowed_failures_set(0))
         ex = DaskExecutor(client, cluster, hosts=hosts, log=log, retry_lost=options.retry_lost,
-                          left_out=left_out)
+                          left_out=left_out, joined=cluster is None)
         log(f"units on the {ex.description}")
         yield ex
     finally:
-        if restore is not None:  # a scheduler this run joined is left as it was
-            with contextlib.suppress(Exception):
-                client.run_on_scheduler(allowed_failures_set(restore))
         if cluster is not None:
             # the workers first, each closed by its nanny so that it removes its own scratch
             # folder on its host (the SSH processes are killed outright after)

@@ -23,20 +23,37 @@ from proofdiff.fleet.hosts import Host
 from proofdiff.model import interrupt
 from proofdiff.model.run_options import RunOptions
 
-__all__ = ["run_unit", "stop_units"]
+__all__ = ["LostBefore", "run_unit", "started_marker", "stop_units"]
 
 #: This worker process's units running now: task key -> its interrupt event.
 _RUNNING: dict[str, threading.Event] = {}
 _LOCK = threading.Lock()
 
 
+class LostBefore(msgspec.Struct, frozen=True):
+    """What a unit gives back instead of running again after its worker died under it (the
+    caller reports it lost, as ``--retry-lost`` is off)."""
+
+
+def started_marker(key: str) -> str:
+    """The name of the scheduler ``Event`` that says unit ``key`` started once (the caller
+    clears it after the unit, which removes it from the scheduler)."""
+    return f"proofdiff-unit-started-{key}"
+
+
 def run_unit(fn: Callable[[Any], Any], item: Any,
-             hosts: Mapping[str, Host]) -> tuple[str, Any]:
+             hosts: Mapping[str, Host], once: bool = False) -> tuple[str, Any]:
     """A unit on a Dask worker: ``(the worker's name, fn(item))``, ``item``'s shipped paths
     made this machine's and its options made this host's (:func:`~proofdiff.fleet.placement.
     on_host`: the hosts file's runtime, binaries and GPUs), run in an interrupt scope of its
-    own that :func:`stop_units` sets."""
-    from distributed import get_worker
+    own that :func:`stop_units` sets.
+
+    ``once``: on a scheduler this run joined, whose ``allowed_failures`` is not this run's to
+    change, Dask runs a task again when its worker dies; the unit's first start is marked on
+    the scheduler (:func:`started_marker`), and a second start gives back :class:`LostBefore`
+    instead of running (a unit whose host went away is reported lost, unless
+    ``--retry-lost``)."""
+    from distributed import Event, get_worker
 
     from proofdiff.fleet.placement import on_host
     from proofdiff.fleet.shipping import localize, walk
@@ -44,6 +61,12 @@ def run_unit(fn: Callable[[Any], Any], item: Any,
     worker = get_worker()
     name = str(worker.name)
     key = str(worker.get_current_task())
+    if once:
+        new_event: Any = Event  # distributed is only partly typed
+        started = new_event(started_marker(key))
+        if started.is_set():
+            return name, LostBefore()
+        started.set()
     host = hosts.get(name)
     # the caller's paths made this machine's: shipped artifacts by reference, and its cache
     # and crate dropped (this machine's own are read from its environment)

@@ -367,3 +367,34 @@ def test_a_scheduler_lost_while_units_run_is_a_fleet_error_within_the_deadline(
         for p in (scheduler, worker):
             p.kill()
             p.wait(timeout=30)
+
+
+def test_a_joined_scheduler_is_never_changed_and_a_pinned_unit_its_nanny_restarted_is_lost(
+        cluster: str, tmp_path: Path) -> None:
+    def dies_once(marker: str) -> str:  # nested: it pickles by value to the workers
+        from distributed import get_worker
+
+        if not os.path.exists(marker):
+            Path(marker).touch()
+            os._exit(1)  # the worker process dies mid-unit; its nanny starts it again
+        return f"ran on {get_worker().name}"
+
+    def allowed_failures(dask_scheduler: object) -> int:
+        return int(dask_scheduler.allowed_failures)  # type: ignore[attr-defined]
+
+    with open_executor(RunOptions(cluster=cluster, retry_lost=True)) as ex:
+        client = ex.client  # type: ignore[attr-defined]
+        client.wait_for_workers(2, timeout=60)
+        # the scheduler is someone else's: its settings stay as found while the run goes on
+        assert client.run_on_scheduler(allowed_failures) == 3
+        [name] = ex.workers()[:1]
+        t0 = time.monotonic()
+        [(where, why)] = ex.map_placed(dies_once, [str(tmp_path / "pinned")], name="pinned",
+                                       on=[name], lost=lambda _item, message: message)
+        # the restarted worker has the same name at another address: Dask would hold the
+        # unit for the old one for ever; it is lost, within the wait's poll
+        assert where == name and "its nanny restarted it" in why, why
+        assert time.monotonic() - t0 < 60
+    with open_executor(RunOptions(cluster=cluster)) as ex:
+        assert ex.client.run_on_scheduler(allowed_failures) == 3  # type: ignore[attr-defined]
+        ex.client.wait_for_workers(2, timeout=60)  # type: ignore[attr-defined]
