@@ -84,6 +84,10 @@ def gate(args: argparse.Namespace, console: Console) -> int:
         head = f.message.splitlines()[0][:160] if f.message else ""
         state = f"accepted ({f.accepted_by})" if f.accepted else "BLOCKS"
         console.print(Text(f"  {state}: {f.check} on {f.profile}: {head}"))
+    for tp in result.tamper:
+        console.print(Text(f"  pinned verifier on a tampered proof of {tp.profile}/{tp.workload}: "
+                           + (f"{tp.verdict} (rejected)" if tp.rejected else tp.verdict
+                              or tp.note)))
     for why in result.undecided:
         console.print(Text(f"  not judged: {why}"))
     for e in result.stale:

@@ -18,10 +18,10 @@ from proofdiff.model.image import ImageInfo
 from proofdiff.model.timing_verdict import TimingVerdict
 
 __all__ = ["GATE_SCHEMA_VERSION", "Decision", "Finding", "GateResult", "ProfileTiming",
-           "StaleEntry", "VerifierCheck"]
+           "StaleEntry", "TamperCheck", "VerifierCheck"]
 
 #: Version of the gate's summary.json schema (the msgspec encoding of :class:`GateResult`;
-#: 4: a finding's ``outcome``).
+#: 4: a finding's ``outcome``, the ``tamper`` checks).
 GATE_SCHEMA_VERSION = 4
 
 
@@ -59,6 +59,26 @@ class VerifierCheck(msgspec.Struct, frozen=True, kw_only=True):
     note: str = ""
     started_unix_s: float = 0.0
     stopped_unix_s: float = 0.0
+
+
+class TamperCheck(msgspec.Struct, frozen=True, kw_only=True):
+    """The pinned verifier shown to reject a proof with one byte flipped, for one profile and
+    workload of the candidate's differential (:func:`proofdiff.gate.verifier_crosscheck.
+    tamper_checks`): the positive control without which a verifier that accepts anything
+    would pass every gate.
+
+    Attributes:
+        profile, workload, job: whose proof was tampered with ('' job: none to tamper with).
+        verdict: the pinned verifier's on the tampered copy (``invalid [00]``); rejected: it
+        said invalid. note: why there was no proof to tamper with.
+    """
+
+    profile: str
+    workload: str
+    job: str = ""
+    verdict: str = ""
+    rejected: bool = False
+    note: str = ""
 
 
 class ProfileTiming(msgspec.Struct, frozen=True, kw_only=True):
@@ -118,7 +138,9 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
         candidate, baseline: the two images with their ids. aa: both are one digest (an A/A
         gate: any difference found is the method's false alarm).
         verifier: the image whose ``verify`` checked every proof, and its id: pinned by the
-            build (content tag), never the candidate's.
+            build (content tag), never the candidate's. verifier_check: the baseline's own
+            verifier asked too (where it has one). tamper: the pinned verifier rejecting a
+            tampered proof of each profile, always (:class:`TamperCheck`).
         profiles: each profile as resolved, by name. workloads: what ran.
         findings: every reason to block, accepted or not. timing: the timing arm per profile
             and workload. allowlist: the file used ('' = none); stale: entries that matched
@@ -153,6 +175,7 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
     aa: bool = False
     verifier: ImageInfo | None = None
     verifier_check: VerifierCheck | None = None
+    tamper: tuple[TamperCheck, ...] = ()
     profiles: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
     workloads: tuple[str, ...] = ()
     findings: tuple[Finding, ...] = ()

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import msgspec
 from pytest_benchmark.utils import get_commit_info
@@ -45,7 +46,7 @@ from proofdiff.gate.findings import (CHECKED_SUITES, findings_of, unjudged, unve
 from proofdiff.gate.gate_error import GateError
 from proofdiff.gate.host_builds import host_side, verifier_in
 from proofdiff.gate.gate_result import (Decision, Finding, GateResult, ProfileTiming, StaleEntry,
-                                        VerifierCheck)
+                                        TamperCheck, VerifierCheck)
 from proofdiff.gate.timing_arms import Where, cross_check_alone, timing_arms
 from proofdiff.gate.timing_rounds import BUDGET_PAIRS, Family, metrics_of
 from proofdiff.model.choices import Runtime
@@ -61,7 +62,7 @@ from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.spec import ContainerError
 
 __all__ = ["CHECKED_SUITES", "GATE_ALPHA", "GateError", "decide", "findings_of", "run_gate",
-           "timing_findings", "timing_undecided", "unjudged", "unverified_of"]
+           "tamper_control", "timing_findings", "timing_undecided", "unjudged", "unverified_of"]
 
 #: The family-wise false-DIFFERENT level of one gate's timing verdicts, over every metric x
 #: profile x workload (Holm: :class:`proofdiff.gate.timing_rounds.Family`).
@@ -73,6 +74,44 @@ def _side(runner: Runner, role: str, tag: str) -> ImageInfo:
         return image_info(runner, tag)
     except ContainerError as exc:
         raise GateError(f"the {role} image: {exc.headline}", fix=exc.fix) from None
+
+
+def tamper_control(diff: DifferentialResult, opts: RunOptions, verifier: ImageInfo | None,
+                   host: bool, rid: str) -> list[TamperCheck]:
+    """The pinned verifier on a tampered proof of each profile of the candidate's differential
+    (:func:`~proofdiff.gate.verifier_crosscheck.tamper_checks`), here, where the verifier was
+    pinned: the program of a host gate, else the image.
+
+    Raises:
+        GateError: it accepted a tampered proof, or gave no verdicts: no verdict of the gate
+            could be trusted.
+    """
+    from proofdiff.gate.verifier_crosscheck import tamper_checks
+    from proofdiff.model.workload import load_workload
+    from proofdiff.verify.tool_verifier import ToolVerifier, VerifyError
+
+    if verifier is None:
+        return []
+    loaded = {w: load_workload(path) for w, path in opts.workload_files.items()
+              if w in {r.workload for r in diff.runs}}
+    runner = Runner(f"{rid}-tamper")
+    try:
+        got = tamper_checks(diff.runs, loaded, ToolVerifier(
+            runner, verifier.tag, Path(opts.param_cache), profile="tamper-check",
+            runtime=Runtime.PROCESS if host else Runtime.DOCKER))
+    except VerifyError as exc:
+        raise GateError(f"the pinned verifier {verifier.tag} could not judge a tampered proof: "
+                        f"{exc.cause}", fix=exc.fix or "run `make image` again") from None
+    finally:
+        runner.close()
+    accepted = [t for t in got if t.job and not t.rejected]
+    if accepted:
+        raise GateError(f"the pinned verifier {verifier.tag} accepted a proof with a byte "
+                        "flipped (" + "; ".join(f"{t.profile}/{t.workload} {t.job}: {t.verdict}"
+                                                for t in accepted) + "), so none of its "
+                        "verdicts can be trusted", fix="rebuild the pinned verifier (make "
+                        "image) or fix verifier.lock; never gate on this one")
+    return got
 
 
 def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *,
@@ -128,6 +167,7 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
     diff_id = ""
     diff: DifferentialResult | None = None
     timing_runs: list[RunRecord] = []
+    tamper: list[TamperCheck] = []
     interrupted = False
     wls: list[str] = list(opts.workloads)
     with contextlib.ExitStack() as stack:
@@ -167,6 +207,9 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
                 raise GateError("the candidate's differential could not run: " + diff.errors[0])
             findings, unverified = findings_of(diff), unverified_of(diff)
             not_judged = unjudged(diff)
+            tamper = tamper_control(diff, opts, verifier, host, rid)
+            log("gate: the pinned verifier on a tampered proof of each profile: " + "; ".join(
+                f"{t.profile}/{t.workload} {t.verdict or t.note}" for t in tamper))
             broken = {f.profile for f in findings if f.kind == "check"}
             timed = {n: p for n, p in resolved.items() if n not in broken}
             family = Family(alpha=GATE_ALPHA, size=max(1, len(wls) * sum(
@@ -204,7 +247,7 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
     result = GateResult(
         run_id=rid, created_unix_s=time.time(), decision=decision, decision_line=line,
         exit_code=decision.exit_code, candidate=cand, baseline=base, aa=aa, verifier=verifier,
-        verifier_check=checks[0] if checks else None,
+        verifier_check=checks[0] if checks else None, tamper=tuple(tamper),
         profiles={n: profile_view(p) for n, p in resolved.items()},
         workloads=tuple(wls), findings=tuple(findings), timing=tuple(timing),
         unverified=unverified, allowlist=opts.allowlist, stale=tuple(stale),

@@ -316,3 +316,37 @@ def test_the_gate_accepts_a_failure_never_an_error_and_a_pass_needs_a_passing_ch
                           Verdict.FAILED)) == ["profile prod has no record at all in the "
                                                "candidate's differential",
                                                "no check of the candidate's differential passed"]
+
+
+#: A stand-in for a broken pinned verifier, as ``verify --input FILE`` speaks (refprover
+#: README, 'Verifier input and output'): every proof valid. The real tool cannot be made to
+#: accept a tampered proof; this is the fault the gate's control exists for.
+LENIENT = """\
+import json, sys
+args = sys.argv[1:]
+items = json.load(open(args[args.index("--input") + 1]))["items"]
+print(json.dumps({"results": [{"id": i["id"], "valid": True, "partitions": [True, True]}
+                              for i in items]}))
+"""
+
+
+def test_a_pinned_verifier_that_accepts_a_tampered_proof_stops_the_gate(
+        tmp_path: Path, workload_file: Path) -> None:
+    import sys
+
+    from proofdiff.gate.gating import GateError, tamper_control
+    from proofdiff.model.run_options import RunOptions
+    from tests.conftest import job, run
+
+    lenient = tmp_path / "verify"
+    lenient.write_text(f"#!{sys.executable}\n{LENIENT}", encoding="utf-8")
+    lenient.chmod(0o755)
+    diff = msgspec.structs.replace(
+        _diff([_record("validity", "proofs", p, Outcome.PASS) for p in ("bench", "prod")]),
+        runs=(run("bench", [job(0), job(1)]), run("prod", [job(0, parts=(True, False))])))
+    opts = RunOptions(workload_files={"wpost-2k": str(workload_file)},
+                      param_cache=str(tmp_path))
+    with pytest.raises(GateError, match="accepted a proof with a byte flipped") as err:
+        tamper_control(diff, opts, ImageInfo(tag=str(lenient)), True, "g-tamper")
+    # bench's valid proof was tampered with; prod had none verified valid to tamper with
+    assert "bench/wpost-2k wpost-0: valid [11]" in str(err.value) and "prod" not in str(err.value)
