@@ -20,6 +20,7 @@ from collections.abc import Callable
 import msgspec
 
 from proofdiff.fleet.executor import Executor, open_executor
+from proofdiff.model.errors import unexpected
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
 from proofdiff.regressions.case import CaseError, discover, load_case
@@ -97,16 +98,22 @@ class CaseRun(msgspec.Struct, frozen=True, kw_only=True):
 
 def replay_case(unit: CaseUnit, log: Callable[[str], None] = lambda _l: None) -> CaseRun:
     """Replay one case as pinned and, where it records a fix, with it (module docstring),
-    where the executor puts it: both replays on one host."""
+    where the executor puts it: both replays on one host. A case that does not load, whose
+    pinned profiles or fix do not resolve, or whose replay meets an unexpected error is ERROR
+    for that case alone (its cause named), never the end of the other cases' replay."""
+    name = unit.folder.rstrip("/").rsplit("/", 1)[-1]
     try:
         case = load_case(unit.folder)
+        got, res = replay_run(case, unit.options, log=log)
+        fixed, res_fixed = ((replay_run(case, unit.options, fixed=True, log=log)
+                             if case.fix and got.status not in ("missing", "broken",
+                                                                "interrupted")
+                             else (None, None)))
     except CaseError as exc:
-        name = unit.folder.rstrip("/").rsplit("/", 1)[-1]
         return CaseRun(verdict=CaseVerdict(case=name, verdict="ERROR", message=str(exc)))
-    got, res = replay_run(case, unit.options, log=log)
-    fixed, res_fixed = ((replay_run(case, unit.options, fixed=True, log=log)
-                         if case.fix and got.status not in ("missing", "broken", "interrupted")
-                         else (None, None)))
+    except Exception as exc:  # noqa: BLE001 - a bug of ours: this case's ERROR, the others go on
+        return CaseRun(verdict=CaseVerdict(case=name, verdict="ERROR",
+                                           message=unexpected(exc, f"the replay of {name}")))
     verdict, message = judge_case(case.status, got, fixed)
     return CaseRun(verdict=CaseVerdict(case=case.id, verdict=verdict, status=case.status,
                                        message=message, outcome=got, with_fix=fixed),

@@ -8,6 +8,7 @@ import os
 import shutil
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,6 +67,51 @@ def test_a_missing_key_names_its_table_and_line(tmp_path: Path) -> None:
     (folder / "case.toml").write_text(tomli_w.dumps(doc))
     with pytest.raises(CaseError, match=r"status must be one of \('open', 'fixed'\)"):
         load_case(folder)
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    (lambda d: d.update(image="proofdiff/refprover:x"), r":\d+: image must be a table"),
+    (lambda d: d.update(fix="make it hold"), r":\d+: fix must be a table"),
+    (lambda d: d.update(binaries=3), r":\d+: binaries must be a table"),
+    (lambda d: d.update(bisect="none"), r":\d+: bisect must be a table"),
+    (lambda d: d.update(workload={"file": 5}), r":\d+: \[workload\] file must be a non-empty"),
+    (lambda d: d["fix"].update(overrides="prod.concurrency=1"),
+     r":\d+: \[fix\] overrides must be a list of --set strings"),
+    (lambda d: d.update(image={"tag": "proofdiff/refprover:x"}),
+     r":\d+: \[image\] digest is missing: the case would replay whatever the tag names here"),
+    (lambda d: d.update(image={"tag": "t:1", "digest": "sha256:abc"}),
+     r":\d+: \[image\] digest 'sha256:abc' is no image id"),
+])
+def test_a_table_of_the_wrong_type_or_an_unpinned_image_is_that_cases_error(
+        tmp_path: Path, change: Any, says: str) -> None:
+    import tomli_w
+
+    doc = _doc()
+    change(doc)
+    folder = tmp_path / "c3"
+    folder.mkdir()
+    (folder / "case.toml").write_text(tomli_w.dumps(doc))
+    with pytest.raises(CaseError, match=r"case.toml" + says) as err:
+        load_case(folder)
+    assert err.value.fix
+
+
+def test_one_malformed_case_is_its_own_error_and_the_others_are_replayed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tomli_w
+
+    from proofdiff.regressions.replay_all import replay_all
+
+    cases = tmp_path / "cases"
+    bad = _doc()
+    bad["image"] = "proofdiff/refprover:x"  # a value where a table belongs
+    (cases / "a-bad").mkdir(parents=True)
+    (cases / "a-bad" / "case.toml").write_text(tomli_w.dumps(bad))
+    name = "cuzk-colliding-ids-answered-with-the-first-proof"  # skipped here: no daemon runs
+    shutil.copytree(REPO / "regressions" / name, cases / name)
+    got = replay_all(RunOptions(regressions_dir=str(cases), report_dir=str(tmp_path / "rep")))
+    assert [(v.case, v.verdict) for v in got] == [("a-bad", "ERROR"), (name, "SKIP")]
+    assert "image must be a table" in got[0].message
 
 
 def test_the_signature_matches_its_record_and_not_another_failure() -> None:
