@@ -23,8 +23,9 @@ EXIT_HELP = """exit codes:
   2    inconclusive: something was not judged: a check skipped on the candidate, a profile
        without records, timing undecided within --budget-s (each reason is reported)
   3    the gate could not run (the reason is named: a missing image, a bad allowlist or
-       profile, no Docker, or the baseline's own verifier disagrees with the pinned one), or
-       --history could not store it (the report is still written)
+       profile, no Docker, the baseline's own verifier disagrees with the pinned one, or the
+       pinned verifier accepts a proof with a byte flipped), or --history could not store it
+       (the report is still written)
   130  interrupted (containers removed, the report kept)"""
 
 
