@@ -125,7 +125,7 @@ def test_a_gate_of_the_image_against_itself_raises_no_alarm(gate_run: Any,
     assert tampered.verdict.startswith("invalid"), tampered
     allure = list((r.report_dir / "allure-results").glob("*-result.json"))
     assert {json.loads(p.read_text())["name"] for p in allure} >= {
-        "gate/decision", "gate-verifier/cross-check", "gate-verifier/rejects-tampered"}
+        "gate/decision", "gate-verifier/cross-check", "gate-verifier/rejects-tampered [bench]"}
     doc = json.loads((r.report_dir / "summary.json").read_text())
     jsonschema.validate(doc, json.loads((r.report_dir / "gate.schema.json").read_text()))
     st = json.loads((r.report_dir / "statement.intoto.json").read_text())
