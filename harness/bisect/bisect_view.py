@@ -58,7 +58,7 @@ def bisect_view(result: BisectResult) -> ReportView:
 
 def write_bisect_report(result: BisectResult, run_dir: Path) -> Path:
     """Write the bisection's report into ``run_dir`` (the one writer); returns ``run_dir``."""
-    return write_view(bisect_view(result), run_dir)
+    return write_view(lambda: bisect_view(result), run_dir)
 
 
 def print_bisect(result: BisectResult, console: Console) -> None:

@@ -37,7 +37,7 @@ from proofdiff.cli import (cmd_bisect, cmd_catch_matrix, cmd_gate, cmd_history, 
                            cmd_nightly, cmd_repro, cmd_run)
 from proofdiff.cli.exit_codes import exit_help
 
-__all__ = ["entry", "finish", "main"]
+__all__ = ["EXIT_INTERRUPTED", "EXIT_UNEXPECTED", "entry", "finish", "main"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -91,8 +91,20 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+#: The exit code of a command that met an unexpected exception (ERROR): never 1, which means
+#: DIVERGED, FAIL or NEW to the CI that reads it.
+EXIT_UNEXPECTED = 3
+#: The exit code of a command that a Ctrl-C or SIGTERM reached, at whatever moment.
+EXIT_INTERRUPTED = 130
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``proofdiff``; returns the exit code."""
+    """Entry point of ``proofdiff``; returns the exit code. An exception no command turned into
+    its result (a bug of proofdiff's) is printed with its traceback and exits
+    :data:`EXIT_UNEXPECTED`; the workflows that write reports (run, gate, nightly) have
+    written theirs with it by then. A Ctrl-C or SIGTERM at any moment of the command ends it
+    with :data:`EXIT_INTERRUPTED` (:mod:`proofdiff.model.interrupt`: every thread of the run
+    sees it, and the report is written first)."""
     args = _parser().parse_args(argv)
     from rich.console import Console  # after parsing: --help and usage errors need no rich
 
@@ -103,8 +115,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                "history": cmd_history.history, "nightly": cmd_nightly.nightly}[args.cmd]
     from proofdiff.report.progress import progress_display
 
-    with progress_display(console):
-        return handler(args, console)
+    from proofdiff.model import interrupt
+
+    with interrupt.installed():
+        try:
+            with progress_display(console):
+                code = handler(args, console)
+        except KeyboardInterrupt:  # one that no workflow turned into its result
+            console.print(f"proofdiff {args.cmd}: interrupted", markup=False, highlight=False)
+            return EXIT_INTERRUPTED
+        except Exception as exc:  # noqa: BLE001 - the last line: exit 3 with the traceback
+            from proofdiff.model.errors import unexpected
+
+            console.print(f"proofdiff: ERROR: {unexpected(exc, f'proofdiff {args.cmd}')}",
+                          markup=False, highlight=False, soft_wrap=True)
+            return EXIT_UNEXPECTED
+        # a Ctrl-C or SIGTERM that came while the command ran ends it with 130, whatever
+        # result it went on to give: an interrupt is never a normal result
+        return EXIT_INTERRUPTED if interrupt.received() else code
 
 
 def finish(code: int) -> NoReturn:

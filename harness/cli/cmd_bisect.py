@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import signal
 from typing import TYPE_CHECKING
 
-from proofdiff.cli.cmd_run import console_log, raise_interrupt
+from proofdiff.cli.cmd_run import console_log
 from proofdiff.cli.exit_codes import exit_help
 from proofdiff.cli.option_flags import add_run_options, run_options
 
@@ -38,7 +37,6 @@ def bisect(args: argparse.Namespace, console: Console) -> int:
     from proofdiff.bisect import bisect_profiles
     from proofdiff.bisect.bisect_view import print_bisect
 
-    signal.signal(signal.SIGTERM, raise_interrupt)
     opts = run_options(args)
     result = bisect_profiles(opts, good=args.good, bad=args.bad, oracle=args.oracle,
                              log=console_log(console))

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import signal
 from typing import TYPE_CHECKING
 
-from proofdiff.cli.cmd_run import console_log, notify_webhook, raise_interrupt
+from proofdiff.cli.cmd_run import console_log, notify_webhook
 from proofdiff.cli.exit_codes import exit_help
 from proofdiff.cli.history_append import exit_with_history
 from proofdiff.cli.option_flags import add_run_options, run_options
@@ -62,7 +61,6 @@ def gate(args: argparse.Namespace, console: Console) -> int:
                            "--candidate-bin-dir and --baseline-bin-dir (two folders of host "
                            "binaries), one pair", style="bold red"))
         return 3
-    signal.signal(signal.SIGTERM, raise_interrupt)
     opts = run_options(args)
     host = all(dirs)
     result = run_gate(*(dirs if host else images), opts, budget_s=args.budget_s,
@@ -78,6 +76,10 @@ def gate(args: argparse.Namespace, console: Console) -> int:
         head = f.message.splitlines()[0][:160] if f.message else ""
         state = f"accepted ({f.accepted_by})" if f.accepted else "BLOCKS"
         console.print(Text(f"  {state}: {f.check} on {f.profile}: {head}"))
+    for tp in result.tamper:
+        console.print(Text(f"  pinned verifier on a tampered proof of {tp.profile}/{tp.workload}: "
+                           + (f"{tp.verdict} (rejected)" if tp.rejected else tp.verdict
+                              or tp.note)))
     for why in result.undecided:
         console.print(Text(f"  not judged: {why}"))
     for e in result.stale:

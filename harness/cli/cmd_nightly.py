@@ -4,11 +4,10 @@ with the nights before it (:mod:`proofdiff.nightly`)."""
 from __future__ import annotations
 
 import argparse
-import signal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from proofdiff.cli.cmd_run import console_log, notify_webhook, raise_interrupt
+from proofdiff.cli.cmd_run import console_log, notify_webhook
 from proofdiff.cli.exit_codes import exit_help
 from proofdiff.cli.option_flags import EVERY_GROUP, add_run_options, run_options
 from proofdiff.model.run_options import RunOptions
@@ -78,15 +77,16 @@ def nightly(args: argparse.Namespace, console: Console) -> int:
     from proofdiff.nightly.nightly_result import Standing
     from proofdiff.nightly.nightly_view import nightly_view
 
-    signal.signal(signal.SIGTERM, raise_interrupt)
     opts = run_options(args)
     result = run_nightly(opts, log=console_log(console), bisect_budget_s=args.bisect_budget_s,
                          allure_history=args.allure_history)
     for c in result.checks:
-        style = {Standing.NEW: "bold red", Standing.FIXED: "green"}.get(c.standing, "yellow")
+        style = {Standing.NEW: "bold red", Standing.ERROR: "red",
+                 Standing.FIXED: "green"}.get(c.standing, "yellow")
         before = ", ".join(o or "-" for o in c.past) or "no earlier night"
         console.print(Text(f"  {c.standing.value}: {c.check} on {c.profile}/{c.workload} "
-                           f"(tonight {c.outcome}; before: {before})", style=style),
+                           f"(tonight {c.outcome or 'no record'}; before: {before})",
+                           style=style),
                       soft_wrap=True)
     for s in result.slowdowns:
         console.print(Text(f"  slower: {s.metric} on {s.profile}/{s.workload}: {s.headline}",

@@ -4,11 +4,10 @@ artifacts (harness/regressions/repro.py)."""
 from __future__ import annotations
 
 import argparse
-import signal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from proofdiff.cli.cmd_run import console_log, raise_interrupt
+from proofdiff.cli.cmd_run import console_log
 from proofdiff.cli.exit_codes import exit_help
 from proofdiff.cli.option_flags import add_run_options, run_options
 
@@ -64,7 +63,6 @@ def repro(args: argparse.Namespace, console: Console) -> int:
     from proofdiff.regressions.repro import ProductionArtifacts
     from proofdiff.regressions.repro import repro as make
 
-    signal.signal(signal.SIGTERM, raise_interrupt)
     opts = run_options(args)
     production = None
     if args.from_report is None:

@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 import argparse
-import signal
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -24,8 +22,7 @@ if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
     from proofdiff.model.result import DifferentialResult
     from proofdiff.report.view import ReportView
 
-__all__ = ["EXIT_HELP", "add_arguments", "console_log", "notify_webhook", "raise_interrupt",
-           "run"]
+__all__ = ["EXIT_HELP", "add_arguments", "console_log", "notify_webhook", "run"]
 
 EXIT_HELP = exit_help("run")
 
@@ -38,17 +35,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "included (porep-2k, porep-2k-2p: ~1.7 GB of params, a minute or more per "
                    f"proof on 2 cores). Default suites: {', '.join(DEFAULT_SUITES)}; "
                    "--suite regressions replays every regression case instead")
+    p.add_argument("--allow-skipped", action="store_true",
+                   help="with --suite regressions: a case skipped because its inputs, image or "
+                        "binaries are missing here does not fail the replay (it is still "
+                        "counted and named). Default: a skipped case makes the replay exit 2; "
+                        "every case skipped always does")
     p.add_argument("--bisect", action="store_true",
                    help="bisect the first divergence (its baseline -> its profile, its check "
                         "as the oracle) within --bisect-budget; when a 1-minimal change is "
                         "found and confirmed, it replaces the divergence's ranked suspects in "
                         "the report. The exit code stays the run's verdict's")
-
-
-def raise_interrupt(_signum: int, _frame: FrameType | None) -> None:
-    """SIGTERM handler: raise KeyboardInterrupt, so a terminated run cleans up as Ctrl-C does
-    (containers removed, the report written, exit 130)."""
-    raise KeyboardInterrupt
 
 
 def console_log(console: Console) -> Callable[[str], None]:
@@ -69,7 +65,7 @@ def notify_webhook(console: Console, url: str, view: ReportView, page: Path) -> 
     console.print(Text(f"proofdiff: {line}", style="" if sent else "bold red"), soft_wrap=True)
 
 
-def _regressions(opts: RunOptions, console: Console) -> int:
+def _regressions(opts: RunOptions, console: Console, *, allow_skipped: bool = False) -> int:
     from rich.table import Table
 
     from proofdiff.model.errors import ProofdiffError
@@ -91,7 +87,13 @@ def _regressions(opts: RunOptions, console: Console) -> int:
     for v in verdicts:
         table.add_row(v.case, v.status, v.verdict, v.message[:400])
     console.print(table)
-    code = exit_with_history(exit_code(verdicts), stored[0])
+    skipped = [v.case for v in verdicts if v.verdict == "SKIP"]
+    if skipped:
+        console.print(f"{len(skipped)} of {len(verdicts)} case(s) skipped, not judged: "
+                      + ", ".join(skipped) + ("" if allow_skipped else
+                                              " (exit 2; --allow-skipped accepts them)"),
+                      markup=False)
+    code = exit_with_history(exit_code(verdicts, allow_skipped=allow_skipped), stored[0])
     console.print(f"{len(verdicts)} case(s); exit {code}", markup=False)
     return code
 
@@ -100,10 +102,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     """Run, print the table and the verdict, return the verdict's exit code."""
     from proofdiff.report.console import print_result
 
-    signal.signal(signal.SIGTERM, raise_interrupt)
     opts = run_options(args)
     if "regressions" in opts.suites:
-        return _regressions(opts, console)
+        return _regressions(opts, console, allow_skipped=args.allow_skipped)
     if args.full:
         from proofdiff.artifacts.sealed_workloads import WORKLOADS
 

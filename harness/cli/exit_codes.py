@@ -32,12 +32,12 @@ _INTERRUPTED = ExitCode(130, "interrupted (containers removed, the report kept)"
 COMMAND_EXITS: dict[str, tuple[ExitCode, ...]] = {
     "run": (
         ExitCode(0, "SAME: every selected check passed on every profile; with --suite "
-                    "regressions: every case as expected (some may be skipped)"),
+                    "regressions: every case as expected (none skipped, unless --allow-skipped)"),
         ExitCode(1, "DIVERGED: an oracle fails on a profile but not on the baseline (the "
                     "first profile); with --suite regressions: a case FAILed or XPASSed"),
         ExitCode(2, "FAILED or INCOMPLETE: failures on every profile alike, or checks skipped "
                     "or left undecided (timing INCONCLUSIVE), no divergence; with --suite "
-                    "regressions: every case was skipped"),
+                    "regressions: a case skipped (unless --allow-skipped), each named"),
         ExitCode(3, "ERROR: the run could not be carried out (profile file, build, Docker, "
                     "daemon start), or --history could not store it (locked, corrupt, newer "
                     "schema, unreachable: the verdict and the history's error are printed, the "
@@ -72,9 +72,9 @@ COMMAND_EXITS: dict[str, tuple[ExitCode, ...]] = {
                     "a profile without records, timing undecided within --budget-s (each "
                     "reason is reported)"),
         ExitCode(3, "the gate could not run (the reason is named: a missing image, a bad "
-                    "allowlist or profile, no Docker, or the baseline's own verifier disagrees "
-                    "with the pinned one), or --history could not store it (the report is "
-                    "still written)"),
+                    "allowlist or profile, no Docker, the baseline's own verifier disagrees "
+                    "with the pinned one, or the pinned verifier accepts a proof with a byte "
+                    "flipped), or --history could not store it (the report is still written)"),
         _INTERRUPTED,
     ),
     "bisect": (
@@ -109,10 +109,13 @@ COMMAND_EXITS: dict[str, tuple[ExitCode, ...]] = {
         ExitCode(1, "a new failure (a check that passed the last night that ran it) or a new "
                     "slowdown (a change point in latency, throughput or start-to-ready time)"),
         ExitCode(2, "nothing new, but tonight a check was skipped, undecided or without an "
-                    "outcome"),
-        ExitCode(3, "the night could not run (a profile file, the build, Docker) or not be "
-                    "compared (the history locked, corrupt, of a newer schema or "
-                    "unreachable); the report is still written"),
+                    "outcome, a check of the last night has no record tonight (missing), or no "
+                    "check passed"),
+        ExitCode(3, "the night could not run (a profile file, the build, Docker, a host of the "
+                    "hosts file that did not answer), not be compared (the history locked, "
+                    "corrupt, of a newer schema or unreachable), or a check could not be "
+                    "judged tonight (an ERROR record: a daemon that did not start, a broken "
+                    "verifier); the report is still written"),
         _INTERRUPTED,
     ),
 }

@@ -21,11 +21,12 @@ import msgspec
 
 from proofdiff.core.plan import Plan, load_selected, new_run_id
 from proofdiff.core.verdict import divergences, missing_cells, verdict
-from proofdiff.model.allowlist import (Acceptance, AllowEntry, StaleEntry, load_allowlist,
-                                       match_allowlist)
+from proofdiff.model.allowlist import (Acceptance, AllowEntry, StaleEntry, acceptable,
+                                       load_allowlist, match_allowlist)
+from proofdiff.model import interrupt
 from proofdiff.model.choices import Runtime
 from proofdiff.model.config_delta import ConfigDelta
-from proofdiff.model.errors import ProofdiffError
+from proofdiff.model.errors import ProofdiffError, unexpected
 from proofdiff.model.image import ImageInfo
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.profile import Profile
@@ -33,6 +34,7 @@ from proofdiff.model.profile_file import select_profiles
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
 from proofdiff.model.runs import RunRecord
+from proofdiff.model.status import Verdict
 from proofdiff.runtime.host import machine_facts
 from proofdiff.runtime.spec import ContainerError
 
@@ -40,7 +42,7 @@ if TYPE_CHECKING:  # the session pulls in the suites, scipy, docker and grpc: im
     # run has profiles to start, so a bad profile file is reported at once (issue 18)
     from proofdiff.core.session import Session
 
-__all__ = ["assemble", "run_differential"]
+__all__ = ["assemble", "interrupted_result", "run_differential"]
 
 
 def _images(plans: Sequence[Plan], runs: Sequence[RunRecord]) -> tuple[ImageInfo, ...]:
@@ -106,13 +108,25 @@ def assemble(*, run_id: str, profiles: Mapping[str, Profile], records: Sequence[
         stale=tuple(stale))
 
 
+def interrupted_result(result: DifferentialResult) -> DifferentialResult:
+    """``result`` as INTERRUPTED (exit 130): a unit that came back whole after the caller's
+    Ctrl-C, or one already INTERRUPTED (unchanged). The verdict's first rule
+    (:func:`proofdiff.core.verdict.verdict`), applied here as :func:`assemble` applies it."""
+    if result.verdict is Verdict.INTERRUPTED:
+        return result
+    v, line = verdict(result.records, result.divergences, result.errors, [], result.runs,
+                      interrupted=True)
+    return msgspec.structs.replace(result, verdict=v, verdict_line=line, exit_code=v.exit_code)
+
+
 def _accept(records: Sequence[OracleRecord], entries: Sequence[AllowEntry],
             today: dt.date) -> tuple[list[Acceptance], list[StaleEntry]]:
-    """The failing (FAIL or ERROR) records an unexpired entry accepts, and the entries that
-    matched nothing or expired."""
+    """The FAIL records an unexpired entry accepts (an ERROR record never: nothing was
+    judged, :func:`proofdiff.model.allowlist.acceptable`), and the entries that matched
+    nothing or expired."""
     if not entries:
         return [], []
-    bad = [r for r in records if r.outcome.bad]
+    bad = [r for r in records if acceptable(r.outcome)]
     hits, stale = match_allowlist(bad, entries, today)
     return [Acceptance(check=r.check, profile=r.profile, workload=r.workload, image=r.image,
                        entry=e.where, reason=e.reason, link=e.link,
@@ -153,8 +167,9 @@ def run_differential(options: RunOptions | None = None, *,
         an allowlist that does not load, an unknown key or suite, a build that fails, no Docker engine: every
         :class:`~proofdiff.model.errors.ProofdiffError`) comes back as verdict ERROR with the
         cause and the fix, never as an exception; an interrupt (Ctrl-C, SIGTERM) comes back as
-        INTERRUPTED after the containers are removed. Any other exception is a bug of
-        proofdiff's and propagates.
+        INTERRUPTED after the containers are removed. Any other exception (a bug of
+        proofdiff's) comes back as verdict ERROR too, with its traceback
+        (:func:`~proofdiff.model.errors.unexpected`), the report written.
     """
     t0 = time.monotonic()
     opts = (options or RunOptions()).with_env()
@@ -185,12 +200,17 @@ def run_differential(options: RunOptions | None = None, *,
         interrupted = True
     except ProofdiffError as exc:
         errors.append(str(exc))
+    except Exception as exc:  # noqa: BLE001 - a bug of ours: ERROR, its traceback, the report
+        errors.append(unexpected(exc, "the differential"))
     finally:
         for s in sessions:
             try:
                 s.close()
             except KeyboardInterrupt:
                 interrupted = True
+    # an interrupt that reached a thread of the run but was turned into something else on
+    # its way (a flow given up, a daemon start cut) still makes the run INTERRUPTED
+    interrupted = interrupted or interrupt.requested()
     result = assemble(run_id=rid, profiles=resolved, plans=plans, errors=errors,
                       records=[r for s in sessions for r in s.records()],
                       runs=[r for s in sessions for r in s.runs()], interrupted=interrupted,

@@ -149,7 +149,10 @@ def plan_runs(profiles: Mapping[str, Profile], options: RunOptions, *,
     if not profiles:
         raise ProofdiffError("no profile selected",
                              fix="a profile file has at least one [profiles.NAME] table")
-    chosen = select_suites(options.suites)
+    try:
+        chosen = select_suites(options.suites)
+    except ValueError as exc:  # a library caller's suite name (the CLI's choices list them)
+        raise ProofdiffError(str(exc), fix="name one of those suites (or 'all')") from None
     wls = tuple(dict.fromkeys(options.workloads or [p.workload for p in profiles.values()]))
     in_docker = [p for p in profiles.values() if p.runtime is Runtime.DOCKER]
     needs_image = not options.images and any(p.image is None for p in in_docker)

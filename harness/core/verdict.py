@@ -15,9 +15,11 @@ bytes, e.g. real cuzk-bench) is covered when another profile's proofs on the sam
 image were verified (:func:`unverifiable`): it does not make the run INCOMPLETE, and the SAME
 line names it with its reason. Uncovered (no profile's proofs verified), it is INCOMPLETE.
 
-A record an allowlist entry accepts (:mod:`proofdiff.model.allowlist`), and the divergence
-made of it, set no verdict: the verdict is what it would be without them, and its line counts
-them as accepted differences.
+A record an allowlist entry accepts (:mod:`proofdiff.model.allowlist`: a FAIL, never an
+ERROR), and the divergence made of it, set no verdict: the verdict is what it would be without
+them, and its line counts them as accepted differences. SAME still needs at least one check
+that passed, and one on every profile that has an accepted record: a run (or a profile) whose
+every judged record was accepted is INCOMPLETE, never SAME on waivers alone.
 """
 
 from __future__ import annotations
@@ -147,9 +149,18 @@ def verdict(records: Sequence[OracleRecord], divs: Sequence[Divergence], errors:
                   for r in undecided[:3]]
                + [f"no outcome for {m}" for m in missing[:3]])
         return Verdict.INCOMPLETE, "; ".join(why) or "no check ran"
+    passed = len(records) - len(covered) - len(waived)
+    waived_only = sorted({r.profile for r in waived} - {r.profile for r in records
+                                                        if r.outcome is Outcome.PASS})
+    if not passed or waived_only:
+        return Verdict.INCOMPLETE, (
+            f"no check passed on {', '.join(waived_only)}: each of its failures was accepted "
+            "by the allowlist" if waived_only else
+            f"no check passed: all {len(records)} were accepted by the allowlist or could not "
+            "be verified")
     warned = [r for r in records if r.evidence.get("warning")]
     profiles = sorted({r.profile for r in records})
-    line = (f"{len(records) - len(covered) - len(waived)} check(s) passed on "
+    line = (f"{passed} check(s) passed on "
             f"{', '.join(profiles)}; {_proofs(runs)} proof(s) verified independently")
     if waived:
         line += (f"; {len(waived)} accepted difference(s) (allowlist): "

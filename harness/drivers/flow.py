@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from proofdiff.model.choices import DriverKind
-from proofdiff.model import progress
+from proofdiff.model import interrupt, progress
 from proofdiff.model.jobs import FlowRecord, JobRecord, JobSpec
 from proofdiff.model.workload import Workload
 
@@ -44,9 +44,12 @@ def prove_many(driver: Driver, address: str, workload: Workload, specs: Sequence
     Raises:
         ValueError: ``mode`` is one the driver does not support (a programming error: callers
             check ``driver.modes`` and record the check as skipped instead).
+        KeyboardInterrupt: the run was interrupted (:mod:`proofdiff.model.interrupt`) before
+            or while the flow was sent, on whatever thread sends it.
     """
     if mode not in driver.modes:
         raise ValueError(f"driver {driver.name!r} cannot send a {mode.value!r} flow")
+    interrupt.check()  # an interrupted run sends nothing more
     real = [s for s in specs if not s.await_only]
     t0 = time.monotonic()
     # the bench tool starts a container before it sends anything: its start-up is no idle
@@ -62,6 +65,8 @@ def prove_many(driver: Driver, address: str, workload: Workload, specs: Sequence
         got = driver.send(specs, workload=workload, concurrency=concurrency, mode=mode,
                           guard=guard, deadlines=deadlines, log=log)
         reason, status = guard.reason, guard.given_up()
+    if guard.interrupted:  # a flow cut by the run's interrupt is no evidence: the run stops
+        raise KeyboardInterrupt
     samples = tuple(guard.samples)
     by_index = {r.index: r for r in got}
     jobs: list[JobRecord] = []

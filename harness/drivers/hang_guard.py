@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from proofdiff.model import interrupt
 from proofdiff.model.jobs import JobRecord, StatusSample
 from proofdiff.model.status import JobStatus
 from proofdiff.drivers.stall_rule import IDLE_CORES, AnswerClock, Observed, stall_reason
@@ -69,6 +70,9 @@ class Guard:
         self.samples: list[StatusSample] = []
         self.on_done = on_done
         self.on_answer = on_answer
+        #: the interrupt of the work this flow belongs to (:mod:`proofdiff.model.interrupt`):
+        #: kept here, so the driver's threads and the watch thread see it too
+        self.interrupt = interrupt.scope()
 
     def add(self, n: int = 1) -> None:
         """``n`` more jobs wait for an answer (the quiet clock starts when the first does)."""
@@ -116,10 +120,19 @@ class Guard:
         return bool(self.reason)
 
     def expired(self) -> bool:
-        """True when waiters must give up (the deadline passed or the guard tripped)."""
+        """True when waiters must give up (the deadline passed, the flow's work was
+        interrupted, or the guard tripped)."""
+        if not self._stop.is_set() and self.interrupt.is_set():
+            self.trip(INTERRUPTED, stall=False)
         if not self._stop.is_set() and time.monotonic() >= self.deadline:
             self.trip(f"the deadline of {self.deadline_s:.0f} s passed", stall=False)
         return self._stop.is_set()
+
+    @property
+    def interrupted(self) -> bool:
+        """True when the guard stopped the flow for an interrupt (Ctrl-C, SIGTERM, the
+        caller's interrupt of a unit)."""
+        return self.reason == INTERRUPTED
 
     def given_up(self) -> JobStatus:
         """The status of a job given up: STUCK after a stall, LOST after the deadline."""

@@ -26,15 +26,16 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
-from proofdiff.model import progress
+from proofdiff.model import interrupt, progress
 from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.run_options import RunOptions
 
-__all__ = ["CONNECT_TIMEOUT_S", "Executor", "FleetError", "ThreadExecutor", "open_executor"]
+__all__ = ["CONNECT_TIMEOUT_S", "Executor", "FleetError", "ThreadExecutor", "UnitsInterrupted",
+           "open_executor"]
 
 #: How long a scheduler has to answer, and to have a worker, s.
 CONNECT_TIMEOUT_S = 30.0
@@ -46,6 +47,21 @@ R = TypeVar("R")
 class FleetError(ProofdiffError):
     """The cluster cannot run the units: unreachable, no worker, another proofdiff on a
     worker, a worker lost for good."""
+
+
+class UnitsInterrupted(KeyboardInterrupt):
+    """A Ctrl-C (or SIGTERM) while units ran: raised by :meth:`Executor.map_placed` once the
+    running units were stopped and came back (or their wait ran out), never a normal return.
+
+    Attributes:
+        got: per item, in order: ``(where it ran, its result)`` of a unit that came back
+            (stopped: a differential INTERRUPTED; or whole, when it ended before the interrupt
+            reached it), ``None`` for one that did not (not started, or not back in time).
+    """
+
+    def __init__(self, got: Sequence[tuple[str, Any] | None]) -> None:
+        super().__init__()
+        self.got = list(got)
 
 
 class Executor(Protocol):
@@ -66,7 +82,9 @@ class Executor(Protocol):
     def map_placed(self, fn: Callable[[T], R], items: Sequence[T], *, name: str,
                    lost: Callable[[T, str], R] | None = None,
                    on: Sequence[str] | None = None) -> list[tuple[str, R]]:
-        """:meth:`map`, each result with where it ran (``local``, or the worker's name).
+        """:meth:`map`, each result with where it ran (``local``, or the worker's name). A
+        Ctrl-C while units run raises :class:`UnitsInterrupted` with what came back, once
+        the running units stopped: never a normal return.
 
         ``lost(item, message)``: the result of a unit whose host went away while it ran
         (``message`` names the unit and the host, with the fix), where ``retry_lost`` is off;
@@ -76,6 +94,12 @@ class Executor(Protocol):
 
     def workers(self) -> list[str]:
         """The names of the machines units can run on now (``["local"]`` here)."""
+        ...
+
+    def missing(self) -> dict[str, str]:
+        """The hosts of the hosts file that cannot run units now: name -> why (it failed its
+        check before the cluster started, or its worker is not in the cluster); ``{}`` here
+        and on a joined cluster (no hosts file names what should be there)."""
         ...
 
     def ship(self, options: RunOptions) -> RunOptions:
@@ -98,7 +122,9 @@ class Executor(Protocol):
 
 class ThreadExecutor:
     """Units on threads of this process (``jobs`` at once; ``jobs`` = 1 or one unit: in the
-    caller's thread)."""
+    caller's thread). A Ctrl-C (:mod:`proofdiff.model.interrupt`: every unit's waits see it)
+    ends the units at their next poll and raises :class:`UnitsInterrupted` with those that
+    came back, also where a unit turned it into its own result (INTERRUPTED)."""
 
     def __init__(self, jobs: int = 1) -> None:
         self.slots = max(1, jobs)
@@ -121,13 +147,34 @@ class ThreadExecutor:
             return "local", out
 
         pairs = list(enumerate(items))
-        if self.slots == 1 or len(pairs) <= 1:
-            return [one(p) for p in pairs]
-        with ThreadPoolExecutor(max_workers=min(self.slots, len(pairs))) as pool:
-            return list(pool.map(progress.carried(one), pairs))  # progress reaches the pool
+        got: list[tuple[str, R] | None] = [None] * len(pairs)
+        try:
+            if self.slots == 1 or len(pairs) <= 1:
+                for i, p in enumerate(pairs):
+                    got[i] = one(p)
+                    interrupt.check()  # a unit that swallowed a Ctrl-C: no next one
+            else:
+                with ThreadPoolExecutor(max_workers=min(self.slots, len(pairs))) as pool:
+                    # progress and the interrupt reach the pool's threads
+                    futures = [pool.submit(progress.carried(one), p) for p in pairs]
+                    try:
+                        for i, f in enumerate(futures):
+                            got[i] = f.result()
+                    except KeyboardInterrupt:  # the running units stop at their next poll
+                        wait(futures)
+                        got = [f.result() if f.done() and not f.cancelled()
+                               and f.exception() is None else None for f in futures]
+                        raise
+            interrupt.check()
+        except KeyboardInterrupt:
+            raise UnitsInterrupted(got) from None
+        return [g for g in got if g is not None]
 
     def workers(self) -> list[str]:
         return ["local"]
+
+    def missing(self) -> dict[str, str]:
+        return {}
 
     def ship(self, options: RunOptions) -> RunOptions:
         return options
@@ -174,11 +221,12 @@ def open_executor(options: RunOptions, *, jobs: int = 1,
 
     cluster: Any = None
     hosts: Hosts | None = None
+    left_out: dict[str, str] = {}
     if options.hosts:
         from proofdiff.fleet.ssh import start_ssh_cluster, usable_hosts
 
-        hosts = usable_hosts(load_hosts(options.hosts), timeout_s=connect_timeout_s,
-                             every=options.all_hosts, log=log)
+        hosts, left_out = usable_hosts(load_hosts(options.hosts), timeout_s=connect_timeout_s,
+                                       every=options.all_hosts, log=log)
         cluster = start_ssh_cluster(hosts, timeout_s=connect_timeout_s, log=log)
         from distributed import Client as DaskClient
 
@@ -187,18 +235,18 @@ def open_executor(options: RunOptions, *, jobs: int = 1,
         with_worker(client, str(cluster.scheduler_address), connect_timeout_s)
     else:
         client = connect(options.cluster, connect_timeout_s)
-    restore: int | None = None
     try:
         check_versions(client)
-        if not options.retry_lost:  # a unit whose worker dies errs at once, not run again
-            restore = client.run_on_scheduler(allowed_failures_set(0))
-        ex = DaskExecutor(client, cluster, hosts=hosts, log=log, retry_lost=options.retry_lost)
+        if cluster is not None and not options.retry_lost:
+            # this run's own scheduler: a unit whose worker dies errs at once, not run again;
+            # a joined one (--cluster) is left as it was found, its units catch that
+            # themselves (proofdiff.fleet.on_worker.run_unit)
+            client.run_on_scheduler(allowed_failures_set(0))
+        ex = DaskExecutor(client, cluster, hosts=hosts, log=log, retry_lost=options.retry_lost,
+                          left_out=left_out, joined=cluster is None)
         log(f"units on the {ex.description}")
         yield ex
     finally:
-        if restore is not None:  # a scheduler this run joined is left as it was
-            with contextlib.suppress(Exception):
-                client.run_on_scheduler(allowed_failures_set(restore))
         if cluster is not None:
             # the workers first, each closed by its nanny so that it removes its own scratch
             # folder on its host (the SSH processes are killed outright after)

@@ -169,8 +169,11 @@ def check_hosts(hosts: Hosts, timeout_s: float) -> list[HostCheck]:
 
 
 def usable_hosts(hosts: Hosts, *, timeout_s: float, every: bool,
-                 log: Callable[[str], None] = lambda _l: None) -> Hosts:
-    """``hosts`` less those that fail :func:`check_hosts` (each logged with its fix).
+                 log: Callable[[str], None] = lambda _l: None
+                 ) -> tuple[Hosts, dict[str, str]]:
+    """``hosts`` less those that fail :func:`check_hosts` (each logged with its fix), and
+    those left out: host name -> its check's line (the problem and the fix), so that a
+    per-host run reports each of them as a host that did not run, never as silence.
 
     Raises:
         proofdiff.fleet.executor.FleetError: a host failed and ``every`` (``--all-hosts``) was
@@ -194,8 +197,10 @@ def usable_hosts(hosts: Hosts, *, timeout_s: float, every: bool,
     if bad:
         log(f"going on with {len(checks) - len(bad)} of {len(checks)} host(s)")
     names = {c.host for c in bad}
-    return msgspec.structs.replace(hosts, hosts=tuple(h for h in hosts.hosts
-                                                      if h.name not in names))
+    return (msgspec.structs.replace(hosts, hosts=tuple(h for h in hosts.hosts
+                                                       if h.name not in names)),
+            {c.host: f"it failed its check before the cluster started: {c.line()}"
+             for c in bad})
 
 
 def start_ssh_cluster(hosts: Hosts, *, timeout_s: float,

@@ -18,10 +18,11 @@ from proofdiff.model.image import ImageInfo
 from proofdiff.model.timing_verdict import TimingVerdict
 
 __all__ = ["GATE_SCHEMA_VERSION", "Decision", "Finding", "GateResult", "ProfileTiming",
-           "StaleEntry", "VerifierCheck"]
+           "StaleEntry", "TamperCheck", "VerifierCheck"]
 
-#: Version of the gate's summary.json schema (the msgspec encoding of :class:`GateResult`).
-GATE_SCHEMA_VERSION = 3
+#: Version of the gate's summary.json schema (the msgspec encoding of :class:`GateResult`;
+#: 4: a finding's ``outcome``, the ``tamper`` checks).
+GATE_SCHEMA_VERSION = 4
 
 
 class Decision(StrEnum):
@@ -60,6 +61,26 @@ class VerifierCheck(msgspec.Struct, frozen=True, kw_only=True):
     stopped_unix_s: float = 0.0
 
 
+class TamperCheck(msgspec.Struct, frozen=True, kw_only=True):
+    """The pinned verifier shown to reject a proof with one byte flipped, for one profile and
+    workload of the candidate's differential (:func:`proofdiff.gate.verifier_crosscheck.
+    tamper_checks`): the positive control without which a verifier that accepts anything
+    would pass every gate.
+
+    Attributes:
+        profile, workload, job: whose proof was tampered with ('' job: none to tamper with).
+        verdict: the pinned verifier's on the tampered copy (``invalid [00]``); rejected: it
+        said invalid. note: why there was no proof to tamper with.
+    """
+
+    profile: str
+    workload: str
+    job: str = ""
+    verdict: str = ""
+    rejected: bool = False
+    note: str = ""
+
+
 class ProfileTiming(msgspec.Struct, frozen=True, kw_only=True):
     """The timing arm of one profile on one workload: the verdict per metric, the rounds
     drawn (one round = one batch of ``concurrency`` proofs on each side, in alternating
@@ -87,13 +108,17 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
     suite/oracle``), the profile and workload, what was seen, its evidence, and, when an
     allowlist entry accepts it, that entry's reason and link (``accepted`` true), and when the
     check that found it was judged (its record's times, a timing finding's arm's; s since the
-    epoch, 0 = unknown)."""
+    epoch, 0 = unknown). ``outcome``: ``fail`` (a property seen violated: a failing check, a
+    divergence of a FAIL, a regression, a job of the candidate that failed) or ``error``
+    (nothing was judged: an ERROR record, a divergence of one, no proof verified); an
+    allowlist accepts a ``fail`` only (:func:`proofdiff.model.allowlist.acceptable`)."""
 
     check: str
     profile: str
     workload: str
     message: str
     kind: str
+    outcome: str = "fail"
     evidence: dict[str, Any] = msgspec.field(default_factory=dict)
     accepted: bool = False
     accepted_by: str = ""
@@ -113,7 +138,9 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
         candidate, baseline: the two images with their ids. aa: both are one digest (an A/A
         gate: any difference found is the method's false alarm).
         verifier: the image whose ``verify`` checked every proof, and its id: pinned by the
-            build (content tag), never the candidate's.
+            build (content tag), never the candidate's. verifier_check: the baseline's own
+            verifier asked too (where it has one). tamper: the pinned verifier rejecting a
+            tampered proof of each profile, always (:class:`TamperCheck`).
         profiles: each profile as resolved, by name. workloads: what ran.
         findings: every reason to block, accepted or not. timing: the timing arm per profile
             and workload. allowlist: the file used ('' = none); stale: entries that matched
@@ -148,6 +175,7 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
     aa: bool = False
     verifier: ImageInfo | None = None
     verifier_check: VerifierCheck | None = None
+    tamper: tuple[TamperCheck, ...] = ()
     profiles: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
     workloads: tuple[str, ...] = ()
     findings: tuple[Finding, ...] = ()

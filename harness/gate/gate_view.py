@@ -93,7 +93,7 @@ def _ms(unix_s: float, default_ms: int) -> int:
 def _checks(result: GateResult) -> list[Check]:
     """One check per finding (FAILED; PASSED with the entry's reason when the allowlist accepts
     it), per timing verdict (FAILED on a regression, UNKNOWN when INCONCLUSIVE), the verifier
-    cross-check and the decision."""
+    cross-check, the pinned verifier on a tampered proof of each profile, and the decision."""
     t = int(result.created_unix_s * 1000)
     out = []
     for f in result.findings:  # each at its own real times (Allure's timeline); 0 = unknown
@@ -121,6 +121,14 @@ def _checks(result: GateResult) -> list[Check]:
         out.append(Check(suite="gate-verifier", name="cross-check", status=status,
                          message=text.splitlines()[0] if text else "", text=text,
                          start_ms=_ms(c.started_unix_s, t), stop_ms=_ms(c.stopped_unix_s, t)))
+    for tp in result.tamper:  # the pinned verifier's positive control, per profile
+        status = (CheckStatus.SKIPPED if not tp.job else CheckStatus.PASSED if tp.rejected
+                  else CheckStatus.BROKEN)
+        text = tp.note or (f"{tp.job} with a byte flipped: the pinned verifier says "
+                           f"{tp.verdict}")
+        out.append(Check(suite="gate-verifier", name="rejects-tampered", profile=tp.profile,
+                         workload=tp.workload, status=status, message=text, text=text,
+                         start_ms=t, stop_ms=t))
     status = (CheckStatus.PASSED if result.exit_code == 0 else CheckStatus.BROKEN
               if result.decision in (Decision.ERROR, Decision.INTERRUPTED) else CheckStatus.FAILED)
     out.append(Check(suite="gate", name="decision", status=status, message=result.decision_line,
@@ -154,4 +162,4 @@ def gate_view(result: GateResult) -> ReportView:
 
 def write_gate_report(result: GateResult, run_dir: Path) -> Path:
     """Write the gate's report into ``run_dir`` (the one writer); returns ``run_dir``."""
-    return write_view(gate_view(result), run_dir)
+    return write_view(lambda: gate_view(result), run_dir)

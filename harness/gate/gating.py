@@ -15,7 +15,9 @@
    workload by Holm's step-down. A job of the candidate that fails, is lost or gives an
    invalid proof in a timing batch is a blocking finding. A PASS needs every timing metric
    SAME, unless the user asked for no timing (``no_timing``), which the decision line states.
-4. The allowlist turns matching findings into accepted differences; an expired entry fails.
+4. The allowlist turns matching findings into accepted differences (a FAIL only, never an
+   ERROR: :mod:`proofdiff.model.allowlist`); an expired entry fails, and a profile whose every
+   finding was accepted with no check passing on it is not a PASS (INCONCLUSIVE).
 
 Every proof is checked by the pinned verifier (harness/artifacts/pinned_verifier.py): built from the git
 tree that ``verifier.lock`` names, tagged by its content, never the candidate's own tool. Before
@@ -28,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import msgspec
 from pytest_benchmark.utils import get_commit_info
@@ -38,15 +41,16 @@ from proofdiff.core.profile_delta import profile_view
 from proofdiff.fleet.executor import open_executor
 from proofdiff.gate.allowlist import AllowEntry, apply_allowlist, load_allowlist
 from proofdiff.gate.decision import decide, timing_findings, timing_undecided
-from proofdiff.gate.findings import CHECKED_SUITES, findings_of, unjudged, unverified_of
+from proofdiff.gate.findings import (CHECKED_SUITES, findings_of, unjudged, unverified_of,
+                                    waived_only)
 from proofdiff.gate.gate_error import GateError
 from proofdiff.gate.host_builds import host_side, verifier_in
 from proofdiff.gate.gate_result import (Decision, Finding, GateResult, ProfileTiming, StaleEntry,
-                                        VerifierCheck)
+                                        TamperCheck, VerifierCheck)
 from proofdiff.gate.timing_arms import Where, cross_check_alone, timing_arms
 from proofdiff.gate.timing_rounds import BUDGET_PAIRS, Family, metrics_of
 from proofdiff.model.choices import Runtime
-from proofdiff.model.errors import ProofdiffError
+from proofdiff.model.errors import ProofdiffError, unexpected
 from proofdiff.model.image import ImageInfo
 from proofdiff.model.profile import Profile
 from proofdiff.model.result import DifferentialResult
@@ -58,7 +62,7 @@ from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.spec import ContainerError
 
 __all__ = ["CHECKED_SUITES", "GATE_ALPHA", "GateError", "decide", "findings_of", "run_gate",
-           "timing_findings", "timing_undecided", "unjudged", "unverified_of"]
+           "tamper_control", "timing_findings", "timing_undecided", "unjudged", "unverified_of"]
 
 #: The family-wise false-DIFFERENT level of one gate's timing verdicts, over every metric x
 #: profile x workload (Holm: :class:`proofdiff.gate.timing_rounds.Family`).
@@ -70,6 +74,44 @@ def _side(runner: Runner, role: str, tag: str) -> ImageInfo:
         return image_info(runner, tag)
     except ContainerError as exc:
         raise GateError(f"the {role} image: {exc.headline}", fix=exc.fix) from None
+
+
+def tamper_control(diff: DifferentialResult, opts: RunOptions, verifier: ImageInfo | None,
+                   host: bool, rid: str) -> list[TamperCheck]:
+    """The pinned verifier on a tampered proof of each profile of the candidate's differential
+    (:func:`~proofdiff.gate.verifier_crosscheck.tamper_checks`), here, where the verifier was
+    pinned: the program of a host gate, else the image.
+
+    Raises:
+        GateError: it accepted a tampered proof, or gave no verdicts: no verdict of the gate
+            could be trusted.
+    """
+    from proofdiff.gate.verifier_crosscheck import tamper_checks
+    from proofdiff.model.workload import load_workload
+    from proofdiff.verify.tool_verifier import ToolVerifier, VerifyError
+
+    if verifier is None:
+        return []
+    loaded = {w: load_workload(path) for w, path in opts.workload_files.items()
+              if w in {r.workload for r in diff.runs}}
+    runner = Runner(f"{rid}-tamper")
+    try:
+        got = tamper_checks(diff.runs, loaded, ToolVerifier(
+            runner, verifier.tag, Path(opts.param_cache), profile="tamper-check",
+            runtime=Runtime.PROCESS if host else Runtime.DOCKER))
+    except VerifyError as exc:
+        raise GateError(f"the pinned verifier {verifier.tag} could not judge a tampered proof: "
+                        f"{exc.cause}", fix=exc.fix or "run `make image` again") from None
+    finally:
+        runner.close()
+    accepted = [t for t in got if t.job and not t.rejected]
+    if accepted:
+        raise GateError(f"the pinned verifier {verifier.tag} accepted a proof with a byte "
+                        "flipped (" + "; ".join(f"{t.profile}/{t.workload} {t.job}: {t.verdict}"
+                                                for t in accepted) + "), so none of its "
+                        "verdicts can be trusted", fix="rebuild the pinned verifier (make "
+                        "image) or fix verifier.lock; never gate on this one")
+    return got
 
 
 def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *,
@@ -101,9 +143,10 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
     Returns:
         The :class:`~proofdiff.gate.gate_result.GateResult`; bad input (a missing image, a
         malformed or unknown allowlist, profile or key) comes back as decision ERROR with the
-        cause, an interrupt (Ctrl-C, SIGTERM; also one that stopped the candidate's
-        differential) as INTERRUPTED (exit 130) with no timing round started, and the report
-        is written in every case.
+        cause, an unexpected exception (a bug of proofdiff's) as ERROR with its traceback, an
+        interrupt (Ctrl-C, SIGTERM; also one that stopped the candidate's differential) as
+        INTERRUPTED (exit 130) with no timing round started, and the report is written in
+        every case.
     """
     t0, started = time.monotonic(), time.time()
     opts = (options or RunOptions()).with_env()
@@ -124,6 +167,7 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
     diff_id = ""
     diff: DifferentialResult | None = None
     timing_runs: list[RunRecord] = []
+    tamper: list[TamperCheck] = []
     interrupted = False
     wls: list[str] = list(opts.workloads)
     with contextlib.ExitStack() as stack:
@@ -163,6 +207,9 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
                 raise GateError("the candidate's differential could not run: " + diff.errors[0])
             findings, unverified = findings_of(diff), unverified_of(diff)
             not_judged = unjudged(diff)
+            tamper = tamper_control(diff, opts, verifier, host, rid)
+            log("gate: the pinned verifier on a tampered proof of each profile: " + "; ".join(
+                f"{t.profile}/{t.workload} {t.verdict or t.note}" for t in tamper))
             broken = {f.profile for f in findings if f.kind == "check"}
             timed = {n: p for n, p in resolved.items() if n not in broken}
             family = Family(alpha=GATE_ALPHA, size=max(1, len(wls) * sum(
@@ -179,10 +226,13 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
                                    log, verifier=where.verifier)
             findings += timing_findings(timing)
             findings, stale = apply_allowlist(findings, entries)
+            not_judged += waived_only(diff, findings)
         except KeyboardInterrupt:
             interrupted = True
         except ProofdiffError as exc:
             errors.append(str(exc))
+        except Exception as exc:  # noqa: BLE001 - a bug of ours: ERROR with its traceback
+            errors.append(unexpected(exc, "the gate"))
     aa = bool(cand.digest) and cand.digest == base.digest
     undecided: list[str] = []
     if interrupted:
@@ -197,7 +247,7 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
     result = GateResult(
         run_id=rid, created_unix_s=time.time(), decision=decision, decision_line=line,
         exit_code=decision.exit_code, candidate=cand, baseline=base, aa=aa, verifier=verifier,
-        verifier_check=checks[0] if checks else None,
+        verifier_check=checks[0] if checks else None, tamper=tuple(tamper),
         profiles={n: profile_view(p) for n, p in resolved.items()},
         workloads=tuple(wls), findings=tuple(findings), timing=tuple(timing),
         unverified=unverified, allowlist=opts.allowlist, stale=tuple(stale),

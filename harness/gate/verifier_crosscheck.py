@@ -7,22 +7,29 @@ asked too, on the baseline daemon's first proofs and on one copy of a proof with
 partition; where they do not, one of them is wrong and no proof verdict of the gate can be
 trusted: the gate stops with an error that names the proofs. A baseline without a verify tool
 (a cuzk image) is not cross-checked, and the evidence says so.
+
+Whatever the baseline ships, the pinned verifier itself is shown to reject a proof of each
+profile with a byte flipped (:func:`tamper_checks`): a verifier that accepted it would make
+every validity check of the gate a pass from nothing, so the gate stops with an error.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+import msgspec
 
 from proofdiff.model.choices import Runtime
 from proofdiff.model.jobs import FlowRecord, ProofVerdict
+from proofdiff.model.runs import RunRecord
 from proofdiff.model.workload import Workload
 from proofdiff.runtime.runner import Runner
 from proofdiff.verify.tool_verifier import ToolVerifier, Verifier, VerifyError, verify_item
 
-from proofdiff.gate.gate_result import VerifierCheck
+from proofdiff.gate.gate_result import TamperCheck, VerifierCheck
 
-__all__ = ["VerifierCheck", "cross_check"]
+__all__ = ["TamperCheck", "VerifierCheck", "cross_check", "tamper_checks"]
 
 
 def _tampered(proof: bytes) -> bytes:
@@ -74,3 +81,35 @@ def cross_check(flows: Sequence[FlowRecord], workload: Workload, pinned: Verifie
                        f"says {_show(b)}")
     return VerifierCheck(baseline_image=baseline_image, proofs=len(items), agreed=not bad,
                          disagreements=tuple(bad))
+
+
+def tamper_checks(runs: Sequence[RunRecord], workloads: Mapping[str, Workload],
+                  pinned: Verifier) -> list[TamperCheck]:
+    """For each profile and workload of ``runs`` (the candidate's differential), one proof the
+    pinned verifier found valid, with a byte flipped, asked of ``pinned`` in one batch: each
+    must come back invalid (module docstring). A run with no valid proof is a check with its
+    note (the gate's findings already block on a workload with no proof verified).
+
+    Raises:
+        VerifyError: the pinned verifier gave no verdicts.
+    """
+    out: list[TamperCheck] = []
+    items: list[tuple[TamperCheck, dict[str, object]]] = []
+    for r in sorted(runs, key=lambda r: (r.profile, r.workload)):
+        flow = r.workload_flow
+        job = next((j for j in (flow.jobs if flow else ()) if j.completed and j.proof
+                    and j.verdict is not None and j.verdict.valid), None)
+        wl = workloads.get(r.workload)
+        if job is None or wl is None:
+            out.append(TamperCheck(profile=r.profile, workload=r.workload,
+                                   note="no proof verified valid to tamper with"))
+            continue
+        check = TamperCheck(profile=r.profile, workload=r.workload, job=job.job)
+        items.append((check, verify_item(wl.job(job.job),
+                                         f"tampered|{r.profile}|{r.workload}|{job.job}",
+                                         _tampered(job.proof))))
+    got = pinned.verify([it for _c, it in items]) if items else {}
+    for check, it in items:
+        v = got[str(it["id"])]
+        out.append(msgspec.structs.replace(check, verdict=_show(v), rejected=not v.valid))
+    return sorted(out, key=lambda c: (c.profile, c.workload))

@@ -157,8 +157,9 @@ def open_history(url: str, *, lock_timeout_s: float = LOCK_TIMEOUT_S,
             reading a database it must not change; a database with no schema reads as empty).
 
     Raises:
-        HistoryError: the URL does not parse or names no installed driver (psycopg: the
-            ``postgres`` extra, :func:`proofdiff.model.extras.require`); the database is
+        HistoryError: the URL does not parse (a port that is not a number included) or names
+            no installed driver (psycopg: the ``postgres`` extra,
+            :func:`proofdiff.model.extras.require`); the database is
             locked, corrupt, unreachable, or of a newer schema (module docstring).
     """
     try:
@@ -167,6 +168,12 @@ def open_history(url: str, *, lock_timeout_s: float = LOCK_TIMEOUT_S,
         raise HistoryError(f"--history {url!r} is not a database URL: {exc}",
                            fix="give a SQLite file path, sqlite:///PATH or "
                                "postgresql://USER@HOST:PORT/DB") from None
+    except ValueError as exc:  # SQLAlchemy's int() of the port: the URL itself is not shown,
+        # as it may hold a password
+        raise HistoryError(f"--history is not a database URL: a part of it does not parse "
+                           f"({exc}); a port must be a number",
+                           fix="give postgresql://USER@HOST:PORT/DB with a numeric PORT (e.g. "
+                               "5432), a SQLite file path or sqlite:///PATH") from None
     shown = parsed.render_as_string(hide_password=True)
     if migrate and parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "",
                                                                                       ":memory:"):

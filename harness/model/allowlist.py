@@ -15,6 +15,15 @@ check, profile and message; a match turns it into an accepted difference, still 
 report with the entry's reason and link (:class:`Acceptance`), never hidden. An entry past its
 expiry accepts nothing and is listed as ``expired`` (it fails a gate); an unexpired entry that
 matches nothing is listed as ``stale``.
+
+Only a FAIL is accepted (:func:`acceptable`): an allowlist names a known *difference*, a
+property seen violated. An ERROR means nothing was judged (a verifier that crashed, a daemon
+that never started, no proof verified), and its message is whatever the broken part wrote, so
+an entry written for ``partition 1 invalid`` would otherwise accept a verifier crash that
+mentions a partition. An entry whose ``match`` is empty, or matches the empty string (``.*``,
+``x?``, ``^$``), is refused at load: ``re.search`` finds such a pattern in every message (or,
+anchored, only in an empty one, which says nothing), so it would accept any failure of its
+check rather than the known one.
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ import msgspec
 from proofdiff.model.errors import ProofdiffError
 
 __all__ = ["Acceptance", "AllowEntry", "AllowlistError", "Matchable", "StaleEntry",
-           "load_allowlist", "match_allowlist"]
+           "acceptable", "load_allowlist", "match_allowlist"]
 
 _KEYS = {"check": "suite/oracle (e.g. 'validity/proofs', 'timing/latency')",
          "profile": "a profile name or '*'",
@@ -49,10 +58,15 @@ class AllowlistError(ProofdiffError):
 
 class Matchable(Protocol):
     """What an entry is matched against (a gate finding, an oracle record): its ``check``
-    (``suite/oracle`` or ``timing/<metric>``), ``profile`` and ``message``."""
+    (``suite/oracle`` or ``timing/<metric>``), ``profile``, ``message`` and ``outcome``
+    (``fail``, ``error``...: :class:`~proofdiff.model.status.Outcome`'s values; only ``fail``
+    can be accepted)."""
 
     @property
     def check(self) -> str: ...
+
+    @property
+    def outcome(self) -> str: ...
 
     @property
     def profile(self) -> str: ...
@@ -106,9 +120,16 @@ class AllowEntry:
     expires: dt.date
 
     def matches(self, f: Matchable) -> bool:
-        """The finding or record is this entry's check and profile, and its message matches."""
-        return (f.check == self.check and self.profile in ("*", f.profile)
-                and self.match.search(f.message) is not None)
+        """The finding or record is a FAIL (:func:`acceptable`) of this entry's check and
+        profile, and its message matches."""
+        return (acceptable(f.outcome) and f.check == self.check
+                and self.profile in ("*", f.profile) and self.match.search(f.message) is not None)
+
+
+def acceptable(outcome: str) -> bool:
+    """Whether an allowlist may accept a record or finding of ``outcome``: a FAIL only, never
+    an ERROR (module docstring)."""
+    return outcome == "fail"
 
 
 def load_allowlist(path: str | Path) -> list[AllowEntry]:
@@ -116,7 +137,9 @@ def load_allowlist(path: str | Path) -> list[AllowEntry]:
 
     Raises:
         AllowlistError: the file is missing or not TOML, an entry lacks a key or has an unknown
-            one, ``match`` is not a regular expression, or ``expires`` is not a date.
+            one, a text key is not a string, ``match`` is not a regular expression or matches
+            the empty string (an empty ``match`` included: module docstring), or ``expires``
+            is not a date.
     """
     p = Path(path)
     try:
@@ -136,6 +159,10 @@ def load_allowlist(path: str | Path) -> list[AllowEntry]:
     out = []
     for i, raw in enumerate(doc.get("accept", []), 1):
         where = f"{p}#{i}"
+        if not isinstance(raw, dict):
+            raise AllowlistError(f"allowlist entry {where}: {raw!r} is not a table",
+                                 fix="write each entry as an [[accept]] table of "
+                                     + ", ".join(_KEYS))
         missing = [k for k in _KEYS if k not in raw]
         extra = sorted(set(raw) - set(_KEYS))
         if missing or extra:
@@ -146,18 +173,33 @@ def load_allowlist(path: str | Path) -> list[AllowEntry]:
                             + ([f"unknown key(s) {', '.join(extra)}"] if extra else [])),
                 fix="; ".join(([f"add them ({need})"] if missing else [])
                               + ([f"remove them; known: {', '.join(_KEYS)}"] if extra else [])))
+        texts = [k for k in _KEYS if k != "expires" and not isinstance(raw[k], str)]
+        if texts:
+            raise AllowlistError(f"allowlist entry {where}: "
+                                 + ", ".join(f"{k} = {raw[k]!r}" for k in texts)
+                                 + " is not a string",
+                                 fix="quote it (" + "; ".join(f"{k}: {_KEYS[k]}" for k in texts)
+                                     + ")")
         if not isinstance(raw["expires"], dt.date) or isinstance(raw["expires"], dt.datetime):
             raise AllowlistError(f"allowlist entry {where}: expires = {raw['expires']!r} is not "
                                  "a TOML date", fix="write it bare, e.g. expires = 2027-01-31")
         try:
-            pattern = re.compile(str(raw["match"]))
+            pattern = re.compile(raw["match"])
         except re.error as exc:
             raise AllowlistError(f"allowlist entry {where}: match {raw['match']!r} is not a "
                                  f"regular expression ({exc})",
                                  fix="correct the pattern (Python's re syntax; a TOML literal "
                                      "string '...' keeps its backslashes)") from None
-        out.append(AllowEntry(where=where, check=str(raw["check"]), profile=str(raw["profile"]),
-                              match=pattern, reason=str(raw["reason"]), link=str(raw["link"]),
+        if pattern.search("") is not None:
+            raise AllowlistError(
+                f"allowlist entry {where}: match {raw['match']!r} "
+                + ("is empty" if not raw["match"] else "matches the empty string")
+                + f", so it would accept every failure of {raw['check']} on {raw['profile']}, "
+                "not the known one",
+                fix="write a pattern that only the known failure's message contains, e.g. "
+                    "'partition [0-9]+ invalid' (copy it from the report's message)")
+        out.append(AllowEntry(where=where, check=raw["check"], profile=raw["profile"],
+                              match=pattern, reason=raw["reason"], link=raw["link"],
                               expires=raw["expires"]))
     return out
 
@@ -165,8 +207,8 @@ def load_allowlist(path: str | Path) -> list[AllowEntry]:
 def match_allowlist(items: Sequence[Matchable], entries: Sequence[AllowEntry],
                     today: dt.date | None = None
                     ) -> tuple[list[AllowEntry | None], list[StaleEntry]]:
-    """The first unexpired entry matching each item (``None``: none does), and the entries to
-    list: expired ones (they accept nothing) and unexpired ones that matched nothing (stale).
+    """The first unexpired entry matching each item (``None``: none does; always for an item
+    that is not a FAIL, :func:`acceptable`), and the entries to list: expired ones (they accept nothing) and unexpired ones that matched nothing (stale).
 
     Args:
         today: the date the expiries are read against (default: today's).

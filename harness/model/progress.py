@@ -26,6 +26,8 @@ from typing import Literal, ParamSpec, TypeVar
 
 import msgspec
 
+from proofdiff.model import interrupt
+
 __all__ = ["ProgressEvent", "Sink", "Task", "active", "carried", "reporting", "task"]
 
 _P = ParamSpec("_P")
@@ -84,14 +86,17 @@ def active() -> bool:
 
 
 def carried(fn: Callable[_P, _R]) -> Callable[_P, _R]:
-    """``fn`` that runs with this context's sink in whatever thread calls it (a pool's workers
-    do not inherit context variables)."""
+    """``fn`` that runs with this context's sink, and its interrupt scope
+    (:mod:`proofdiff.model.interrupt`), in whatever thread calls it (a pool's workers do not
+    inherit context variables)."""
     sink = _SINK.get()
+    stop = interrupt.scope()
 
     def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         token = _SINK.set(sink)
         try:
-            return fn(*args, **kwargs)
+            with interrupt.unit_scope(stop):
+                return fn(*args, **kwargs)
         finally:
             _SINK.reset(token)
     return run

@@ -269,6 +269,16 @@ def _job(d: Any, where: str, shape: Shape) -> WorkloadJob:
     if len(proofs) != len(sectors):
         raise WorkloadError(f"{where}: {len(proofs)} vanilla proofs for {len(sectors)} sectors; "
                             "expected one per sector", fix=_REGENERATE)
+    n, parts = len(sectors), shape.partitions
+    if (parts - 1) * -(-n // parts) >= n:  # a partition without a sector: no request for it
+        raise WorkloadError(
+            f"{where}: {n} sector(s) for {parts} partitions: "
+            + ("fewer sectors than partitions" if n < parts else
+               f"in runs of {-(-n // parts)} (WorkloadJob.partition_inputs) the last "
+               "partition gets none"),
+            fix="give every partition its sectors (a 2 KiB WindowPoSt partition holds 2), or "
+                "set the workload's partitions to what its sectors fill; regenerate it with "
+                "`proofdiff build` / the image's seal tool")
     return WorkloadJob(
         name=name, miner_id=_need(d, "miner_id", int, where), shape=shape,
         priority=_priority(d, where), randomness=_hex(_need(d, "randomness", str, where), f"{where}.randomness", 32),
@@ -323,7 +333,11 @@ def _mix(doc: Any, path: Path) -> tuple[WorkloadJob, ...]:
         member = Path(_need(m, "file", str, where, _MIX_FIX))
         member = member if member.is_absolute() else path.parent / member
         got = load_workload(member).jobs
-        count = m.get("jobs", len(got)) if isinstance(m, dict) else len(got)
+        count = _need(m, "jobs", int, where, _MIX_FIX) if "jobs" in m else len(got)
+        if not 1 <= count <= len(got):
+            raise WorkloadError(f"{where}: jobs = {count}, but {member} has {len(got)} job(s)",
+                                fix=f"give \"jobs\" from 1 to {len(got)}, or leave it out to take "
+                                    "every job of the member")
         prio = _priority(m, where)
         jobs += [replace(j, priority=prio or j.priority) for j in got[:count]]
     names = [j.name for j in jobs]
@@ -341,8 +355,10 @@ def load_workload(path: str | Path) -> Workload:
 
     Raises:
         WorkloadError: missing file, bad JSON (with line:column), unknown schema version,
-            unsupported proof kind, an unknown priority, or a missing/mistyped field (named with
-            its JSON path).
+            unsupported proof kind, an unknown priority, a missing/mistyped field (named with
+            its JSON path; a mix member's ``jobs`` that is no whole number from 1 to the
+            member's jobs included), or a WindowPoSt job whose sectors leave a partition
+            without one (fewer sectors than partitions).
     """
     path = Path(path)
     doc = _read(path)

@@ -3,17 +3,22 @@
 A check is keyed by ``(suite/oracle, profile, workload)``; its outcomes over the last nights on
 the same machine fingerprint (:mod:`proofdiff.history.fingerprint`) decide its standing:
 
+* **error**: it is ERROR tonight: nothing was judged (its daemon did not start, its verifier
+  broke), so it is neither new nor still failing nor flaky, and the night is at best ERROR.
 * **flaky**: it fails tonight and its outcome flipped pass <-> fail at least
   :data:`FLAKY_FLIPS` times over the nights compared and tonight: reported as flaky, never as
   new (issue 19: "oracles that flip between nights").
-* **still failing**: it fails tonight and failed the last night that ran it.
-* **new**: it fails tonight and passed the last night that ran it, or no night ran it (the
-  first night on a machine: every failure is new).
-* **fixed**: it passes tonight and failed the last night that ran it.
+* **still failing**: it fails tonight and failed the last night that judged it.
+* **new**: it fails tonight and passed the last night that judged it, or no night judged it
+  (the first night on a machine: every failure is new).
+* **fixed**: it passes tonight and failed the last night that judged it.
+* **missing**: the last night compared has a record of it and tonight has none (a suite,
+  profile or workload that did not run): never silence, and the night is at best UNDECIDED.
 
-"Fails" is FAIL or ERROR; SKIPPED and INCONCLUSIVE nights neither pass nor fail, and are left
-out of the flips. A failure an allowlist entry accepts (:mod:`proofdiff.model.allowlist`) has no
-standing: it is shown in the differential's report as accepted.
+"Fails" is FAIL. ERROR, SKIPPED and INCONCLUSIVE nights neither pass nor fail, and are left
+out of the flips and of "the last night that judged it". A failure an allowlist entry accepts
+(:mod:`proofdiff.model.allowlist`: a FAIL, never an ERROR) has no standing: it is shown in the
+differential's report as accepted.
 
 A **slowdown** is a change point in the worse direction (:func:`proofdiff.history.view.analyse`,
 Hunter's method) that the series shows with tonight's run and did not show without it.
@@ -31,7 +36,7 @@ from proofdiff.nightly.nightly_result import CheckStanding, NightDecision, Slowd
 if TYPE_CHECKING:
     from proofdiff.history.view import SeriesView
 
-__all__ = ["FLAKY_FLIPS", "Key", "decide", "new_slowdowns", "outcomes_of", "standings"]
+__all__ = ["FLAKY_FLIPS", "Key", "decide", "new_slowdowns", "outcomes_of", "standings", "worse"]
 
 #: pass <-> fail changes over the nights compared and tonight that make a failing check flaky.
 FLAKY_FLIPS = 2
@@ -39,23 +44,32 @@ FLAKY_FLIPS = 2
 #: ``(suite/oracle, profile, workload)``.
 Key = tuple[str, str, str]
 
-_BAD = ("fail", "error")
-_JUDGED = ("pass", "fail", "error")
+_BAD = ("fail",)
+_JUDGED = ("pass", "fail")
+
+
+def worse(a: str, b: str) -> str:
+    """The worse of two outcomes of one check on one night (several images ran it): an ERROR
+    over a FAIL over anything else, since one image that could not be judged leaves the check
+    unjudged; ``a`` where they rank alike."""
+    rank = {"error": 2, "fail": 1}
+    return b if rank.get(b, 0) > rank.get(a, 0) else a
 
 
 def outcomes_of(records: Sequence[OracleRecord]) -> dict[Key, str]:
-    """Each check's outcome (``pass``, ``fail``...), the worst where several images ran it."""
+    """Each check's outcome (``pass``, ``fail``...), the worst where several images ran it
+    (:func:`worse`)."""
     out: dict[Key, str] = {}
     for r in records:
         key = (r.check, r.profile, r.workload)
-        if key not in out or (r.outcome.value in _BAD and out[key] not in _BAD):
-            out[key] = r.outcome.value
+        out[key] = worse(out[key], r.outcome.value) if key in out else r.outcome.value
     return out
 
 
 def standings(tonight: Mapping[Key, str], past: Sequence[Mapping[Key, str]],
               accepted: Collection[Key] = ()) -> list[CheckStanding]:
-    """The standing of every check that fails tonight or failed the last night that ran it
+    """The standing of every check that fails or errs tonight, passes after failing the last
+    night that judged it, or is missing tonight after a record the last night compared
     (module docstring), in key order.
 
     Args:
@@ -63,14 +77,20 @@ def standings(tonight: Mapping[Key, str], past: Sequence[Mapping[Key, str]],
             compared, oldest first. accepted: keys an allowlist entry accepted tonight.
     """
     out = []
-    for key, now in sorted(tonight.items()):
+    last = past[-1] if past else {}
+    for key in sorted({*tonight, *last}):
         if key in accepted:
             continue
+        now = tonight.get(key, "")
         hist = tuple(night.get(key, "") for night in past)
         judged = [o for o in (*hist, now) if o in _JUDGED]
         flips = sum((a in _BAD) != (b in _BAD) for a, b in zip(judged, judged[1:]))
         before = next((o for o in reversed(hist) if o in _JUDGED), "")
-        if now in _BAD:
+        if not now:
+            standing = Standing.MISSING
+        elif now == "error":
+            standing = Standing.ERROR
+        elif now in _BAD:
             standing = (Standing.FLAKY if flips >= FLAKY_FLIPS else Standing.STILL_FAILING
                         if before in _BAD else Standing.NEW)
         elif now == "pass" and before in _BAD:
@@ -105,19 +125,29 @@ def _where(c: CheckStanding) -> str:
 
 
 def decide(*, verdict: Verdict, verdict_line: str, checks: Sequence[CheckStanding],
-           slowdowns: Sequence[Slowdown], nights: int, errors: Sequence[str] = (),
+           slowdowns: Sequence[Slowdown], nights: int, passed: int, errors: Sequence[str] = (),
            interrupted: bool = False) -> tuple[NightDecision, str]:
-    """The night's decision and its one line: INTERRUPTED; ERROR (the night could not run or
-    not be compared: ``errors``); NEW (a new failure or a new slowdown); UNDECIDED (nothing new,
-    but tonight's differential is INCOMPLETE: a check skipped, undecided or without outcome);
-    CLEAN. Flaky, still failing and fixed checks are counted in the line, never NEW."""
+    """The night's decision and its one line, first match wins: INTERRUPTED; ERROR (the night
+    could not run or not be compared: ``errors``); NEW (a new failure or a new slowdown);
+    ERROR (a check could not be judged tonight: an ``error`` standing, or tonight's verdict
+    ERROR); UNDECIDED (nothing new, but a check is ``missing``, tonight's differential is
+    INCOMPLETE (a check skipped, undecided or without outcome), or ``passed`` is 0: no check
+    passed tonight, so nothing says the night is clean); CLEAN. Flaky, still failing and fixed
+    checks are counted in the line, never NEW.
+
+    Args:
+        passed: tonight's checks that passed (PASS records; an accepted failure is no pass).
+    """
     if interrupted or verdict is Verdict.INTERRUPTED:
         return NightDecision.INTERRUPTED, "INTERRUPTED: the report holds what was done"
     if errors:
         head = (errors[0].strip().splitlines() or [""])[0]
         return NightDecision.ERROR, f"ERROR: the night could not run or be compared: {head}"
     new = [c for c in checks if c.standing is Standing.NEW]
-    counts = [f"{n} {s.value}" for s in (Standing.STILL_FAILING, Standing.FLAKY, Standing.FIXED)
+    erred = [c for c in checks if c.standing is Standing.ERROR]
+    missing = [c for c in checks if c.standing is Standing.MISSING]
+    counts = [f"{n} {s.value}" for s in (Standing.STILL_FAILING, Standing.FLAKY, Standing.FIXED,
+                                         Standing.ERROR, Standing.MISSING)
               if (n := sum(c.standing is s for c in checks))]
     first = "" if nights else " (the first night on this machine: every failure is new)"
     rest = f"; {', '.join(counts)}" if counts else ""
@@ -127,7 +157,18 @@ def decide(*, verdict: Verdict, verdict_line: str, checks: Sequence[CheckStandin
         more = len(new) + len(slowdowns) - len(what)
         return NightDecision.NEW, (f"NEW{first}: {'; '.join(what)}"
                                    + (f" (+{more} more)" if more else "") + rest)
+    if erred or verdict is Verdict.ERROR:
+        which = "; ".join(_where(c) for c in erred[:3]) or verdict_line
+        return NightDecision.ERROR, (f"ERROR: {len(erred) or 'a'} check(s) could not be "
+                                     f"judged tonight: {which}{rest}")
+    if missing:
+        return NightDecision.UNDECIDED, (
+            f"UNDECIDED: nothing new, but {len(missing)} check(s) of the last night have no "
+            f"record tonight: {'; '.join(_where(c) for c in missing[:3])}{rest}")
     if verdict is Verdict.INCOMPLETE:
         return NightDecision.UNDECIDED, f"UNDECIDED: nothing new, but {verdict_line}{rest}"
+    if not passed:
+        return NightDecision.UNDECIDED, (f"UNDECIDED: nothing new, but no check passed "
+                                         f"tonight{rest}; tonight's run: {verdict.value}")
     return NightDecision.CLEAN, (f"CLEAN: nothing new against {nights} earlier night(s)"
                                  f"{rest}; tonight's run: {verdict.value}")

@@ -1,15 +1,18 @@
 """A night over a fleet (``proofdiff nightly --cluster`` / ``--hosts``): the (host, workload)
 matrix, one row per host.
 
-Every host that can run units runs the night's differential (every configured workload, as
-on one machine) as one unit pinned to it
+The matrix is over the hosts file: every host that can run units runs the night's
+differential (every configured workload, as on one machine) as one unit pinned to it
 (:func:`~proofdiff.fleet.differential.differential_per_host`: the artifacts shipped to each
 host once, the units side by side). Each host's night is then judged against that host's own
 series in the history (the machine fingerprint names the fleet's host), bisected and
 written as a complete night of its own, ``<report_dir>/<run id>-<host>/``, exactly as a night on
 one machine (:func:`~proofdiff.nightly.nightly.judge_night`). The fleet's night,
 ``<report_dir>/<run id>/``, holds each host's decision with a link to its page; its decision
-is the worst of theirs (:func:`~proofdiff.nightly.nightly_result.worst`).
+is the worst of theirs (:func:`~proofdiff.nightly.nightly_result.worst`). A host of the hosts
+file that ran nothing (it failed its SSH check, its worker never joined, the fleet could not
+start) is a row too, ERROR with the cause, in the decision, the page and summary.json: a night
+is never judged on the hosts that happened to answer.
 """
 
 from __future__ import annotations
@@ -44,9 +47,9 @@ def fleet_night(opts: RunOptions, *, log: Callable[[str], None], write_report: b
     defaults applied).
 
     Returns:
-        The fleet's :class:`NightlyResult`: ``hosts`` holds each host's decision; a fleet
-        that cannot be used (no host passes its check, an unreachable scheduler) is one
-        ERROR host night named after the fleet, with the cause.
+        The fleet's :class:`NightlyResult`: ``hosts`` holds each host's decision, a host
+        that did not run included (ERROR, with why); a joined scheduler (``--cluster``) that
+        cannot be used is one ERROR host night named ``fleet``, with the cause.
     """
     from proofdiff.nightly.nightly import judge_night
 

@@ -13,8 +13,8 @@ before it on the same machine.
    ``<report_dir>/history.sqlite``): the last :data:`NIGHTS` nightly runs on this machine
    fingerprint are read, tonight's run is stored (as ``nightly``, under the night's run id,
    whatever its verdict), and each timing series is analysed with and without it.
-3. :mod:`proofdiff.nightly.compare`: each check's standing (new, still failing, flaky, fixed)
-   and the new slowdowns; the decision and its exit code.
+3. :mod:`proofdiff.nightly.compare`: each check's standing (new, still failing, flaky, fixed,
+   error, missing) and the new slowdowns; the decision and its exit code.
 4. :mod:`proofdiff.nightly.night_bisect`: each new divergence bisected within the night's
    budget (``--bisect-budget-s``), so the decision names the proven minimal change, or says
    why there is none; an interrupted bisection makes the night INTERRUPTED.
@@ -45,11 +45,13 @@ from proofdiff.history.query import load_series
 from proofdiff.history.schema import Machine, OracleRow, Run
 from proofdiff.history.store import store_result
 from proofdiff.history.view import SeriesView, analyse
-from proofdiff.model.errors import ProofdiffError
+from proofdiff.model.errors import ProofdiffError, unexpected
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
+from proofdiff.model.status import Outcome
 from proofdiff.nightly.allure_history import carry_night, find_history
-from proofdiff.nightly.compare import Key, decide, new_slowdowns, outcomes_of, standings
+from proofdiff.nightly.compare import (Key, decide, new_slowdowns, outcomes_of, standings,
+                                       worse)
 from proofdiff.nightly.night_bisect import bisect_new, bisect_suffix
 from proofdiff.nightly.nightly_result import (NightBisection, NightDecision, NightlyResult,
                                               Slowdown)
@@ -108,9 +110,7 @@ def _past_nights(history: History, fingerprint: str, before_run: str
     for row in rows:
         night = nights[row.run_pk]
         key = (f"{row.suite}/{row.oracle}", row.profile, row.workload)
-        if key not in night or (row.outcome in ("fail", "error")
-                                and night[key] not in ("fail", "error")):
-            night[key] = row.outcome
+        night[key] = worse(night[key], row.outcome) if key in night else row.outcome
     return [r.run_id for r in runs], [nights[r.id] for r in runs]
 
 
@@ -157,6 +157,8 @@ def compare_night(diff: DifferentialResult, *, history: str, report_root: Path,
             db.close()
     except HistoryError as exc:
         errors.append(str(exc))
+    except Exception as exc:  # noqa: BLE001 - a bug of ours: ERROR with its traceback
+        errors.append(unexpected(exc, "the night's comparison with the history"))
     accepted: set[Key] = {(a.check, a.profile, a.workload) for a in diff.accepted}
     spans = {(r.check, r.profile, r.workload): (r.started_unix_s, r.stopped_unix_s)
              for r in diff.records}
@@ -164,7 +166,8 @@ def compare_night(diff: DifferentialResult, *, history: str, report_root: Path,
               if (k := (c.check, c.profile, c.workload)) in spans else c
               for c in standings(outcomes_of(diff.records), past, accepted)]
     decision, line = decide(verdict=diff.verdict, verdict_line=diff.verdict_line, checks=checks,
-                            slowdowns=slowdowns, nights=len(ids), errors=errors)
+                            slowdowns=slowdowns, nights=len(ids), errors=errors,
+                            passed=sum(r.outcome is Outcome.PASS for r in diff.records))
     return NightlyResult(
         run_id=run_id, created_unix_s=time.time(), decision=decision, decision_line=line,
         exit_code=decision.exit_code, verdict=diff.verdict.value,

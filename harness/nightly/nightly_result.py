@@ -28,8 +28,10 @@ class NightDecision(StrEnum):
 
     CLEAN = "clean"              #: nothing new: exit 0
     NEW = "new"                  #: a new failure or a new slowdown: exit 1
-    UNDECIDED = "undecided"      #: nothing new, but a check was skipped or undecided: exit 2
-    ERROR = "error"              #: the night could not run or not be compared: exit 3
+    UNDECIDED = "undecided"      #: nothing new, but a check was skipped, undecided or missing,
+    #: or none passed: exit 2
+    ERROR = "error"              #: the night could not run, not be compared, or a check
+    #: could not be judged (an ERROR record): exit 3
     INTERRUPTED = "interrupted"  #: Ctrl-C / SIGTERM: exit 130
 
     @property
@@ -46,6 +48,8 @@ class Standing(StrEnum):
     STILL_FAILING = "still-failing"  #: fails tonight and failed the night before too
     FLAKY = "flaky"                  #: fails tonight and flipped pass <-> fail across the window
     FIXED = "fixed"                  #: passes tonight, failed the night before
+    ERROR = "error"                  #: could not be judged tonight (an ERROR record)
+    MISSING = "missing"              #: had a record the last night and has none tonight
 
 
 class CheckStanding(msgspec.Struct, frozen=True, kw_only=True):
@@ -53,9 +57,11 @@ class CheckStanding(msgspec.Struct, frozen=True, kw_only=True):
 
     Attributes:
         check, profile, workload: the check's key (tonight's record has the message and
-            evidence). standing: :class:`Standing`. outcome: tonight's outcome.
+            evidence). standing: :class:`Standing`. outcome: tonight's outcome ('' for a
+            ``missing`` check: no record tonight).
         past: its outcomes over the nights compared, oldest first ('' where a night did not
-            run it). flips: pass <-> fail changes over ``past`` and tonight.
+            run it). flips: pass <-> fail changes over ``past`` and tonight (an ERROR night
+            is no pass and no fail: it is left out, as a skipped one is).
         started_unix_s, stopped_unix_s: when tonight's record was judged (s since the epoch;
             Allure's timeline).
     """

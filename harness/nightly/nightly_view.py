@@ -4,8 +4,8 @@ failures (each with tonight's failing jobs and suspects) and slowdowns, with eac
 divergence's bisection, then the history's trend with its change points, flaky, still failing
 and fixed checks folded below, a link to tonight's differential), and its checks for
 junit.xml and allure-results: a new failure or slowdown is FAILED, a flaky or still failing
-check UNKNOWN (reported, not new), a fixed one PASSED, so CI's test views agree with the exit
-code."""
+check UNKNOWN (reported, not new), a fixed one PASSED, one that erred tonight BROKEN, one
+missing tonight SKIPPED, so CI's test views agree with the exit code."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ from proofdiff.report.writer import write_view
 __all__ = ["EXIT_MEANING", "nightly_view", "write_nightly_report"]
 
 _STATUS = {Standing.NEW: CheckStatus.FAILED, Standing.STILL_FAILING: CheckStatus.UNKNOWN,
-           Standing.FLAKY: CheckStatus.UNKNOWN, Standing.FIXED: CheckStatus.PASSED}
+           Standing.FLAKY: CheckStatus.UNKNOWN, Standing.FIXED: CheckStatus.PASSED,
+           Standing.ERROR: CheckStatus.BROKEN, Standing.MISSING: CheckStatus.SKIPPED}
 
 #: A bisection's check: a proven change PASSED (the failure is FAILED on its own row); one
 #: that could not run BROKEN; not started SKIPPED; any other end (unresolved, budget) UNKNOWN.
@@ -91,8 +92,9 @@ def _checks(r: NightlyResult) -> list[Check]:
 #: What each exit code of ``proofdiff nightly`` means (README "CI recipes").
 EXIT_MEANING = {0: "nothing new since the last night",
                 1: "a new failure or a new slowdown since the last night",
-                2: "nothing new, but a check was skipped or undecided",
-                3: "the night could not run or not be compared", 130: "interrupted"}
+                2: "nothing new, but a check was skipped, undecided or missing, or none passed",
+                3: "the night could not run or not be compared, or a check could not be judged",
+                130: "interrupted"}
 
 
 def _tonight(run_dir: Path | None) -> DifferentialResult | None:
@@ -154,6 +156,6 @@ def write_nightly_report(result: NightlyResult, run_dir: Path, *,
     ``history``: the history's URL, to plot the trend (:func:`nightly_view`); default the one
     the night names (``result.history``: a PostgreSQL URL there has its password hidden, so
     pass the real one)."""
-    return write_view(nightly_view(result, run_dir=run_dir,
-                                   history=history if history is not None else result.history),
-                      run_dir)
+    return write_view(lambda: nightly_view(
+        result, run_dir=run_dir, history=history if history is not None else result.history),
+        run_dir)

@@ -2,9 +2,9 @@
 
     [case]      id, title, incident (text), link, date, status ("open": the bug is present
                 where the case replays, so the replay is a strict xfail; "fixed": it must hold)
-    [image]     tag, digest (sha256:..., checked before a replay); reference = true: the
-                reference image the build makes (its digest follows the build, so it is not
-                checked)
+    [image]     tag, digest (sha256:..., required, checked before a replay); reference = true:
+                the reference image the build makes (its digest follows the build, so it is
+                not checked)
     [binaries]  instead of [image], for a case on a daemon run as a host process: digests =
                 {program name: "sha256:..."} of the programs its profiles run (found in
                 --bin-dir, then on PATH, checked before a replay), and build: how a user builds
@@ -20,7 +20,9 @@
     [profiles.NAME]  every profile as resolved, every key explicit: pinned, with no reference
                 to a profile file that could change
 
-Errors name the file and, where a key is at fault, its line.
+Errors name the file and, where a key is at fault, its line: a key of the wrong type (a table
+written as a value, a workload file that is no string) included, so that one bad case is
+that case's ERROR, never the end of a replay of every case.
 """
 
 from __future__ import annotations
@@ -152,16 +154,33 @@ def load_case(folder: str | Path) -> RegressionCase:
                             fix=f"correct [{table}] {key} in the file")
         return t[key]
 
+    def table(name: str) -> dict[str, Any]:
+        """``[name]`` (``{}`` when absent): a table, else the error with its line."""
+        t = doc.get(name, {})
+        if not isinstance(t, dict):
+            line = next((i + 1 for i, ln in enumerate(text.splitlines())
+                         if re.match(rf"\s*{re.escape(name)}\s*=", ln)), None)
+            raise CaseError(f"{path}:{line or '?'}: {name} must be a table ([{name}] with its "
+                            f"keys), got {t!r}",
+                            fix=f"write it as a [{name}] table (the module docstring of "
+                                "harness/regressions/case.py lists its keys)")
+        return t
+
+    for name in ("case", "image", "binaries", "workload", "expect", "fix", "bisect"):
+        table(name)
     status = need("case", "status")
     if status not in STATUSES:
         raise CaseError(f"{path}:{_line(text, 'case', 'status')}: [case] status must be one of "
                         f"{STATUSES}, got {status!r}",
                         fix=f"write status = {STATUSES[0]!r} or {STATUSES[1]!r}")
-    wl = doc.get("workload", {})
-    if not (isinstance(wl, dict) and (wl.get("name") or wl.get("file"))):
+    wl = table("workload")
+    if not (wl.get("name") or wl.get("file")):
         raise CaseError(f"{path}:{_line(text, 'workload') or '?'}: [workload] has neither name "
                         "nor file", fix="set name (a built workload such as wpost-2k) or file "
                         "(inputs in the case folder)")
+    for key in ("name", "file"):
+        if key in wl:
+            need("workload", key)  # a non-empty string, else the error with its line
     profiles = doc.get("profiles")
     if not isinstance(profiles, dict) or not profiles:
         raise CaseError(f"{path}: no [profiles.NAME] tables",
@@ -181,16 +200,33 @@ def load_case(folder: str | Path) -> RegressionCase:
                         fix="give the bug's signature in [expect.match]: message (a regex of "
                             "its failing record's message; `proofdiff repro` writes one), names "
                             "(the delta paths it names) or evidence")
-    image = doc.get("image", {})
-    bins = doc.get("binaries", {})
-    digests = bins.get("digests", {}) if isinstance(bins, dict) else None
+    image, bins = table("image"), table("binaries")
+    digests = bins.get("digests", {})
     if not isinstance(digests, dict) or not all(
             isinstance(v, str) and re.fullmatch(r"sha256:[0-9a-f]{64}", v) for v in digests.values()):
         raise CaseError(f"{path}:{_line(text, 'binaries.digests') or _line(text, 'binaries') or '?'}"
                         ": [binaries] digests must map program names to \"sha256:<64 hex>\"",
                         fix="write each program's digest as sha256sum prints it, prefixed "
                             "sha256:")
-    fix = doc.get("fix", {})
+    if not bins and not image.get("reference", False):
+        # an image case is replayed on its image by digest: without one it would run whatever
+        # the tag names on the host, unchecked
+        need("image", "tag")
+        found = str(image.get("digest", ""))
+        if not re.fullmatch(r"sha256:[0-9a-f]{64}", found):
+            raise CaseError(f"{path}:{_line(text, 'image', 'digest') or '?'}: [image] digest "
+                            f"{'is missing' if not found else f'{found!r} is no image id'}: the "
+                            "case would replay whatever the tag names here, unpinned",
+                            fix=f"add digest = \"sha256:...\" as `docker image inspect --format "
+                                f"'{{{{.Id}}}}' {image.get('tag', 'TAG')}` prints it on the host "
+                                "that reproduced the bug (or reference = true for the image the "
+                                "build makes)")
+    fix = table("fix")
+    overrides = fix.get("overrides", [])
+    if not (isinstance(overrides, list) and all(isinstance(o, str) for o in overrides)):
+        raise CaseError(f"{path}:{_line(text, 'fix', 'overrides') or '?'}: [fix] overrides must "
+                        f"be a list of --set strings, got {overrides!r}",
+                        fix='write overrides = ["prod.KEY=VALUE", ...]')
     d = need("case", "date", (str, date))
     return RegressionCase(
         dir=str(Path(folder).resolve()), id=need("case", "id"), title=need("case", "title"),
@@ -203,8 +239,8 @@ def load_case(folder: str | Path) -> RegressionCase:
         workload=str(wl.get("name", "")),
         workload_file=str((Path(folder) / wl["file"]).resolve()) if wl.get("file") else "",
         profile=expect_profile, oracle=need("expect", "oracle"),
-        match=dict(match), fix=tuple(fix.get("overrides", ())),
-        fix_note=str(fix.get("note", "")), bisect=dict(doc.get("bisect", {})),
+        match=dict(match), fix=tuple(overrides),
+        fix_note=str(fix.get("note", "")), bisect=dict(table("bisect")),
         profiles=profiles)
 
 

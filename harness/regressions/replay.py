@@ -8,7 +8,9 @@ The outcome says what held:
 * ``broken``: the run could not judge (an ERROR, a skipped oracle, a daemon that did not start,
   artifacts that failed to build, inputs that do not load);
 * ``missing``: the image, the pinned binaries (by digest, in ``--bin-dir`` or on ``PATH``) or
-  the inputs are not on this host (what is missing, how to get it).
+  the inputs are not on this host (what is missing, how to get it);
+* ``interrupted``: a Ctrl-C or SIGTERM stopped the run: nothing it made is a verdict, even a
+  record it had made before.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from proofdiff.model.image import ImageInfo
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
-from proofdiff.model.status import Outcome
+from proofdiff.model.status import Outcome, Verdict
 from proofdiff.model.workload import POREP, Workload, WorkloadError, load_workload
 from proofdiff.runtime.spec import ContainerError
 from proofdiff.runtime.identity import file_sha256
@@ -223,6 +225,8 @@ def replay_run(case: RegressionCase, options: RunOptions | None = None, *, fixed
         images=()), profiles={case.profile: p}, log=log, write_report=False)
     kw: dict[str, Any] = {"image": ImageInfo(tag=tag, digest=digest or (
         result.images[0].digest if result.images else "")), "report": str(opts.report_root / rid)}
+    if result.verdict is Verdict.INTERRUPTED:  # a record made before the Ctrl-C is no verdict
+        return out("interrupted", result.verdict_line, **kw)
     rec = next((r for r in result.records if r.check == case.oracle
                 and r.profile == case.profile), None)
     if result.errors or rec is None:

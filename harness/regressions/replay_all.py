@@ -7,7 +7,9 @@ hold (a fix that does not is no fix; a case without a recorded fix says so). Per
 holds with its fix), ``XPASS`` (an open case holds: its bug is gone; mark the case fixed),
 ``FAIL`` (a fixed case fails, any case fails otherwise than recorded, or it does not hold with
 its fix), ``SKIP`` (its image or inputs are missing), ``ERROR`` (a malformed case.toml, or a
-run that could not judge: a build that failed, an oracle that could not decide).
+run that could not judge: a build that failed, an oracle that could not decide),
+``INTERRUPTED`` (a Ctrl-C or SIGTERM came before the case was judged: it and every case not
+reached).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable
 import msgspec
 
 from proofdiff.fleet.executor import Executor, open_executor
+from proofdiff.model.errors import unexpected
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
 from proofdiff.regressions.case import CaseError, discover, load_case
@@ -26,8 +29,9 @@ from proofdiff.regressions.replay import CaseOutcome, replay_run
 __all__ = ["ALL_SKIPPED_EXIT", "CaseRun", "CaseUnit", "CaseVerdict", "exit_code", "judge_case",
            "replay_all", "replay_case"]
 
-#: The exit code of a replay in which every case was skipped: nothing was judged, so never 0
-#: (the verdict's INCOMPLETE code; ``suites/conftest.py`` gives pytest the same).
+#: The exit code of a replay in which a case was skipped (unless allowed) or every case was:
+#: what was skipped was not judged, so never 0 (the verdict's INCOMPLETE code;
+#: ``suites/conftest.py`` gives pytest the same when every case was skipped).
 ALL_SKIPPED_EXIT = 2
 
 
@@ -44,6 +48,8 @@ class CaseVerdict(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _pinned(status: str, got: CaseOutcome) -> str:
+    if got.status == "interrupted":
+        return "INTERRUPTED"
     if got.status == "missing":
         return "SKIP"
     if got.status == "broken":
@@ -61,10 +67,12 @@ def judge_case(status: str, got: CaseOutcome, fixed: CaseOutcome | None) -> tupl
 
     ``fixed`` is ``None`` when the case records no fix: the pinned verdict alone, said so."""
     verdict = _pinned(status, got)
-    if verdict in ("SKIP", "ERROR"):
+    if verdict in ("SKIP", "ERROR", "INTERRUPTED"):
         return verdict, got.message
     if fixed is None:
         return verdict, f"{got.message}; no [fix] recorded: not replayed with a fix"
+    if fixed.status == "interrupted":
+        return "INTERRUPTED", f"{got.message}; with its fix: {fixed.message}"
     if fixed.status == "holds":
         return verdict, f"{got.message}; with its fix: {fixed.message}"
     with_fix = "ERROR" if fixed.status in ("broken", "missing") else "FAIL"
@@ -90,16 +98,22 @@ class CaseRun(msgspec.Struct, frozen=True, kw_only=True):
 
 def replay_case(unit: CaseUnit, log: Callable[[str], None] = lambda _l: None) -> CaseRun:
     """Replay one case as pinned and, where it records a fix, with it (module docstring),
-    where the executor puts it: both replays on one host."""
+    where the executor puts it: both replays on one host. A case that does not load, whose
+    pinned profiles or fix do not resolve, or whose replay meets an unexpected error is ERROR
+    for that case alone (its cause named), never the end of the other cases' replay."""
+    name = unit.folder.rstrip("/").rsplit("/", 1)[-1]
     try:
         case = load_case(unit.folder)
+        got, res = replay_run(case, unit.options, log=log)
+        fixed, res_fixed = ((replay_run(case, unit.options, fixed=True, log=log)
+                             if case.fix and got.status not in ("missing", "broken",
+                                                                "interrupted")
+                             else (None, None)))
     except CaseError as exc:
-        name = unit.folder.rstrip("/").rsplit("/", 1)[-1]
         return CaseRun(verdict=CaseVerdict(case=name, verdict="ERROR", message=str(exc)))
-    got, res = replay_run(case, unit.options, log=log)
-    fixed, res_fixed = ((replay_run(case, unit.options, fixed=True, log=log)
-                         if case.fix and got.status not in ("missing", "broken")
-                         else (None, None)))
+    except Exception as exc:  # noqa: BLE001 - a bug of ours: this case's ERROR, the others go on
+        return CaseRun(verdict=CaseVerdict(case=name, verdict="ERROR",
+                                           message=unexpected(exc, f"the replay of {name}")))
     verdict, message = judge_case(case.status, got, fixed)
     return CaseRun(verdict=CaseVerdict(case=case.id, verdict=verdict, status=case.status,
                                        message=message, outcome=got, with_fix=fixed),
@@ -134,8 +148,15 @@ def replay_all(options: RunOptions | None = None, *,
     # progress lines reach the log only from this process's threads
     fn = replay_case if executor.remote else functools.partial(replay_case, log=log)
     names = {u.folder: f.name for u, f in zip(units, folders, strict=True)}
-    runs = executor.map_placed(fn, units, name="case", lost=lambda u, why: CaseRun(
-        verdict=CaseVerdict(case=names[u.folder], verdict="ERROR", message=why)))
+    try:
+        runs = executor.map_placed(fn, units, name="case", lost=lambda u, why: CaseRun(
+            verdict=CaseVerdict(case=names[u.folder], verdict="ERROR", message=why)))
+    except KeyboardInterrupt as exc:  # the cases that came back, and the others INTERRUPTED
+        back = list(getattr(exc, "got", None) or [None] * len(units))
+        runs = [b if b is not None else ("", CaseRun(verdict=CaseVerdict(
+            case=names[u.folder], verdict="INTERRUPTED",
+            message="interrupted (Ctrl-C or SIGTERM) before this case was judged")))
+            for b, u in zip(back, units, strict=True)]
     from proofdiff.report.writer import write_report
 
     for where, run in runs:
@@ -147,12 +168,18 @@ def replay_all(options: RunOptions | None = None, *,
     return [r.verdict for _w, r in runs]
 
 
-def exit_code(verdicts: list[CaseVerdict]) -> int:
-    """0 every case as expected (some may be skipped), 1 a FAIL or XPASS, 2 every case skipped
-    (nothing was replayed: never a pass), 3 an ERROR or no case."""
+def exit_code(verdicts: list[CaseVerdict], *, allow_skipped: bool = False) -> int:
+    """130 a case INTERRUPTED; 3 an ERROR or no case; 1 a FAIL or XPASS; 2 a case skipped
+    (its inputs, image or binaries missing: it was not judged, so the replay is no pass)
+    unless ``allow_skipped`` (the user's ``--allow-skipped``), and always when every case was
+    skipped (nothing was replayed); 0 every case judged as expected."""
     kinds = {v.verdict for v in verdicts}
+    if "INTERRUPTED" in kinds:
+        return 130
     if not verdicts or "ERROR" in kinds:
         return 3
     if kinds & {"FAIL", "XPASS"}:
         return 1
-    return ALL_SKIPPED_EXIT if kinds == {"SKIP"} else 0
+    if kinds == {"SKIP"} or ("SKIP" in kinds and not allow_skipped):
+        return ALL_SKIPPED_EXIT
+    return 0

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 import jinja2
 
-from proofdiff.model import serde
+from proofdiff.model import interrupt, serde
 from proofdiff.model.result import DifferentialResult
 from proofdiff.report.allure_results import write_allure
 from proofdiff.report.junit_xml import junit_of
@@ -47,8 +48,18 @@ def render_page(view: ReportView) -> str:
     return _ENV.get_template(view.template).render(r=view.result, view=view, **view.context)
 
 
-def write_view(view: ReportView, run_dir: Path) -> Path:
-    """Write every file of ``view`` into ``run_dir`` (module docstring); returns ``run_dir``."""
+def write_view(view: ReportView | Callable[[], ReportView], run_dir: Path) -> Path:
+    """Write every file of ``view`` into ``run_dir`` (module docstring); returns ``run_dir``.
+    ``view`` may be the function that makes it (its plots drawn here). A Ctrl-C or SIGTERM
+    while the view is made or written is held until the report is whole, then raised
+    (:func:`proofdiff.model.interrupt.deferred`): an interrupted command still has its
+    report."""
+    with interrupt.deferred():
+        return _write(view() if callable(view) else view, run_dir)
+
+
+def _write(view: ReportView, run_dir: Path) -> Path:
+    """:func:`write_view` of a view made."""
     run_dir.mkdir(parents=True, exist_ok=True)
     serde.write(run_dir / "summary.json", view.result, indent=2)
     for rel, data in view.files.items():
@@ -71,4 +82,4 @@ def write_report(result: DifferentialResult, report_dir: Path) -> Path:
     ``<report_dir>/<run id>/``; returns that dir."""
     from proofdiff.report.differential_view import differential_view
 
-    return write_view(differential_view(result), Path(report_dir) / result.run_id)
+    return write_view(lambda: differential_view(result), Path(report_dir) / result.run_id)

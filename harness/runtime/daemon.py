@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import tomli_w
 
+from proofdiff.model import interrupt
 from proofdiff.model.choices import Role, Runtime
 from proofdiff.model.gpu_telemetry import GpuTelemetry
 from proofdiff.model.profile import DEFAULT_BINARY, DEFAULT_CONFIG_PATH, Profile
@@ -294,6 +295,7 @@ def _wait_ready(daemon: Daemon, t0: float, timeout_s: float, probe: ProbeFactory
     client: ReadyProbe | None = None
     try:
         while True:
+            interrupt.check()  # the run's Ctrl-C, on whatever thread starts the daemon
             err = _exited(daemon)  # a fresh inspect also refreshes the port bindings
             if err is not None:
                 raise err

@@ -9,8 +9,13 @@ from ``verify --input``.
 
 A ``verify`` that has no ``--serve`` (an older build given with ``--bin-dir``) exits at once
 with a usage error: then every batch goes to :class:`~proofdiff.verify.tool_verifier.ToolVerifier`
-as before, one process per flow. A server that dies or misses a deadline is removed; the next
-batch starts a fresh one.
+as before, one process per flow. A server that dies, misses a deadline or gives an answer that
+is not the batch's verdicts (a line it could not read, one that does not parse, verdicts of
+other ids) is removed and the batch fails; the next batch starts a fresh one. A server kept
+after such an answer could hold the rest of it in its pipe and answer every later batch with
+the one before's verdicts, so each batch's item ids carry the batch's own number
+(``B<n>:<id>``, never repeated across flows): an answer to another batch is refused, never
+read as this one's.
 """
 
 from __future__ import annotations
@@ -60,6 +65,8 @@ class ServedVerifier:
         self.fallback: ToolVerifier | None = None
         #: servers started (1 in a healthy run)
         self.starts = 0
+        #: batches asked of the servers so far: each batch's number tags its item ids
+        self.batches = 0
 
     def verify(self, items: Sequence[dict[str, Any]]) -> dict[str, ProofVerdict]:
         """Verdicts keyed by item ``id`` (see :class:`~proofdiff.verify.tool_verifier.Verifier`);
@@ -67,16 +74,28 @@ class ServedVerifier:
 
         Raises:
             VerifyError: the tool could not be started, died, answered something else than the
-                batch's verdicts, or missed the deadline (the server is then removed).
+                batch's verdicts, or missed the deadline (the server is then removed, and the
+                next batch starts a fresh one).
         """
         if not items:
             return {}
         with self._lock:
             if self.fallback is None:
-                line = msgspec.json.encode({"items": list(items)}) + b"\n"
+                self.batches += 1
+                tag = f"B{self.batches}:"
+                sent = [{**item, "id": f"{tag}{item['id']}"} for item in items]
+                line = msgspec.json.encode({"items": sent}) + b"\n"
                 answer = self._ask(line, len(items))
                 if answer is not None:
-                    return read_verdicts(answer, items)
+                    try:
+                        got = read_verdicts(answer, sent)
+                    except VerifyError as exc:  # not this batch's verdicts: never kept
+                        self._drop()
+                        raise VerifyError(f"verify --serve of profile {self.profile!r} gave an "
+                                          f"answer that is not batch {self.batches}'s verdicts, "
+                                          f"so it was stopped: {exc.cause}",
+                                          fix=exc.fix) from None
+                    return {str(item["id"]): got[f"{tag}{item['id']}"] for item in items}
         assert self.fallback is not None
         return self.fallback.verify(items)
 
@@ -129,6 +148,7 @@ class ServedVerifier:
             raise VerifyError(f"verify --serve exited with code {code} for profile "
                               f"{self.profile!r}: {log[-2000:]}")
         if answer.startswith(b'{"error"'):  # the tool could not read the batch
+            self._drop()  # what else it says is no later batch's answer
             raise VerifyError(f"verify could not read the batch of profile {self.profile!r}: "
                               f"{answer.decode('utf-8', 'replace')[:2000]}")
         return answer

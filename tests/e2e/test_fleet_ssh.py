@@ -218,19 +218,25 @@ def test_a_night_runs_on_every_host_and_each_joins_its_own_series(
     rid = unique("ssh-night")
     report = tmp_path / "nights"
     two, names = _two_hosts(hosts, tmp_path)  # a row each
+    # and a third host that does not answer: a row of the matrix too, never left out (issue 42)
+    with two.open("a", encoding="utf-8") as f:
+        f.write(f'\n\n[[host]]\nname = "host-z"\nssh = "prover@127.0.0.1:{free_port()}"\n')
     proc = subprocess.run([sys.executable, "-m", "proofdiff", "nightly", "--hosts",
                            str(two), "--suite", "validity", "--workload-file",
                            one_partition_workload, "--bisect-budget-s", "0", "--report-dir",
                            str(report), "--run-id", rid],
                           cwd=REPO, capture_output=True, text=True, timeout=900)
     out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out  # the first night: nothing new on any host
+    # the first night: nothing new on the hosts that ran; the dark one makes it ERROR
+    assert proc.returncode == 3, out
     # the fleet's night: one row per host, each host's night a complete night of its own
     fleet = json.loads((report / rid / "summary.json").read_text())
     assert [(h["host"], h["decision"]) for h in fleet["hosts"]] == [
-        (n, "clean") for n in names], fleet
+        *((n, "clean") for n in names), ("host-z", "error")], fleet
+    assert fleet["decision"] == "error" and "host-z error" in fleet["decision_line"], fleet
+    assert "host host-z did not run: it failed its check" in fleet["decision_line"], fleet
     page = (report / rid / "index.html").read_text()
-    assert all(f'href="../{rid}-{n}/index.html"' in page for n in names)
+    assert all(f'href="../{rid}-{n}/index.html"' in page for n in (*names, "host-z"))
     for name in names:
         diff = load_summary(report / f"{rid}-{name}" / "differential")
         assert diff.machine["fleet_host"] == name and diff.verdict is Verdict.SAME, (

@@ -118,9 +118,14 @@ def test_a_gate_of_the_image_against_itself_raises_no_alarm(gate_run: Any,
     assert pinned.labels["proofdiff.verifier-tree"] == artifacts.verifier_tree
     check = res.verifier_check
     assert check is not None and check.agreed is True and check.proofs >= 2, check
+    # and the pinned verifier itself rejects a proof of the profile with a byte flipped,
+    # whatever the baseline ships (a cuzk image has no verify of its own)
+    (tampered,) = res.tamper
+    assert tampered.profile == "bench" and tampered.rejected, tampered
+    assert tampered.verdict.startswith("invalid"), tampered
     allure = list((r.report_dir / "allure-results").glob("*-result.json"))
     assert {json.loads(p.read_text())["name"] for p in allure} >= {
-        "gate/decision", "gate-verifier/cross-check"}
+        "gate/decision", "gate-verifier/cross-check", "gate-verifier/rejects-tampered [bench]"}
     doc = json.loads((r.report_dir / "summary.json").read_text())
     jsonschema.validate(doc, json.loads((r.report_dir / "gate.schema.json").read_text()))
     st = json.loads((r.report_dir / "statement.intoto.json").read_text())

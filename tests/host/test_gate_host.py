@@ -96,6 +96,10 @@ def test_a_gate_of_host_binaries_runs_every_profile_as_a_process(
     # agreed with --bin-dir's on its proofs and a tampered copy
     assert res.verifier_check is not None and res.verifier_check.agreed is True
     assert res.verifier_check.proofs >= 2
+    # --bin-dir's verify rejects bench's proof with a byte flipped; prod had no valid proof
+    tamper = {t.profile: t for t in res.tamper}
+    assert tamper["bench"].rejected and tamper["bench"].verdict.startswith("invalid"), tamper
+    assert tamper["prod"].note == "no proof verified valid to tamper with", tamper
     (bench,) = [t for t in res.timing if t.profile == "bench"]
     assert 1 <= bench.rounds <= 6 == res.max_rounds, bench.stopped
     (prod,) = [t for t in res.timing if t.profile == "prod"]

@@ -297,3 +297,104 @@ def test_each_fleet_host_is_its_own_history_series() -> None:
     a, b = (machine_key({**facts, "fleet_host": h}) for h in ("host-a", "host-b"))
     assert a.fingerprint != b.fingerprint and (a.host, b.host) == ("host-a", "host-b")
     assert machine_key(facts).host == "box"
+
+
+def test_a_fleet_night_is_a_row_per_host_of_the_hosts_file_even_when_none_answers(
+        tmp_path: Path) -> None:
+    import json
+
+    from proofdiff.cli import main
+    from proofdiff.runtime.ports import free_port
+
+    dark = tmp_path / "hosts.toml"  # two hosts on ports nothing listens on: refused at once
+    dark.write_text('scheduler = "127.0.0.1"\n' + "".join(
+        f'\n[[host]]\nname = "{n}"\nssh = "prover@127.0.0.1:{free_port()}"\n'
+        for n in ("gpu-b", "gpu-a")), encoding="utf-8")
+    rc = main(["nightly", "--hosts", str(dark), "--suite", "validity", "--bisect-budget-s", "0",
+               "--report-dir", str(tmp_path / "nights"), "--run-id", "dark"])
+    assert rc == 3
+    night = json.loads((tmp_path / "nights" / "dark" / "summary.json").read_text())
+    assert [(h["host"], h["decision"]) for h in night["hosts"]] == [
+        ("gpu-a", "error"), ("gpu-b", "error")], night
+    assert night["decision"] == "error" and night["decision_line"].startswith(
+        "2 host(s): gpu-a error, gpu-b error; gpu-a: ERROR"), night["decision_line"]
+    assert "host gpu-a did not run" in night["decision_line"]
+    assert "did not answer over SSH" in night["decision_line"]
+    page = (tmp_path / "nights" / "dark" / "index.html").read_text(encoding="utf-8")
+    assert "gpu-a" in page and "gpu-b" in page
+
+
+def test_a_scheduler_lost_while_units_run_is_a_fleet_error_within_the_deadline(
+        tmp_path: Path) -> None:
+    # a scheduler and a worker of their own (processes of this machine on 127.0.0.1); the
+    # scheduler is killed while a unit runs, as when its host goes: the wait ends with the
+    # cause within the client's reconnect deadline, never an OSError from deep in distributed
+    from proofdiff.runtime.ports import free_port
+
+    dask = Path(sys.executable).with_name("dask")
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    scheduler = subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port",
+                                  str(port), "--no-dashboard"], **quiet)  # type: ignore[call-overload]
+    worker = subprocess.Popen([str(dask), "worker", address, "--nthreads", "1", "--no-dashboard",
+                               "--host", "127.0.0.1"], **quiet)  # type: ignore[call-overload]
+    try:
+        from distributed import Client
+
+        with Client(address, timeout="60s", set_as_default=False) as c:  # both up, unhurried
+            c.wait_for_workers(1, timeout=60)
+        # 5 s: how long the run's client tries to reach its scheduler again before giving up
+        with open_executor(RunOptions(cluster=address), connect_timeout_s=5) as ex:
+            import threading
+
+            def kill_once_running() -> None:
+                deadline = time.monotonic() + 60
+                while not any(ex.client.processing().values()):  # type: ignore[attr-defined]
+                    assert time.monotonic() < deadline, "the unit never started"
+                    time.sleep(0.05)
+                scheduler.kill()
+
+            killer = threading.Thread(target=kill_once_running, daemon=True)
+            killer.start()
+            t0 = time.monotonic()
+            with pytest.raises(FleetError, match=rf"the Dask scheduler {address} was lost while "
+                                                 r"1 unit\(s\) of sleep ran") as err:
+                ex.map(time.sleep, [120], name="sleep")
+            assert time.monotonic() - t0 < 60 and "run again" in err.value.fix
+            killer.join(timeout=10)
+    finally:
+        for p in (scheduler, worker):
+            p.kill()
+            p.wait(timeout=30)
+
+
+def test_a_joined_scheduler_is_never_changed_and_a_pinned_unit_its_nanny_restarted_is_lost(
+        cluster: str, tmp_path: Path) -> None:
+    def dies_once(marker: str) -> str:  # nested: it pickles by value to the workers
+        from distributed import get_worker
+
+        if not os.path.exists(marker):
+            Path(marker).touch()
+            os._exit(1)  # the worker process dies mid-unit; its nanny starts it again
+        return f"ran on {get_worker().name}"
+
+    def allowed_failures(dask_scheduler: object) -> int:
+        return int(dask_scheduler.allowed_failures)  # type: ignore[attr-defined]
+
+    with open_executor(RunOptions(cluster=cluster, retry_lost=True)) as ex:
+        client = ex.client  # type: ignore[attr-defined]
+        client.wait_for_workers(2, timeout=60)
+        # the scheduler is someone else's: its settings stay as found while the run goes on
+        assert client.run_on_scheduler(allowed_failures) == 3
+        [name] = ex.workers()[:1]
+        t0 = time.monotonic()
+        [(where, why)] = ex.map_placed(dies_once, [str(tmp_path / "pinned")], name="pinned",
+                                       on=[name], lost=lambda _item, message: message)
+        # the restarted worker has the same name at another address: Dask would hold the
+        # unit for the old one for ever; it is lost, within the wait's poll
+        assert where == name and "its nanny restarted it" in why, why
+        assert time.monotonic() - t0 < 60
+    with open_executor(RunOptions(cluster=cluster)) as ex:
+        assert ex.client.run_on_scheduler(allowed_failures) == 3  # type: ignore[attr-defined]
+        ex.client.wait_for_workers(2, timeout=60)  # type: ignore[attr-defined]

@@ -18,6 +18,7 @@ from proofdiff.gate.allowlist import AllowlistError, apply_allowlist, load_allow
 from proofdiff.gate.gate_result import (GATE_SCHEMA_VERSION, Decision, Finding, GateResult,
                                         VerifierCheck)
 from proofdiff.gate.gate_view import SCHEMA_FILE, intoto_statement, schema, write_gate_report
+from proofdiff.gate.findings import waived_only
 from proofdiff.gate.gating import decide, findings_of, timing_findings, unjudged
 from proofdiff.model.jobs import ProofVerdict
 from proofdiff.model.oracle_records import OracleRecord
@@ -167,7 +168,7 @@ def test_the_shipped_schema_is_the_models_and_validates_a_written_summary(tmp_pa
     write_gate_report(_result(tmp_path), tmp_path)
     doc = json.loads((tmp_path / "summary.json").read_text())
     jsonschema.validate(doc, json.loads((tmp_path / SCHEMA_FILE).read_text()))
-    assert doc["schema_version"] == GATE_SCHEMA_VERSION == 3
+    assert doc["schema_version"] == GATE_SCHEMA_VERSION == 4
     assert doc["decision"] == "fail" and doc["exit_code"] == 1
     html = (tmp_path / "index.html").read_text()
     assert html.index('<header id="decision" class="bad">') < html.index(
@@ -288,3 +289,64 @@ def test_allure_results_carry_each_checks_real_start_and_stop(tmp_path: Path) ->
     assert got["gate-timing/latency [bench]"] == (1_764_000_060_000, 1_764_000_300_000)
     assert got["gate-verifier/cross-check"] == (1_764_000_055_000, 1_764_000_059_000)
     assert got["gate/decision"] == (1_764_000_000_000, 1_764_000_301_000)
+
+
+def test_the_gate_accepts_a_failure_never_an_error_and_a_pass_needs_a_passing_check(
+        tmp_path: Path) -> None:
+    entries = load_allowlist(_allow(tmp_path, ENTRY.format(expires="2027-01-31")))
+    crash = "verify exited 101 on partition 1 invalid input: vk truncated"
+    diff = _diff([_record("validity", "proofs", "bench", Outcome.PASS, "4/4 valid"),
+                  _record("validity", "proofs", "prod", Outcome.ERROR, crash)], Verdict.DIVERGED)
+    found = findings_of(diff)
+    assert {(f.check, f.outcome) for f in found} == {("validity/proofs", "error")}
+    got, listed = apply_allowlist(found, entries, today=dt.date(2026, 12, 1))
+    assert not any(f.accepted for f in got) and [e.status for e in listed] == ["stale"]
+    assert decide(got, listed, [], aa=False, no_timing=True)[0] is Decision.FAIL
+    # a FAIL is accepted; but prod then has no check that passed: not a PASS
+    diff = _diff([_record("validity", "proofs", "bench", Outcome.PASS, "4/4 valid"),
+                  _record("validity", "proofs", "prod", Outcome.FAIL,
+                          "wpost-0: partition 1 invalid")], Verdict.DIVERGED)
+    got, _ = apply_allowlist(findings_of(diff), entries, today=dt.date(2026, 12, 1))
+    assert got and all(f.accepted for f in got)
+    why = unjudged(diff) + waived_only(diff, got)
+    decision, line, _ = decide(got, [], [], aa=False, unjudged=why, no_timing=True)
+    assert decision is Decision.INCONCLUSIVE, line
+    assert "no check passed on prod" in line
+    assert unjudged(_diff([_record("validity", "proofs", "bench", Outcome.FAIL)],
+                          Verdict.FAILED)) == ["profile prod has no record at all in the "
+                                               "candidate's differential",
+                                               "no check of the candidate's differential passed"]
+
+
+#: A stand-in for a broken pinned verifier, as ``verify --input FILE`` speaks (refprover
+#: README, 'Verifier input and output'): every proof valid. The real tool cannot be made to
+#: accept a tampered proof; this is the fault the gate's control exists for.
+LENIENT = """\
+import json, sys
+args = sys.argv[1:]
+items = json.load(open(args[args.index("--input") + 1]))["items"]
+print(json.dumps({"results": [{"id": i["id"], "valid": True, "partitions": [True, True]}
+                              for i in items]}))
+"""
+
+
+def test_a_pinned_verifier_that_accepts_a_tampered_proof_stops_the_gate(
+        tmp_path: Path, workload_file: Path) -> None:
+    import sys
+
+    from proofdiff.gate.gating import GateError, tamper_control
+    from proofdiff.model.run_options import RunOptions
+    from tests.conftest import job, run
+
+    lenient = tmp_path / "verify"
+    lenient.write_text(f"#!{sys.executable}\n{LENIENT}", encoding="utf-8")
+    lenient.chmod(0o755)
+    diff = msgspec.structs.replace(
+        _diff([_record("validity", "proofs", p, Outcome.PASS) for p in ("bench", "prod")]),
+        runs=(run("bench", [job(0), job(1)]), run("prod", [job(0, parts=(True, False))])))
+    opts = RunOptions(workload_files={"wpost-2k": str(workload_file)},
+                      param_cache=str(tmp_path))
+    with pytest.raises(GateError, match="accepted a proof with a byte flipped") as err:
+        tamper_control(diff, opts, ImageInfo(tag=str(lenient)), True, "g-tamper")
+    # bench's valid proof was tampered with; prod had none verified valid to tamper with
+    assert "bench/wpost-2k wpost-0: valid [11]" in str(err.value) and "prod" not in str(err.value)

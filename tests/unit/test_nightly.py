@@ -52,7 +52,7 @@ def test_each_failure_gets_its_standing_over_the_nights() -> None:
     found = standings(tonight, past)
     assert _by_key(found) == {
         A: Standing.NEW,            # passed every night before
-        B: Standing.STILL_FAILING,  # an ERROR is a failure too
+        B: Standing.ERROR,          # nothing judged tonight: no failure, no pass
         C: Standing.FIXED,          # passes tonight after failing last night (flips 2+)
         D: Standing.FIXED,
         E: Standing.NEW,            # no night ran it
@@ -84,11 +84,54 @@ def test_the_decision_and_its_exit_code(standing: Standing, verdict: Verdict,
     c = CheckStanding(check=A[0], profile=A[1], workload=A[2], standing=standing,
                       outcome="fail")
     decision, line = decide(verdict=verdict, verdict_line="v", checks=[c], slowdowns=[],
-                            nights=3, errors=errors)
+                            nights=3, errors=errors, passed=5)
     assert decision.exit_code == code, line
     if standing in (Standing.STILL_FAILING, Standing.FLAKY):
         assert line.startswith("CLEAN: nothing new against 3 earlier night(s)")
         assert f"1 {standing.value}" in line
+
+
+def test_an_error_is_never_flaky_still_failing_or_clean() -> None:
+    # issue 42: a night whose daemon never started (its records ERROR) was "still failing"
+    # from the night before, and CLEAN; an ERROR that flipped twice was "flaky"
+    (c,) = standings({A: "error"}, [{A: "fail"}])
+    assert c.standing is Standing.ERROR and c.flips == 0
+    (c,) = standings({A: "error"}, [{A: "fail"}, {A: "pass"}, {A: "fail"}])
+    assert c.standing is Standing.ERROR
+    decision, line = decide(verdict=Verdict.ERROR, verdict_line="validity/proofs on prod: "
+                            "the daemon did not start", checks=[c], slowdowns=[], nights=3,
+                            passed=0)
+    assert decision is NightDecision.ERROR and decision.exit_code == 3, line
+    assert "could not be judged tonight: validity/proofs on prod/wpost-2k" in line
+    # an ERROR beside a divergence still failing (the verdict DIVERGED): at best ERROR
+    still = CheckStanding(check=B[0], profile=B[1], workload=B[2],
+                          standing=Standing.STILL_FAILING, outcome="fail")
+    decision, _ = decide(verdict=Verdict.DIVERGED, verdict_line="v", checks=[c, still],
+                         slowdowns=[], nights=3, passed=4)
+    assert decision is NightDecision.ERROR
+    # the past nights' ERRORs say nothing: tonight's failure after a pass, then an ERROR, is new
+    (c,) = standings({A: "fail"}, [{A: "pass"}, {A: "error"}])
+    assert c.standing is Standing.NEW and c.flips == 1
+
+
+def test_a_check_of_last_night_missing_tonight_has_a_standing_and_no_clean() -> None:
+    (c,) = standings({A: "pass"}, [{A: "pass", B: "pass"}][-1:] + [{A: "pass", B: "fail"}])
+    assert (c.check, c.standing, c.outcome) == (B[0], Standing.MISSING, "")
+    decision, line = decide(verdict=Verdict.SAME, verdict_line="v", checks=[c], slowdowns=[],
+                            nights=2, passed=1)
+    assert decision is NightDecision.UNDECIDED and decision.exit_code == 2, line
+    assert "have no record tonight: isolation/colliding-ids on prod/wpost-2k" in line
+    # a check that an earlier night had but not the last one is not missing
+    assert standings({A: "pass"}, [{A: "pass", B: "pass"}, {A: "pass"}]) == []
+
+
+def test_no_check_passed_tonight_is_never_clean() -> None:
+    still = CheckStanding(check=A[0], profile=A[1], workload=A[2],
+                          standing=Standing.STILL_FAILING, outcome="fail")
+    decision, line = decide(verdict=Verdict.FAILED, verdict_line="v", checks=[still],
+                            slowdowns=[], nights=3, passed=0)
+    assert decision is NightDecision.UNDECIDED, line
+    assert "no check passed tonight" in line
 
 
 def _night(rid: str, day: int, *, prod: Outcome = Outcome.PASS, wall_ms: float = 1000.0
@@ -122,6 +165,31 @@ def test_nights_in_a_real_history(tmp_path: Path) -> None:
     assert decision is NightDecision.CLEAN and "1 still-failing" in line
     decision, line = night("n04", 4)
     assert decision is NightDecision.CLEAN and "1 fixed" in line
+
+
+def test_a_night_whose_daemons_never_started_is_error_then_a_lost_check_undecided(
+        tmp_path: Path) -> None:
+    hist = str(tmp_path / "history.sqlite")
+
+    def night(rid: str, day: int, records: tuple[OracleRecord, ...], verdict: Verdict
+              ) -> tuple[NightDecision, str]:
+        d = msgspec.structs.replace(_night(rid, day), records=records, verdict=verdict,
+                                    verdict_line="v", exit_code=verdict.exit_code)
+        r = compare_night(d, history=hist, report_root=tmp_path, run_id=rid)
+        assert not r.errors, r.errors
+        return r.decision, r.decision_line
+
+    assert night("n01", 1, _night("n01", 1).records, Verdict.SAME)[0] is NightDecision.CLEAN
+    assert night("n02", 2, _night("n02", 2, prod=Outcome.FAIL).records,
+                 Verdict.DIVERGED)[0] is NightDecision.NEW
+    dark = tuple(OracleRecord(suite="validity", oracle="proofs", profile=p, workload="wpost-2k",
+                              outcome=Outcome.ERROR, message=f"profile {p!r} has no daemon")
+                 for p in ("bench", "prod"))
+    decision, line = night("n03", 3, dark, Verdict.ERROR)  # was "1 still-failing", CLEAN
+    assert decision is NightDecision.ERROR and "2 check(s) could not be judged" in line, line
+    bench = _night("n04", 4).records[:1]  # prod's check ran the night before: missing tonight
+    decision, line = night("n04", 4, bench, Verdict.SAME)
+    assert decision is NightDecision.UNDECIDED and "validity/proofs on prod/wpost-2k" in line
 
 
 def test_a_latency_step_is_a_slowdown_once(tmp_path: Path) -> None:

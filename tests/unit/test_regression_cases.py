@@ -5,8 +5,10 @@ not another, and env files read as docker reads them."""
 from __future__ import annotations
 
 import os
+import shutil
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,6 +69,51 @@ def test_a_missing_key_names_its_table_and_line(tmp_path: Path) -> None:
         load_case(folder)
 
 
+@pytest.mark.parametrize(("change", "says"), [
+    (lambda d: d.update(image="proofdiff/refprover:x"), r":\d+: image must be a table"),
+    (lambda d: d.update(fix="make it hold"), r":\d+: fix must be a table"),
+    (lambda d: d.update(binaries=3), r":\d+: binaries must be a table"),
+    (lambda d: d.update(bisect="none"), r":\d+: bisect must be a table"),
+    (lambda d: d.update(workload={"file": 5}), r":\d+: \[workload\] file must be a non-empty"),
+    (lambda d: d["fix"].update(overrides="prod.concurrency=1"),
+     r":\d+: \[fix\] overrides must be a list of --set strings"),
+    (lambda d: d.update(image={"tag": "proofdiff/refprover:x"}),
+     r":\d+: \[image\] digest is missing: the case would replay whatever the tag names here"),
+    (lambda d: d.update(image={"tag": "t:1", "digest": "sha256:abc"}),
+     r":\d+: \[image\] digest 'sha256:abc' is no image id"),
+])
+def test_a_table_of_the_wrong_type_or_an_unpinned_image_is_that_cases_error(
+        tmp_path: Path, change: Any, says: str) -> None:
+    import tomli_w
+
+    doc = _doc()
+    change(doc)
+    folder = tmp_path / "c3"
+    folder.mkdir()
+    (folder / "case.toml").write_text(tomli_w.dumps(doc))
+    with pytest.raises(CaseError, match=r"case.toml" + says) as err:
+        load_case(folder)
+    assert err.value.fix
+
+
+def test_one_malformed_case_is_its_own_error_and_the_others_are_replayed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tomli_w
+
+    from proofdiff.regressions.replay_all import replay_all
+
+    cases = tmp_path / "cases"
+    bad = _doc()
+    bad["image"] = "proofdiff/refprover:x"  # a value where a table belongs
+    (cases / "a-bad").mkdir(parents=True)
+    (cases / "a-bad" / "case.toml").write_text(tomli_w.dumps(bad))
+    name = "cuzk-colliding-ids-answered-with-the-first-proof"  # skipped here: no daemon runs
+    shutil.copytree(REPO / "regressions" / name, cases / name)
+    got = replay_all(RunOptions(regressions_dir=str(cases), report_dir=str(tmp_path / "rep")))
+    assert [(v.case, v.verdict) for v in got] == [("a-bad", "ERROR"), (name, "SKIP")]
+    assert "image must be a table" in got[0].message
+
+
 def test_the_signature_matches_its_record_and_not_another_failure() -> None:
     rec = OracleRecord(suite="validity", oracle="proofs", profile="prod", workload="wpost-2k",
                        outcome=Outcome.FAIL, message="3 of 4 proofs INVALID on prod: job "
@@ -124,7 +171,36 @@ def test_a_case_must_hold_with_its_fix_too() -> None:
 def test_a_replay_where_every_case_was_skipped_exits_non_zero() -> None:
     skipped = [CaseVerdict(case=f"c{i}", verdict="SKIP") for i in range(3)]
     assert exit_code(skipped) == ALL_SKIPPED_EXIT == 2
-    assert exit_code([*skipped, CaseVerdict(case="c4", verdict="ok")]) == 0
+    assert exit_code(skipped, allow_skipped=True) == 2  # nothing judged: never a pass
+
+
+def test_a_replay_with_any_case_skipped_exits_2_unless_skips_are_allowed() -> None:
+    # issue 42: one case holding and nine skipped exited 0
+    skipped = [CaseVerdict(case=f"c{i}", verdict="SKIP") for i in range(9)]
+    one = [*skipped, CaseVerdict(case="c9", verdict="ok")]
+    assert exit_code(one) == 2
+    assert exit_code(one, allow_skipped=True) == 0
+    assert exit_code([*one, CaseVerdict(case="x", verdict="FAIL")]) == 1
+    # an interrupted case (and those not reached) ends the replay with 130, whatever else
+    assert exit_code([*one, CaseVerdict(case="y", verdict="INTERRUPTED")]) == 130
+
+
+def test_run_suite_regressions_names_the_skipped_cases(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from proofdiff.cli import main
+
+    # the real-cuzk case: its pinned binaries are not here, so it is skipped (missing), never
+    # judged, and no daemon starts
+    name = "cuzk-colliding-ids-answered-with-the-first-proof"
+    shutil.copytree(REPO / "regressions" / name, tmp_path / "cases" / name)
+    monkeypatch.setenv("PROOFDIFF_REGRESSIONS", str(tmp_path / "cases"))
+    args = ["run", "--suite", "regressions", "--report-dir", str(tmp_path / "rep")]
+    assert main(args) == 2
+    out = capsys.readouterr().out
+    assert f"1 of 1 case(s) skipped, not judged: {name}" in out
+    assert "--allow-skipped accepts them" in out
+    assert main([*args, "--allow-skipped"]) == 2  # every case skipped: still nothing judged
 
 
 def test_a_build_that_fails_makes_the_replay_broken_not_missing(tmp_path: Path) -> None:

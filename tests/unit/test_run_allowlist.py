@@ -121,3 +121,70 @@ def test_the_gate_reads_the_same_allowlist_option(tmp_path: Path) -> None:
     summary = json.loads((tmp_path / "rep" / "g-allow" / "summary.json").read_text())
     assert summary["allowlist"] == str(allow)
     assert "expires = 'soon' is not a TOML date" in summary["errors"][0]
+
+
+def _run(tmp_path: Path, entry: str, records: list[tuple[str, Outcome, str]]
+         ) -> DifferentialResult:
+    """A run of ``validity/proofs`` on bench and prod (``records``: profile, outcome, message)
+    with one allowlist entry."""
+    allow = tmp_path / "allow.toml"
+    allow.write_text(entry, encoding="utf-8")
+    recs = [OracleRecord(suite="validity", oracle="proofs", profile=p, workload="wpost-2k",
+                         outcome=out, message=msg) for p, out, msg in records]
+    return assemble(run_id="r-allow", profiles=load_profiles("refprover"), records=recs,
+                    runs=[], created_unix_s=T0, allowlist=load_allowlist(allow),
+                    allowlist_file=str(allow))
+
+
+PARTITION = """
+[[accept]]
+check = "validity/proofs"
+profile = "*"
+match = "partition"
+reason = "known partition race"
+link = "https://example.org/cuzk/issues/9"
+expires = 2027-01-31
+"""
+
+
+def test_an_error_record_is_never_accepted_whatever_its_message(tmp_path: Path) -> None:
+    # issue 42: an entry written for `partition N invalid` accepted a verifier crash that
+    # mentions a partition, and the run said SAME with 0 checks passed
+    crash = "the verifier crashed on partition 0: Groth16 vk file truncated"
+    res = _run(tmp_path, PARTITION, [("bench", Outcome.ERROR, crash),
+                                     ("prod", Outcome.ERROR, crash)])
+    assert res.accepted == ()
+    assert res.verdict is Verdict.ERROR and res.exit_code == 3, res.verdict_line
+    (st,) = res.stale  # the entry accepted nothing: listed as such
+    assert st.status == "stale"
+
+
+def test_a_run_whose_every_failure_was_accepted_is_not_same(tmp_path: Path) -> None:
+    bad = "3/4 valid: partition 1 INVALID"
+    res = _run(tmp_path, PARTITION, [("bench", Outcome.FAIL, bad), ("prod", Outcome.FAIL, bad)])
+    assert len(res.accepted) == 2
+    assert res.verdict is Verdict.INCOMPLETE and res.exit_code == 2, res.verdict_line
+    assert "no check passed" in res.verdict_line
+    # one profile passing, the other's every check accepted: still no evidence for prod
+    res = _run(tmp_path, PARTITION, [("bench", Outcome.PASS, "4/4 valid"),
+                                     ("prod", Outcome.FAIL, bad)])
+    assert res.verdict is Verdict.INCOMPLETE, res.verdict_line
+    assert res.verdict_line.startswith("no check passed on prod")
+
+
+@pytest.mark.parametrize(("match", "says"), [
+    ('""', "is empty"),
+    ("'.*'", "matches the empty string"),
+    ("'(partition)?'", "matches the empty string"),
+    ("'^$'", "matches the empty string"),
+    ("7", "match = 7 is not a string"),
+])
+def test_a_match_that_accepts_anything_is_refused_at_load(tmp_path: Path, match: str,
+                                                          says: str) -> None:
+    from proofdiff.model.allowlist import AllowlistError
+
+    allow = tmp_path / "allow.toml"
+    allow.write_text(PARTITION.replace('"partition"', match), encoding="utf-8")
+    with pytest.raises(AllowlistError, match="allow.toml#1") as err:
+        load_allowlist(allow)
+    assert says in str(err.value) and err.value.fix

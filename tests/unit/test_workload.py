@@ -65,6 +65,11 @@ def test_missing_file(tmp_path: Path) -> None:
     (lambda d: d["jobs"][0]["vanilla_proofs"].__setitem__(0, "!!"), "not base64"),
     (lambda d: d.update(jobs=[]), "'jobs' is empty"),
     (lambda d: d.update(sector_size="2048"), "'sector_size' has the wrong type"),
+    # issue 42: passed the load and failed at the first request
+    (lambda d: d.update(partitions=5), "4 sector\\(s\\) for 5 partitions: fewer sectors than "
+                                       "partitions"),
+    (lambda d: d.update(partitions=3), "4 sector\\(s\\) for 3 partitions: in runs of 2 .* the "
+                                       "last partition gets none"),
 ])
 def test_schema_errors_name_the_field(tmp_path: Path, mutate, message) -> None:  # type: ignore[no-untyped-def]
     doc = workload_doc()
@@ -102,3 +107,19 @@ def test_an_unknown_priority_is_named(tmp_path: Path) -> None:
     path.write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(WorkloadError, match="priority 'URGENT' is not one of LOW, NORMAL, HIGH"):
         load_workload(path)
+
+
+@pytest.mark.parametrize(("jobs", "says"), [
+    ("2", "field 'jobs' has the wrong type: '2'"),
+    (True, "field 'jobs' has the wrong type: True"),
+    (0, "jobs = 0, but .* has 4 job"),
+    (9, "jobs = 9, but .* has 4 job"),
+])
+def test_a_mix_members_jobs_is_a_count_it_can_give(workload_file: Path, tmp_path: Path,
+                                                   jobs: object, says: str) -> None:
+    mix = tmp_path / "mix.json"
+    mix.write_text(json.dumps({"schema": 1, "workload": "mix-2k", "mix": [
+        {"file": workload_file.name, "jobs": jobs}]}), encoding="utf-8")
+    with pytest.raises(WorkloadError, match=rf"mix\[0\]: {says}") as err:
+        load_workload(mix)
+    assert err.value.fix
