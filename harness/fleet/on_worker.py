@@ -23,11 +23,20 @@ from proofdiff.fleet.hosts import Host
 from proofdiff.model import interrupt
 from proofdiff.model.run_options import RunOptions
 
-__all__ = ["LostBefore", "run_unit", "started_marker", "stop_units"]
+__all__ = ["LostBefore", "NotStarted", "run_unit", "started_marker", "stop_units"]
 
 #: This worker process's units running now: task key -> its interrupt event.
 _RUNNING: dict[str, threading.Event] = {}
+#: Units told to stop before they started here: a queued unit that a worker picks up between
+#: the caller's stop and its cancel of the units not started never runs (its key is dropped
+#: when it comes).
+_STOPPED: set[str] = set()
 _LOCK = threading.Lock()
+
+
+class NotStarted(msgspec.Struct, frozen=True):
+    """What a unit gives back when the caller's interrupt reached its worker before it
+    started: it never runs (the caller has cancelled it, and reads nothing of it)."""
 
 
 class LostBefore(msgspec.Struct, frozen=True):
@@ -74,6 +83,9 @@ def run_unit(fn: Callable[[Any], Any], item: Any,
         s, cache_root="", crate_dir="") if isinstance(s, RunOptions) else s)
     stop = threading.Event()
     with _LOCK:
+        if key in _STOPPED:  # the caller's Ctrl-C came before this unit started
+            _STOPPED.discard(key)
+            return name, NotStarted()
         _RUNNING[key] = stop
     try:
         with interrupt.unit_scope(stop):
@@ -88,8 +100,9 @@ def run_unit(fn: Callable[[Any], Any], item: Any,
 
 def stop_units(keys: list[str]) -> Callable[..., list[str]]:
     """A function for ``Client.run`` that sets the interrupt event of each unit of ``keys``
-    running on the worker, and returns the keys it reached. Made here, so that it pickles by
-    value (it imports this module there to reach the worker's units)."""
+    running on the worker, and returns the keys it reached; the others of ``keys`` never start
+    on that worker afterwards. Made here, so that it pickles by value (it imports this module
+    there to reach the worker's units)."""
 
     def stop(dask_worker: Any) -> list[str]:
         del dask_worker  # the units are this process's, whichever worker runs them
@@ -99,6 +112,7 @@ def stop_units(keys: list[str]) -> Callable[..., list[str]]:
             hit = [k for k in keys if k in on_worker._RUNNING]
             for k in hit:
                 on_worker._RUNNING[k].set()
+            on_worker._STOPPED.update(k for k in keys if k not in hit)
         return hit
 
     return stop
