@@ -6,7 +6,8 @@ Runs the gate's timing rounds (the reference image against itself, two warm daem
 profile, one batch of ``concurrency`` proofs per side per round in alternating order, every
 proof verified) for a fixed number of rounds, without the sequential test, and prints per
 metric of :data:`proofdiff.gate.timing_rounds.METRICS` the standard deviation of the per-round
-log-ratios (plain and 20 %-trimmed, the warmup round left out), and for the model: one proof's
+log-ratios (plain, and the gate's: 10 %-trimmed, on the trimmed mean's scale; the warmup
+round left out), and for the model: one proof's
 median wall, the per-job and per-batch spread, the share of jobs more than 10 % above their
 batch's median (spikes), the mean queue wait per job ahead in the batch, in proofs (stagger),
 and the seconds per round.
@@ -15,6 +16,7 @@ and the seconds per round.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
 import sys
@@ -37,6 +39,10 @@ def main() -> int:
     ap.add_argument("--profile", default="prod", help="refprover profile. Default: prod")
     ap.add_argument("--rounds", type=int, default=12, help="rounds, warmup included. Default: 12")
     ap.add_argument("--report-dir", type=Path, default=Path("/tmp/proofdiff-noise"))
+    ap.add_argument("--samples", type=Path, metavar="FILE",
+                    help="write every round's samples per metric (baseline, candidate, in "
+                         "drawing order, the warmup round first) and the seconds per round as "
+                         "JSON to FILE")
     a = ap.parse_args()
     opts, reference = pin_artifacts(RunOptions.from_env(report_dir=str(a.report_dir)),
                                     ["wpost-2k"], reference=True, log=lambda _l: None)
@@ -77,8 +83,17 @@ def main() -> int:
     for metric in metrics_of(p.concurrency):
         sample, which = METRICS[metric][2], METRICS[metric][3]
         d = [math.log(sample(c.flow(which)) / sample(b.flow(which))) for b, c in tested]
-        print(f"  {metric}: log-ratio sd {statistics.stdev(d):.4f}, 20 %-trimmed sd "
-              f"{trimmed(d, 0.2)[3]:.4f}, mean {statistics.fmean(d):+.4f}")
+        print(f"  {metric}: log-ratio sd {statistics.stdev(d):.4f}, the gate's noise (10 %-"
+              f"trimmed, on the trimmed mean's scale) {trimmed(d, 0.1)[3]:.4f}, mean "
+              f"{statistics.fmean(d):+.4f}")
+    if a.samples:
+        a.samples.write_text(json.dumps({
+            "profile": a.profile, "concurrency": p.concurrency, "round_s": secs,
+            "metrics": {m: {"left_samples": [METRICS[m][2](b.flow(METRICS[m][3]))
+                                             for b, _ in rounds],
+                            "right_samples": [METRICS[m][2](c.flow(METRICS[m][3]))
+                                              for _, c in rounds]}
+                        for m in metrics_of(p.concurrency)}}, indent=1))
     flows = [r.batch for b, c in tested for r in (b, c)]
     walls = [j.wall_ms for f in flows for j in f.jobs]
     meds = [statistics.median(j.wall_ms for j in f.jobs) for f in flows]

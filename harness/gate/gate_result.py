@@ -20,16 +20,18 @@ from proofdiff.model.timing_verdict import TimingVerdict
 __all__ = ["GATE_SCHEMA_VERSION", "Decision", "Finding", "GateResult", "ProfileTiming",
            "StaleEntry", "VerifierCheck"]
 
-#: Version of the gate's summary.json schema (the msgspec encoding of :class:`GateResult`).
-GATE_SCHEMA_VERSION = 3
+#: Version of the gate's summary.json schema (the msgspec encoding of :class:`GateResult`;
+#: 4: the one-sided timing question, ``max_slowdown``, ``margin``, ``beta``, each metric's
+#: ``mde`` and caps).
+GATE_SCHEMA_VERSION = 4
 
 
 class Decision(StrEnum):
     """What the gate decided, with its exit code (README "Gate an image push")."""
 
-    PASS = "pass"                  #: candidate clean and not slower: push
+    PASS = "pass"                  #: candidate clean and not slower than tolerated: push
     FAIL = "fail"                  #: a divergence, a failing check or a regression: block
-    INCONCLUSIVE = "inconclusive"  #: timing undecided within the budget: block, retry
+    INCONCLUSIVE = "inconclusive"  #: something undecided (timing within its cap): block, retry
     ERROR = "error"                #: the gate could not run (the reason is named)
     INTERRUPTED = "interrupted"    #: Ctrl-C / SIGTERM
 
@@ -127,8 +129,12 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
         budget_s: the timing budget; wall_s: the gate's wall time, s. max_rounds: the most
             rounds of each timing arm, the warm-up included (``--rounds``; 0 = before it was
             recorded).
-        alpha: the family-wise false-DIFFERENT level of the timing verdicts (Holm over every
-            metric x profile x workload). no_timing: the user asked for no timing
+        alpha: the family-wise false-WORSE level of the timing verdicts (over every metric x
+            profile x workload, each at ``alpha / K``). beta: each metric's false-WITHIN level
+            (a candidate ``max_slowdown`` worse said WITHIN at most this often).
+            max_slowdown: the tolerated slowdown per metric (``--max-slowdown``), margin: the
+            practical margin below which a slowdown is never WORSE, both fractions.
+            no_timing: the user asked for no timing
             (``--no-timing``): a PASS then rests on the candidate's checks alone, and says so.
         undecided: why the decision is not a PASS although nothing blocks (skipped checks, a
             profile without records, timing undecided), one line each.
@@ -163,6 +169,9 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
     max_rounds: int = 0
     wall_s: float = 0.0
     alpha: float = 0.0
+    beta: float = 0.0
+    max_slowdown: float = 0.0
+    margin: float = 0.0
     no_timing: bool = False
     undecided: tuple[str, ...] = ()
     history: str = ""

@@ -23,7 +23,8 @@ from proofdiff.gate.gate_result import ProfileTiming, VerifierCheck
 from proofdiff.gate.host_builds import on_side
 from proofdiff.gate.round_units import (ArmTask, FleetRounds, open_pair, pair_profiles,
                                         verifier_check)
-from proofdiff.gate.timing_rounds import BUDGET_PAIRS, Family, bad_jobs, measure_profile
+from proofdiff.gate.arm_judge import Family
+from proofdiff.gate.timing_rounds import BUDGET_PAIRS, bad_jobs, measure_profile
 from proofdiff.model.choices import Runtime
 from proofdiff.model.image import ImageInfo
 from proofdiff.model.jobs import FlowRecord, JobSpec
@@ -143,7 +144,7 @@ def not_timed(name: str, wl: str, p: Profile, t0: float, why: str,
 def arm_here(name: str, p: Profile, wl: str, sides: tuple[ImageInfo, ImageInfo], *,
               deadline: float, rounds: int, opts: RunOptions, checks: list[VerifierCheck],
               family: Family, log: Callable[[str], None], verifier: str,
-              runs: list[RunRecord] | None) -> ProfileTiming:
+              runs: list[RunRecord] | None, max_slowdown: float) -> ProfileTiming:
     """One arm on this machine: both sides' daemons here, the rounds one after the other."""
     t0 = time.time()
     pair = pair_profiles(name, p, (sides[0].tag, sides[1].tag), verifier)
@@ -166,7 +167,7 @@ def arm_here(name: str, p: Profile, wl: str, sides: tuple[ImageInfo, ImageInfo],
         arm = measure_profile(send, profile=name, workload=wl, jobs=jobs,
                               sides=(b_side, c_side), concurrency=p.concurrency,
                               deadline=deadline, floors=p.timing_floor, family=family, log=log,
-                              budget_pairs=rounds)
+                              budget_pairs=rounds, max_slowdown=max_slowdown)
         return msgspec.structs.replace(arm, started_unix_s=t0, stopped_unix_s=time.time())
     finally:
         if runs is not None:
@@ -179,7 +180,7 @@ def arm_on_fleet(ex: Executor, name: str, p: Profile, wl: str,
                   sides: tuple[ImageInfo, ImageInfo], *, deadline: float, rounds: int,
                   opts: RunOptions, checks: list[VerifierCheck], family: Family,
                   log: Callable[[str], None], verifier: str,
-                  runs: list[RunRecord] | None) -> ProfileTiming:
+                  runs: list[RunRecord] | None, max_slowdown: float) -> ProfileTiming:
     """One arm over the fleet's hosts (:mod:`proofdiff.gate.round_units`): ``sides`` and
     ``verifier`` are references shipped to every host, ``opts`` shipped run options."""
     t0 = time.time()
@@ -193,7 +194,7 @@ def arm_on_fleet(ex: Executor, name: str, p: Profile, wl: str,
         got = measure_profile(profile=name, workload=wl, jobs=[], sides=(
             arm.pair[0].name, arm.pair[1].name), concurrency=p.concurrency, deadline=deadline,
             floors=p.timing_floor, family=family, log=log, rounds_at=drawn,
-            budget_pairs=rounds)
+            budget_pairs=rounds, max_slowdown=max_slowdown)
         return msgspec.structs.replace(got, started_unix_s=t0, stopped_unix_s=time.time())
     finally:
         closed = drawn.close()
@@ -207,7 +208,7 @@ def timing_arms(profiles: dict[str, Profile], workloads: Sequence[str],
             broken: set[str], checks: list[VerifierCheck], family: Family,
             log: Callable[[str], None], verifier: str = "",
             runs: list[RunRecord] | None = None, ex: Executor | None = None,
-            ) -> list[ProfileTiming]:
+            max_slowdown: float = 0.05) -> list[ProfileTiming]:
     """The timing arm of every profile, each of at most ``rounds`` rounds (the warm-up
     included); the first profile with a baseline daemon also runs the verifier cross-check
     into ``checks`` (raises GateError when they disagree). The
@@ -216,7 +217,9 @@ def timing_arms(profiles: dict[str, Profile], workloads: Sequence[str],
     the ``verify`` program that judges both sides' proofs. ``runs``: where each side's run goes,
     with every flow sent to its daemon (the history's samples), also when the arm stops.
     ``ex``: a fleet's executor (remote): each arm's rounds go over its hosts, ``sides``,
-    ``verifier`` and ``opts`` already shipped there."""
+    ``verifier`` and ``opts`` already shipped there. ``max_slowdown``: the tolerated slowdown
+    (a fraction). Once an arm finds a metric WORSE (``family.failed``), the gate fails and
+    the arms after it are not timed."""
     out: list[ProfileTiming] = []
     deadline = time.monotonic() + budget_s
     for name, p in profiles.items():
@@ -225,8 +228,13 @@ def timing_arms(profiles: dict[str, Profile], workloads: Sequence[str],
                 out.append(not_timed(name, wl, p, time.time(), "not timed: the candidate "
                                       "fails its checks on this profile"))
                 continue
+            if family.failed:
+                out.append(not_timed(name, wl, p, time.time(), "not timed: the gate already "
+                                      f"fails on timing ({family.failed})"))
+                continue
             one = (functools.partial(arm_on_fleet, ex) if ex is not None and ex.remote
                    else arm_here)
             out.append(one(name, p, wl, sides, deadline=deadline, rounds=rounds, opts=opts,
-                           checks=checks, family=family, log=log, verifier=verifier, runs=runs))
+                           checks=checks, family=family, log=log, verifier=verifier, runs=runs,
+                           max_slowdown=max_slowdown))
     return out

@@ -167,7 +167,7 @@ def test_the_shipped_schema_is_the_models_and_validates_a_written_summary(tmp_pa
     write_gate_report(_result(tmp_path), tmp_path)
     doc = json.loads((tmp_path / "summary.json").read_text())
     jsonschema.validate(doc, json.loads((tmp_path / SCHEMA_FILE).read_text()))
-    assert doc["schema_version"] == GATE_SCHEMA_VERSION == 3
+    assert doc["schema_version"] == GATE_SCHEMA_VERSION == 4
     assert doc["decision"] == "fail" and doc["exit_code"] == 1
     html = (tmp_path / "index.html").read_text()
     assert html.index('<header id="decision" class="bad">') < html.index(
