@@ -69,7 +69,8 @@ class ProfileTiming(msgspec.Struct, frozen=True, kw_only=True):
     were lost or gave a proof that does not verify in this arm (``faults``: each blocks the
     gate), the wall time it took (s), and when it started and stopped (s since the epoch; its
     session's start, cross-check and warm-up included). ``hosts``: on a fleet, the rounds each
-    host drew (both sides of a round always on one host); empty here."""
+    host drew (both sides of a round always on one host); empty here. ``placement``: where the
+    daemons and proofdiff ran (:mod:`proofdiff.gate.quiet_cores`; '' when not recorded)."""
 
     profile: str
     workload: str
@@ -82,6 +83,7 @@ class ProfileTiming(msgspec.Struct, frozen=True, kw_only=True):
     started_unix_s: float = 0.0
     stopped_unix_s: float = 0.0
     hosts: dict[str, int] = msgspec.field(default_factory=dict)
+    placement: str = ""
 
 
 class Finding(msgspec.Struct, frozen=True, kw_only=True):

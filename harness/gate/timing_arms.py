@@ -9,6 +9,7 @@ shipped to a fleet's hosts.
 from __future__ import annotations
 
 import functools
+import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -17,10 +18,12 @@ from typing import Any
 import msgspec
 
 from proofdiff.core.differential import run_differential
+from proofdiff.core.session import Session
 from proofdiff.fleet.executor import Executor
 from proofdiff.gate.gate_error import GateError
 from proofdiff.gate.gate_result import ProfileTiming, VerifierCheck
 from proofdiff.gate.host_builds import on_side
+from proofdiff.gate.quiet_cores import harness_on, split_cores
 from proofdiff.gate.round_units import (ArmTask, FleetRounds, open_pair, pair_profiles,
                                         verifier_check)
 from proofdiff.gate.arm_judge import Family
@@ -145,35 +148,52 @@ def arm_here(name: str, p: Profile, wl: str, sides: tuple[ImageInfo, ImageInfo],
               deadline: float, rounds: int, opts: RunOptions, checks: list[VerifierCheck],
               family: Family, log: Callable[[str], None], verifier: str,
               runs: list[RunRecord] | None, max_slowdown: float) -> ProfileTiming:
-    """One arm on this machine: both sides' daemons here, the rounds one after the other."""
+    """One arm on this machine: both sides' daemons here, the rounds one after the other; on a
+    host with cores to spare, both daemons on the same cores and proofdiff's threads on others
+    for the arm's length (:mod:`proofdiff.gate.quiet_cores`)."""
     t0 = time.time()
     pair = pair_profiles(name, p, (sides[0].tag, sides[1].tag), verifier)
     b_side, c_side = pair[0].name, pair[1].name
     session = open_pair(pair, wl, opts, log)
+    split = split_cores(sorted(os.sched_getaffinity(0)))
+    where = session.placement.reason if session.placement else ""
+    log(f"gate timing {name}/{wl}: {where}")
     try:
-        jobs = [j.name for j in session.workload(wl).jobs]
-        if not checks:
-            keep_check(verifier_check(session, b_side, wl, *theirs(sides[0], verifier)),
-                        checks, log)
-        warm = [f"warm-up run: {b}" for f in session.run(c_side, wl).flows
-                for b in bad_jobs(f)]
-        if warm:
-            return not_timed(name, wl, p, t0, "not timed: the candidate's warm-up run failed",
-                              warm)
-
-        def send(side: str, specs: list[JobSpec], label: str) -> FlowRecord:
-            return session.send(side, wl, specs, name="gate", label=label,
-                                concurrency=len(specs))
-        arm = measure_profile(send, profile=name, workload=wl, jobs=jobs,
-                              sides=(b_side, c_side), concurrency=p.concurrency,
-                              deadline=deadline, floors=p.timing_floor, family=family, log=log,
-                              budget_pairs=rounds, max_slowdown=max_slowdown)
-        return msgspec.structs.replace(arm, started_unix_s=t0, stopped_unix_s=time.time())
+        with harness_on(split[0] if split else ()):
+            arm = _timed(session, name, p, wl, sides, b_side, c_side, t0, deadline=deadline,
+                         rounds=rounds, checks=checks, family=family, log=log,
+                         verifier=verifier, max_slowdown=max_slowdown)
+        return msgspec.structs.replace(arm, started_unix_s=t0, stopped_unix_s=time.time(),
+                                       placement=where)
     finally:
         if runs is not None:
             runs.extend(msgspec.structs.replace(r, flows=tuple(
                 session.flows(r.profile, r.workload))) for r in session.runs())
         session.close()
+
+
+def _timed(session: Session, name: str, p: Profile, wl: str,
+           sides: tuple[ImageInfo, ImageInfo], b_side: str, c_side: str, t0: float, *,
+           deadline: float, rounds: int, checks: list[VerifierCheck], family: Family,
+           log: Callable[[str], None], verifier: str, max_slowdown: float) -> ProfileTiming:
+    """:func:`arm_here`'s work on its open session: the cross-check (first arm), the
+    candidate's warm-up run, the rounds."""
+    jobs = [j.name for j in session.workload(wl).jobs]
+    if not checks:
+        keep_check(verifier_check(session, b_side, wl, *theirs(sides[0], verifier)),
+                    checks, log)
+    warm = [f"warm-up run: {b}" for f in session.run(c_side, wl).flows for b in bad_jobs(f)]
+    if warm:
+        return not_timed(name, wl, p, t0, "not timed: the candidate's warm-up run failed",
+                          warm)
+
+    def send(side: str, specs: list[JobSpec], label: str) -> FlowRecord:
+        return session.send(side, wl, specs, name="gate", label=label,
+                            concurrency=len(specs))
+    return measure_profile(send, profile=name, workload=wl, jobs=jobs, sides=(b_side, c_side),
+                           concurrency=p.concurrency, deadline=deadline,
+                           floors=p.timing_floor, family=family, log=log, budget_pairs=rounds,
+                           max_slowdown=max_slowdown)
 
 
 def arm_on_fleet(ex: Executor, name: str, p: Profile, wl: str,
