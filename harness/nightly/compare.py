@@ -15,23 +15,20 @@ the same machine fingerprint (:mod:`proofdiff.history.fingerprint`) decide its s
 out of the flips. A failure an allowlist entry accepts (:mod:`proofdiff.model.allowlist`) has no
 standing: it is shown in the differential's report as accepted.
 
-A **slowdown** is a change point in the worse direction (:func:`proofdiff.history.view.analyse`,
-Hunter's method) that the series shows with tonight's run and did not show without it.
+A **slowdown** is tonight worse than the recent nights, or a change point new tonight that no
+earlier night flagged (:mod:`proofdiff.nightly.night_timing`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.status import Verdict
-from proofdiff.nightly.nightly_result import CheckStanding, NightDecision, Slowdown, Standing
+from proofdiff.nightly.nightly_result import (CheckStanding, NightDecision, SeriesCompare,
+                                              Slowdown, Standing)
 
-if TYPE_CHECKING:
-    from proofdiff.history.view import SeriesView
-
-__all__ = ["FLAKY_FLIPS", "Key", "decide", "new_slowdowns", "outcomes_of", "standings"]
+__all__ = ["FLAKY_FLIPS", "Key", "decide", "outcomes_of", "standings"]
 
 #: pass <-> fail changes over the nights compared and tonight that make a failing check flaky.
 FLAKY_FLIPS = 2
@@ -82,35 +79,21 @@ def standings(tonight: Mapping[Key, str], past: Sequence[Mapping[Key, str]],
     return out
 
 
-def new_slowdowns(before: Sequence[SeriesView], after: Sequence[SeriesView]) -> list[Slowdown]:
-    """Regressions (change points in the metric's worse direction) that ``after`` (the series
-    with tonight's run) shows and ``before`` (without it) did not, by series and step run."""
-    seen = {(v.series.machine.fingerprint, v.series.profile, v.series.workload,
-             v.series.metric.name, c.run_id) for v in before for c in v.changes}
-    out = []
-    for v in after:
-        s = v.series
-        for c in v.changes:
-            key = (s.machine.fingerprint, s.profile, s.workload, s.metric.name, c.run_id)
-            if c.regression and key not in seen:
-                out.append(Slowdown(metric=s.metric.name, unit=s.metric.unit, profile=s.profile,
-                                    workload=s.workload, run_id=c.run_id,
-                                    headline=c.headline(s.metric.unit),
-                                    evidence=c.step.evidence(s.metric.unit)))
-    return out
-
-
 def _where(c: CheckStanding) -> str:
     return f"{c.check} on {c.profile}/{c.workload}"
 
 
 def decide(*, verdict: Verdict, verdict_line: str, checks: Sequence[CheckStanding],
            slowdowns: Sequence[Slowdown], nights: int, errors: Sequence[str] = (),
-           interrupted: bool = False) -> tuple[NightDecision, str]:
+           interrupted: bool = False, timing: Sequence[SeriesCompare] = (),
+           confirmed: Sequence[Slowdown] = ()) -> tuple[NightDecision, str]:
     """The night's decision and its one line: INTERRUPTED; ERROR (the night could not run or
     not be compared: ``errors``); NEW (a new failure or a new slowdown); UNDECIDED (nothing new,
     but tonight's differential is INCOMPLETE: a check skipped, undecided or without outcome);
-    CLEAN. Flaky, still failing and fixed checks are counted in the line, never NEW."""
+    CLEAN. Flaky, still failing and fixed checks are counted in the line, never NEW; so are
+    the timing series tonight could not be compared on yet (``timing``, undecided: too few
+    earlier nights), which a CLEAN line names, and the steps that change points confirm
+    tonight (``confirmed``: flagged on their own night, not new)."""
     if interrupted or verdict is Verdict.INTERRUPTED:
         return NightDecision.INTERRUPTED, "INTERRUPTED: the report holds what was done"
     if errors:
@@ -120,7 +103,17 @@ def decide(*, verdict: Verdict, verdict_line: str, checks: Sequence[CheckStandin
     counts = [f"{n} {s.value}" for s in (Standing.STILL_FAILING, Standing.FLAKY, Standing.FIXED)
               if (n := sum(c.standing is s for c in checks))]
     first = "" if nights else " (the first night on this machine: every failure is new)"
+    if confirmed:
+        counts.append(f"{len(confirmed)} step(s) confirmed ("
+                      + ", ".join(f"{c.metric} on {c.profile}/{c.workload} at {c.confirms}"
+                                  for c in confirmed[:2]) + ")")
+    still = [t for t in timing if t.outcome == "still slower"]
+    if still:
+        counts.append(f"{len(still)} series still slower than before their last step")
     rest = f"; {', '.join(counts)}" if counts else ""
+    short = [t for t in timing if t.outcome == "undecided"]
+    quiet = (f"; timing not compared yet on {len(short)} series ({short[0].line})"
+             if short else "")
     if new or slowdowns:
         what = ([f"{_where(c)} fails ({c.outcome})" for c in new[:3]]
                 + [f"{s.metric} on {s.profile}/{s.workload}: {s.headline}" for s in slowdowns[:2]])
@@ -128,6 +121,6 @@ def decide(*, verdict: Verdict, verdict_line: str, checks: Sequence[CheckStandin
         return NightDecision.NEW, (f"NEW{first}: {'; '.join(what)}"
                                    + (f" (+{more} more)" if more else "") + rest)
     if verdict is Verdict.INCOMPLETE:
-        return NightDecision.UNDECIDED, f"UNDECIDED: nothing new, but {verdict_line}{rest}"
+        return NightDecision.UNDECIDED, f"UNDECIDED: nothing new, but {verdict_line}{rest}{quiet}"
     return NightDecision.CLEAN, (f"CLEAN: nothing new against {nights} earlier night(s)"
-                                 f"{rest}; tonight's run: {verdict.value}")
+                                 f"{rest}{quiet}; tonight's run: {verdict.value}")
