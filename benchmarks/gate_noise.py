@@ -39,6 +39,11 @@ def main() -> int:
     ap.add_argument("--profile", default="prod", help="refprover profile. Default: prod")
     ap.add_argument("--rounds", type=int, default=12, help="rounds, warmup included. Default: 12")
     ap.add_argument("--report-dir", type=Path, default=Path("/tmp/proofdiff-noise"))
+    ap.add_argument("--record", type=Path, metavar="DIR",
+                    help="write a JSON record (benchmarks/results' shape) of each metric's "
+                         "per-pair noise, the seconds per round and the load average")
+    ap.add_argument("--label", default="", help="what was measured (the record's title)")
+    ap.add_argument("--tag", default="a-a", help="a short word for the record's file name")
     ap.add_argument("--samples", type=Path, metavar="FILE",
                     help="write every round's samples per metric (baseline, candidate, in "
                          "drawing order, the warmup round first) and the seconds per round as "
@@ -86,6 +91,11 @@ def main() -> int:
         print(f"  {metric}: log-ratio sd {statistics.stdev(d):.4f}, the gate's noise (10 %-"
               f"trimmed, on the trimmed mean's scale) {trimmed(d, 0.1)[3]:.4f}, mean "
               f"{statistics.fmean(d):+.4f}")
+    if a.record:
+        write_record(a.record, a.profile, a.label, {
+            m: [math.log(METRICS[m][2](c.flow(METRICS[m][3]))
+                         / METRICS[m][2](b.flow(METRICS[m][3]))) for b, c in tested]
+            for m in metrics_of(p.concurrency)}, secs[1:], tag=a.tag)
     if a.samples:
         a.samples.write_text(json.dumps({
             "profile": a.profile, "concurrency": p.concurrency, "round_s": secs,
@@ -109,6 +119,40 @@ def main() -> int:
           f"batch overhead (ms, median) "
           f"{statistics.median(f.wall_ms - max(j.wall_ms for j in f.jobs) for f in flows):.0f}")
     return 0
+
+
+def write_record(into: Path, profile: str, label: str, d: dict[str, list[float]],
+                 secs: list[float], tag: str = "a-a") -> Path:
+    """One record (benchmarks/results' shape) of each metric's per-pair noise (plain, and the
+    gate's: 10 %-trimmed on the trimmed mean's scale), the seconds per round and the host's
+    load average when it ended."""
+    import os
+    import platform
+    import subprocess
+
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    figures: dict[str, dict[str, object]] = {
+        "seconds per round": {"value": round(statistics.median(secs), 1), "unit": "s"},
+        "rounds": {"value": len(secs), "unit": "tested rounds"},
+        "load average (1, 5, 15 min)": {"value": [round(x, 2) for x in os.getloadavg()],
+                                        "unit": ""}}
+    for m, xs in d.items():
+        figures[f"{m} noise sd"] = {"value": round(statistics.stdev(xs), 5),
+                                    "unit": "sd of a pair's log-ratio"}
+        figures[f"{m} gate noise"] = {"value": round(trimmed(xs, 0.1)[3], 5),
+                                      "unit": "10 %-trimmed, on the trimmed mean's scale"}
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, cwd=Path(__file__).parents[1]).stdout.strip()
+    doc = {"schema": 1, "topic": "gate-noise",
+           "what": f"per-pair noise of the gate's timing rounds, {profile}, A/A"
+                   + (f": {label}" if label else ""),
+           "benchmark": "benchmarks/gate_noise.py " + " ".join(sys.argv[1:]), "date": now,
+           "machine": f"{platform.node()}, {os.cpu_count()} cores, {platform.platform()}",
+           "commit": commit, "figures": figures}
+    into.mkdir(parents=True, exist_ok=True)
+    path = into / f"gate-noise-{profile}-{tag}-{now[:10]}.json"
+    path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    return path
 
 
 if __name__ == "__main__":

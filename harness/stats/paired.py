@@ -94,7 +94,7 @@ FAIL_POWER = 0.90
 #: ... and an unchanged one WITHIN this often.
 PASS_POWER = 0.95
 #: Tested pairs from which a metric's noise may declare the tolerance undecidable.
-UNDECIDABLE_FROM = 10
+UNDECIDABLE_FROM = 15
 #: Spending shapes (Hwang-Shih-DeCani gamma) of the WORSE and the WITHIN question.
 GAMMA_WORSE, GAMMA_WITHIN = 0.0, 1.0
 
