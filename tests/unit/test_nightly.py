@@ -162,6 +162,8 @@ def test_a_latency_step_is_new_on_its_first_night_and_confirmed_once(tmp_path: P
     out = write_nightly_report(r, tmp_path / "n10", history=hist)
     page = (out / "index.html").read_text(encoding="utf-8")
     assert "New since the last night" in page and "Slower: latency on bench/wpost-2k" in page
+    timing = page[page.index('<section id="timing">'):]
+    assert "Timing against the recent nights" in timing and ">new</td>" in timing
     # the page in a real browser: no script error, the slowdown on the first screen
     facts = open_page(out / "index.html")
     assert facts.severe == [] and facts.divergence_top is not None
