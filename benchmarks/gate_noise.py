@@ -134,7 +134,7 @@ def write_record(into: Path, profile: str, label: str, d: dict[str, list[float]]
     figures: dict[str, dict[str, object]] = {
         "seconds per round": {"value": round(statistics.median(secs), 1), "unit": "s"},
         "rounds": {"value": len(secs), "unit": "tested rounds"},
-        "load average (1, 5, 15 min)": {"value": [round(x, 2) for x in os.getloadavg()],
+        "load average (1, 5, 15 min)": {"value": " ".join(f"{x:.2f}" for x in os.getloadavg()),
                                         "unit": ""}}
     for m, xs in d.items():
         figures[f"{m} noise sd"] = {"value": round(statistics.stdev(xs), 5),

@@ -142,9 +142,12 @@ def record(into: Path, r: dict[str, Any], res: GateResult) -> Path:
         **{f"rounds {p}": {"value": n, "unit": "rounds"} for p, n in r["rounds"].items()}}
     for k, m in r["metrics"].items():
         figures[f"{k} verdict"] = {"value": m["verdict"], "unit": ""}
-        figures[f"{k} ratio"] = {"value": m["ratio"], "unit": ""}
-        figures[f"{k} noise sd"] = {"value": m["noise_sd"], "unit": "log-ratio per pair"}
-        figures[f"{k} mde"] = {"value": m["mde"], "unit": "fraction"}
+        figures[f"{k} pairs"] = {"value": m["n_pairs"], "unit": "pairs"}
+        for name, key, unit in (("ratio", "ratio", ""), ("noise sd", "noise_sd",
+                                                         "log-ratio per pair"),
+                                ("mde", "mde", "fraction")):
+            if m[key] is not None:  # a record's values are numbers, strings or booleans
+                figures[f"{k} {name}"] = {"value": m[key], "unit": unit}
     slug = "".join(c if c.isalnum() else "-" for c in r["condition"]).strip("-").lower()
     doc = {"schema": 1, "topic": "gate-power",
            "what": f"one default gate, {r['condition']} ({', '.join(r['rounds'])})",
