@@ -1,8 +1,8 @@
-"""Timing (docs/timing.md): steady latency and throughput per profile; A/A on the
-baseline; throughput and jobs really in progress at once, each profile vs the baseline.
-Samples are interleaved through each profile's own driver; verdicts are three-valued
-(``proofdiff.oracles.timing``). INCONCLUSIVE is undecided: the test is skipped as such and
-the run is INCOMPLETE, never a pass."""
+"""Timing within one run (docs/timing.md): steady latency and throughput per profile; A/A on
+the baseline; throughput and jobs really in progress at once, each profile vs the baseline.
+Samples are interleaved through each profile's own driver; each arm describes the ratio with
+its interval (``proofdiff.oracles.timing``) and fails only where the interval shows a property
+broken (a throughput that collapsed, jobs that never overlap): never undecided."""
 
 from __future__ import annotations
 

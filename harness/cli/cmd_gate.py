@@ -10,7 +10,8 @@ from proofdiff.cli.exit_codes import exit_help
 from proofdiff.cli.history_append import exit_with_history
 from proofdiff.cli.option_flags import add_run_options, run_options
 from proofdiff.model.run_options import positive_seconds
-from proofdiff.stats.looks import DEFAULT_BUDGET, DEFAULT_INITIAL, timing_rounds
+from proofdiff.stats.looks import (DEFAULT_BUDGET, FIRST_ROUNDS, MAX_ROUNDS, max_slowdown,
+                                  timing_rounds)
 
 if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
     from rich.console import Console
@@ -34,13 +35,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sides.add_argument("--baseline-bin-dir", metavar="DIR",
                        help="the folder of the baseline build's programs (with "
                             "--candidate-bin-dir)")
+    p.add_argument("--max-slowdown", metavar="FRACTION", type=max_slowdown, default=0.05,
+                   help="the slowdown the push tolerates, per timing metric: a metric passes "
+                        "when the candidate is shown less than this much slower (faster "
+                        "included), fails when shown slower than a fifth of it (the practical "
+                        "margin); 0.05 or 5%%. Default: 0.05")
     p.add_argument("--budget-s", metavar="SECONDS", type=positive_seconds, default=900.0,
                    help="time budget of the timing rounds over all profiles. Default: 900")
     p.add_argument("--rounds", metavar="N", type=timing_rounds, default=DEFAULT_BUDGET,
-                   help="most timing rounds per profile, the warm-up round included: the "
-                        "sequential test plans its looks (6, 10, 14, ...) and spends its whole "
-                        "alpha by round N, so fewer rounds decide only larger differences "
-                        f"(at least {DEFAULT_INITIAL}, the first look). Default: {DEFAULT_BUDGET}")
+                   help="most timing rounds per profile, the warm-up round included: a "
+                        "ceiling; each metric stops when decided or at the cap its noise calls "
+                        "for, and one whose noise cannot decide --max-slowdown within N is "
+                        f"INCONCLUSIVE at once ({FIRST_ROUNDS} to {MAX_ROUNDS}). "
+                        f"Default: {DEFAULT_BUDGET}")
     p.add_argument("--no-timing", action="store_true",
                    help="gate on the candidate's checks alone, with no timing arm (the "
                         "decision line and the report say so). Default: time every profile")
@@ -64,7 +71,8 @@ def gate(args: argparse.Namespace, console: Console) -> int:
     opts = run_options(args)
     host = all(dirs)
     result = run_gate(*(dirs if host else images), opts, budget_s=args.budget_s,
-                      rounds=args.rounds, no_timing=args.no_timing, log=console_log(console),
+                      rounds=args.rounds, max_slowdown=args.max_slowdown,
+                      no_timing=args.no_timing, log=console_log(console),
                       runtime=Runtime.PROCESS if host else Runtime.DOCKER)
     for t in result.timing:
         for m in t.metrics:

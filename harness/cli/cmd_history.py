@@ -49,7 +49,7 @@ def history(args: argparse.Namespace, console: Console) -> int:
 
     from proofdiff.history.database import HistoryError, history_url, open_history
     from proofdiff.history.query import load_series, metric_spec, recorded_metrics, run_count
-    from proofdiff.history.view import analyse, print_series, write_html
+    from proofdiff.history.view import analyse, print_series, too_short, write_html
 
     opts = run_options(args)
     url = history_url(opts.history or "default", opts.report_root)
@@ -85,4 +85,11 @@ def history(args: argparse.Namespace, console: Console) -> int:
     page = write_html(args.html or opts.report_root / f"history-{spec.name}.html", views,
                       url=db.url, metric=spec.name, runs=runs)
     console.print(Text(f"page: {page}"), soft_wrap=True)
-    return 1 if any(c.regression for v in views for c in v.changes) else 0
+    if any(c.regression for v in views for c in v.changes):
+        return 1
+    short = [v for v in views if too_short(v)]
+    if short:
+        console.print(Text(f"undecided: {len(short)} of {len(views)} series too short to judge "
+                           "(store more runs)", style="bold yellow"), soft_wrap=True)
+        return 2
+    return 0

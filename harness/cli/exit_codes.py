@@ -64,12 +64,15 @@ COMMAND_EXITS: dict[str, tuple[ExitCode, ...]] = {
                     "is printed)"),
     ),
     "gate": (
-        ExitCode(0, "pass: the candidate is clean on every profile and not slower than the "
-                    "baseline"),
+        ExitCode(0, "pass: the candidate is clean on every profile and shown less than "
+                    "--max-slowdown slower than the baseline on every timing metric (WITHIN; "
+                    "faster included)"),
         ExitCode(1, "fail: a check fails on the candidate, bench and prod diverge on it, it is "
-                    "slower (timing DIFFERENT), or an allowlist entry has expired"),
+                    "shown slower than the practical margin on a timing metric (WORSE), or an "
+                    "allowlist entry has expired"),
         ExitCode(2, "inconclusive: something was not judged: a check skipped on the candidate, "
-                    "a profile without records, timing undecided within --budget-s (each "
+                    "a profile without records, a timing metric undecided within --budget-s or "
+                    "its round cap, or one whose noise cannot decide --max-slowdown (each "
                     "reason is reported)"),
         ExitCode(3, "the gate could not run (the reason is named: a missing image, a bad "
                     "allowlist or profile, no Docker, the baseline's own verifier disagrees "
@@ -97,9 +100,12 @@ COMMAND_EXITS: dict[str, tuple[ExitCode, ...]] = {
         ExitCode(130, "interrupted"),
     ),
     "history": (
-        ExitCode(0, "shown; no regression among the change points (or none)"),
+        ExitCode(0, "shown; no regression among the change points (or none), every series long "
+                    "enough to judge"),
         ExitCode(1, "a change point in the worse direction (a regression) was flagged"),
-        ExitCode(2, "nothing to show: the history holds no runs, or none recorded the metric"),
+        ExitCode(2, "undecided: a series is too short to judge (a change point needs 2 runs on "
+                    "each side) and no regression was flagged; or nothing to show: the history "
+                    "holds no runs, or none recorded the metric"),
         ExitCode(3, "the history could not be read (locked, corrupt, newer schema, "
                     "unreachable), or an unknown metric"),
     ),

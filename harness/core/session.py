@@ -51,7 +51,12 @@ from proofdiff.verify.served_verifier import ServedVerifier
 from proofdiff.verify.tool_verifier import ToolVerifier, Verifier
 from proofdiff.verify.verify_ahead import verified
 
-__all__ = ["Session", "SuiteResult", "merge_flows"]
+__all__ = ["Session", "SuiteResult", "TIMED_FLOWS", "merge_flows"]
+
+#: Flows whose walls are timing samples (the timing suite's, the gate's rounds,
+#: benchmarks/gate_noise.py's): their proofs are verified after the flow's last answer, never
+#: while its other jobs prove, so that the verifier's CPU is not taken from the daemon's.
+TIMED_FLOWS = ("timing", "gate", "noise")
 
 
 
@@ -290,8 +295,9 @@ class Session(PreflightLooks):
                concurrency: int, label: str = "", mode: Mode = Mode.PROVE,
                cross: bool = False) -> FlowRecord:
         """One flow to ``profile``'s daemon, verified as it goes
-        (:func:`~proofdiff.verify.verify_ahead.verified`). The first flow also starts the heavy
-        imports (:mod:`proofdiff.core.preload`): from then on this thread waits on gRPC."""
+        (:func:`~proofdiff.verify.verify_ahead.verified`), or after its last answer when it is
+        timed (:data:`TIMED_FLOWS`). The first flow also starts the heavy imports
+        (:mod:`proofdiff.core.preload`): from then on this thread waits on gRPC."""
         preload.start()
         clock, cpu = self.watch(profile)
         return verified(lambda on_answer: prove_many(
@@ -299,7 +305,7 @@ class Session(PreflightLooks):
             label=label, profile=profile, concurrency=concurrency, mode=mode,
             deadlines=self.deadlines(profile), log=lambda line: self.log(f"[{profile}] {line}"),
             clock=clock, cpu=cpu, on_answer=on_answer), self.verifier(profile), wl, cross=cross,
-            names=list(dict.fromkeys(s.job for s in specs)))
+            names=list(dict.fromkeys(s.job for s in specs)), ahead=name not in TIMED_FLOWS)
 
     def flows(self, profile: str, workload: str) -> list[FlowRecord]:
         """See :class:`proofdiff.oracles.evidence.Evidence`."""

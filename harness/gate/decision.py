@@ -15,17 +15,18 @@ __all__ = ["decide", "timing_findings", "timing_undecided"]
 
 def timing_undecided(timing: Sequence[ProfileTiming]) -> list[str]:
     """Why the timing arms do not support a PASS although nothing in them blocks: a metric
-    still INCONCLUSIVE, an arm that stopped (a baseline batch that failed, the budget) or was
-    not timed, an arm with no metric; one line each."""
+    still INCONCLUSIVE (with its reason: its cap, its noise, the budget), an arm that stopped
+    (a baseline batch that failed, the budget) or was not timed, an arm with no metric; one
+    line each."""
     out = []
     for t in timing:
         where = f"{t.profile}/{t.workload}"
-        open_ = [m.metric for m in t.metrics if m.verdict is Comparison.INCONCLUSIVE]
+        open_ = [m for m in t.metrics if m.verdict is Comparison.INCONCLUSIVE]
         if t.stopped and (open_ or not t.metrics or not t.stopped.startswith("the gate's")):
             out.append(f"{where} ({t.stopped})")
-        if open_:
-            out.append(f"{where} {', '.join(open_)} INCONCLUSIVE after {t.rounds} round(s)")
-        elif not t.metrics and not t.stopped:
+        out += [f"{where} {m.metric} INCONCLUSIVE after {m.n_pairs} pair(s): "
+                + m.reason.split("; ", 1)[-1] for m in open_]
+        if not t.metrics and not t.stopped:
             out.append(f"{where}: no timing metric was judged")
     return out
 
@@ -67,7 +68,7 @@ def decide(findings: Sequence[Finding], stale: Sequence[StaleEntry],
                                           if len(undecided) > 1 else "")), undecided
     accepted = sum(f.accepted for f in findings)
     timed = ("timing NOT measured (--no-timing)" if no_timing
-             else f"timing SAME on {metrics} metric(s)")
+             else f"timing WITHIN the tolerated slowdown on {metrics} metric(s)")
     return Decision.PASS, (f"PASS{note}: candidate clean on {len(timing) or 'every'} profile "
                            f"run(s), {timed}"
                            + (f", {accepted} accepted difference(s)" if accepted else "")
@@ -77,12 +78,13 @@ def decide(findings: Sequence[Finding], stale: Sequence[StaleEntry],
 
 
 def timing_findings(timing: Sequence[ProfileTiming]) -> list[Finding]:
-    """Blocking findings of the timing arms: each regression (DIFFERENT the worse way) and each
+    """Blocking findings of the timing arms: each regression (WORSE) and each
     job of the candidate that failed, was lost or gave a proof that does not verify."""
     out = [Finding(check=f"timing/{m.metric}", profile=t.profile, workload=t.workload,
                    message=m.render(), kind="timing",
                    evidence={"ratio": m.ratio, "ratio_ci": list(m.ratio_ci),
-                             "p_value": m.p_value},
+                             "p_value": m.p_value, "n_pairs": m.n_pairs,
+                             "max_slowdown": m.max_slowdown, "margin": m.margin},
                    started_unix_s=t.started_unix_s, stopped_unix_s=t.stopped_unix_s)
            for t in timing for m in t.metrics if m.regression]
     out += [Finding(check="timing-batch/jobs", profile=t.profile, workload=t.workload,

@@ -21,16 +21,17 @@ __all__ = ["GATE_SCHEMA_VERSION", "Decision", "Finding", "GateResult", "ProfileT
            "StaleEntry", "TamperCheck", "VerifierCheck"]
 
 #: Version of the gate's summary.json schema (the msgspec encoding of :class:`GateResult`;
-#: 4: a finding's ``outcome``, the ``tamper`` checks).
+#: 4: a finding's ``outcome``, the ``tamper`` checks; the one-sided timing question,
+#: ``max_slowdown``, ``margin``, ``beta``, each metric's ``mde`` and caps).
 GATE_SCHEMA_VERSION = 4
 
 
 class Decision(StrEnum):
     """What the gate decided, with its exit code (README "Gate an image push")."""
 
-    PASS = "pass"                  #: candidate clean and not slower: push
+    PASS = "pass"                  #: candidate clean and not slower than tolerated: push
     FAIL = "fail"                  #: a divergence, a failing check or a regression: block
-    INCONCLUSIVE = "inconclusive"  #: timing undecided within the budget: block, retry
+    INCONCLUSIVE = "inconclusive"  #: something undecided (timing within its cap): block, retry
     ERROR = "error"                #: the gate could not run (the reason is named)
     INTERRUPTED = "interrupted"    #: Ctrl-C / SIGTERM
 
@@ -88,7 +89,8 @@ class ProfileTiming(msgspec.Struct, frozen=True, kw_only=True):
     were lost or gave a proof that does not verify in this arm (``faults``: each blocks the
     gate), the wall time it took (s), and when it started and stopped (s since the epoch; its
     session's start, cross-check and warm-up included). ``hosts``: on a fleet, the rounds each
-    host drew (both sides of a round always on one host); empty here."""
+    host drew (both sides of a round always on one host); empty here. ``placement``: where the
+    daemons and proofdiff ran (:mod:`proofdiff.gate.quiet_cores`; '' when not recorded)."""
 
     profile: str
     workload: str
@@ -101,6 +103,7 @@ class ProfileTiming(msgspec.Struct, frozen=True, kw_only=True):
     started_unix_s: float = 0.0
     stopped_unix_s: float = 0.0
     hosts: dict[str, int] = msgspec.field(default_factory=dict)
+    placement: str = ""
 
 
 class Finding(msgspec.Struct, frozen=True, kw_only=True):
@@ -154,8 +157,12 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
         budget_s: the timing budget; wall_s: the gate's wall time, s. max_rounds: the most
             rounds of each timing arm, the warm-up included (``--rounds``; 0 = before it was
             recorded).
-        alpha: the family-wise false-DIFFERENT level of the timing verdicts (Holm over every
-            metric x profile x workload). no_timing: the user asked for no timing
+        alpha: the family-wise false-WORSE level of the timing verdicts (over every metric x
+            profile x workload, each at ``alpha / K``). beta: each metric's false-WITHIN level
+            (a candidate ``max_slowdown`` worse said WITHIN at most this often).
+            max_slowdown: the tolerated slowdown per metric (``--max-slowdown``), margin: the
+            practical margin below which a slowdown is never WORSE, both fractions.
+            no_timing: the user asked for no timing
             (``--no-timing``): a PASS then rests on the candidate's checks alone, and says so.
         undecided: why the decision is not a PASS although nothing blocks (skipped checks, a
             profile without records, timing undecided), one line each.
@@ -191,6 +198,9 @@ class GateResult(msgspec.Struct, frozen=True, kw_only=True):
     max_rounds: int = 0
     wall_s: float = 0.0
     alpha: float = 0.0
+    beta: float = 0.0
+    max_slowdown: float = 0.0
+    margin: float = 0.0
     no_timing: bool = False
     undecided: tuple[str, ...] = ()
     history: str = ""

@@ -9,12 +9,17 @@
    diverge from the baseline profile (bench vs prod on the candidate). A skipped check or a
    profile without records is not a pass (INCONCLUSIVE, exit 2, the reason named); an
    interrupted differential ends the gate (INTERRUPTED, exit 130) before any timing round.
-3. Timing, per profile: the profile on both images side by side, interleaved rounds, a paired
-   sequential verdict per metric (:mod:`proofdiff.gate.timing_rounds`) within ``budget_s``,
-   the family-wise false-DIFFERENT level :data:`GATE_ALPHA` held over every metric x profile x
-   workload by Holm's step-down. A job of the candidate that fails, is lost or gives an
-   invalid proof in a timing batch is a blocking finding. A PASS needs every timing metric
-   SAME, unless the user asked for no timing (``no_timing``), which the decision line states.
+3. Timing, per profile: the profile on both images side by side, interleaved rounds, a paired,
+   one-sided, sequential verdict per metric (:mod:`proofdiff.gate.timing_rounds`,
+   :mod:`proofdiff.stats.paired`) within ``budget_s``: WITHIN when the candidate is shown less
+   than ``max_slowdown`` worse, WORSE when shown worse than the practical margin. The
+   family-wise false-WORSE level :data:`GATE_ALPHA` is held over every metric x profile x
+   workload (each at its Bonferroni share); the false-WITHIN level of a candidate
+   ``max_slowdown`` worse is :data:`~proofdiff.stats.paired.DEFAULT_BETA` per metric, and a
+   PASS needs every metric WITHIN (an intersection-union test: no split). A job of the
+   candidate that fails, is lost or gives an invalid proof in a timing batch is a blocking
+   finding. A PASS needs every timing metric WITHIN, unless the user asked for no timing
+   (``no_timing``), which the decision line states.
 4. The allowlist turns matching findings into accepted differences (a FAIL only, never an
    ERROR: :mod:`proofdiff.model.allowlist`); an expired entry fails, and a profile whose every
    finding was accepted with no check passing on it is not a PASS (INCONCLUSIVE).
@@ -28,6 +33,7 @@ tampered copy (harness/gate/verifier_crosscheck.py); a disagreement with the pin
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -48,7 +54,8 @@ from proofdiff.gate.host_builds import host_side, verifier_in
 from proofdiff.gate.gate_result import (Decision, Finding, GateResult, ProfileTiming, StaleEntry,
                                         TamperCheck, VerifierCheck)
 from proofdiff.gate.timing_arms import Where, cross_check_alone, timing_arms
-from proofdiff.gate.timing_rounds import BUDGET_PAIRS, Family, metrics_of
+from proofdiff.gate.arm_judge import Family
+from proofdiff.gate.timing_rounds import BUDGET_PAIRS, metrics_of
 from proofdiff.model.choices import Runtime
 from proofdiff.model.errors import ProofdiffError, unexpected
 from proofdiff.model.image import ImageInfo
@@ -60,12 +67,13 @@ from proofdiff.runtime.host import machine_facts
 from proofdiff.runtime.identity import image_info
 from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.spec import ContainerError
+from proofdiff.stats.paired import DEFAULT_BETA, DEFAULT_MAX_SLOWDOWN, MARGIN_SHARE
 
 __all__ = ["CHECKED_SUITES", "GATE_ALPHA", "GateError", "decide", "findings_of", "run_gate",
            "tamper_control", "timing_findings", "timing_undecided", "unjudged", "unverified_of"]
 
-#: The family-wise false-DIFFERENT level of one gate's timing verdicts, over every metric x
-#: profile x workload (Holm: :class:`proofdiff.gate.timing_rounds.Family`).
+#: The family-wise false-WORSE level of one gate's timing verdicts, over every metric x
+#: profile x workload (:class:`proofdiff.gate.arm_judge.Family`).
 GATE_ALPHA = 0.05
 
 
@@ -116,7 +124,8 @@ def tamper_control(diff: DifferentialResult, opts: RunOptions, verifier: ImageIn
 
 def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *,
              budget_s: float = 900.0, rounds: int = BUDGET_PAIRS,
-             no_timing: bool = False, log: Callable[[str], None] = lambda _l: None,
+             max_slowdown: float = DEFAULT_MAX_SLOWDOWN, no_timing: bool = False,
+             log: Callable[[str], None] = lambda _l: None,
              write_report: bool = True, runtime: Runtime = Runtime.DOCKER) -> GateResult:
     """Gate ``candidate`` against ``baseline`` (module docstring).
 
@@ -130,8 +139,11 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
             the candidate's own.
         budget_s: the timing arm's budget over all profiles, seconds (rounds stop there and
             undecided metrics are INCONCLUSIVE). rounds: the most rounds of each timing arm,
-            the warm-up included (default 21): the sequential test spends its whole alpha by
-            then (:func:`proofdiff.gate.timing_rounds.measure_profile`).
+            the warm-up included (default :data:`~proofdiff.gate.timing_rounds.BUDGET_PAIRS`):
+            the sequential test spends its whole error rates by then, and each metric stops
+            earlier at the cap its noise calls for
+            (:func:`proofdiff.gate.timing_rounds.measure_profile`). max_slowdown: the
+            tolerated slowdown per timing metric, a fraction (default 0.05).
             ``options.allowlist``: a TOML allowlist
             (:mod:`proofdiff.model.allowlist`). no_timing: the user's ``--no-timing``: no
             timing arm; a PASS then rests on the checks alone and its line says so (default:
@@ -214,13 +226,15 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
             timed = {n: p for n, p in resolved.items() if n not in broken}
             family = Family(alpha=GATE_ALPHA, size=max(1, len(wls) * sum(
                 len(metrics_of(p.concurrency)) for p in timed.values())))
+            log(f"gate: timing tolerates {max_slowdown:.1%} per metric; each of "
+                f"{family.size} metric(s) is WORSE by chance at most {family.share():.4f}")
             arm_opts = msgspec.structs.replace(where.options, report_dir=str(run_dir))
             if not no_timing:
                 timing_started = True
                 timing = timing_arms(resolved, opts.workloads, where.sides, budget_s=budget_s,
                                  rounds=rounds, opts=arm_opts, broken=broken, checks=checks,
                                  family=family, log=log, verifier=where.verifier,
-                                 runs=timing_runs, ex=ex)
+                                 runs=timing_runs, ex=ex, max_slowdown=max_slowdown)
             else:
                 cross_check_alone(resolved, opts.workloads, where.sides, arm_opts, checks,
                                    log, verifier=where.verifier)
@@ -256,7 +270,9 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
         commit=dict(get_commit_info("proofdiff")),  # type: ignore[no-untyped-call]
         machine=machine_facts(), budget_s=budget_s, max_rounds=rounds,
         wall_s=round(time.monotonic() - t0, 3),
-        alpha=GATE_ALPHA, no_timing=no_timing, undecided=tuple(undecided),
+        alpha=GATE_ALPHA, beta=DEFAULT_BETA, max_slowdown=max_slowdown,
+        margin=math.expm1(MARGIN_SHARE * math.log1p(max_slowdown)), no_timing=no_timing,
+        undecided=tuple(undecided),
         started_unix_s=started)
     if opts.history:
         from proofdiff.gate.gate_history import store_gate

@@ -24,6 +24,7 @@ first round there: a gate runs one arm at a time, so no other unit of it holds t
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -36,6 +37,7 @@ from proofdiff.core.session import Session
 from proofdiff.fleet.executor import Executor
 from proofdiff.gate.gate_result import VerifierCheck
 from proofdiff.gate.host_builds import on_side
+from proofdiff.gate.quiet_cores import quiet_placement
 from proofdiff.gate.timing_rounds import RoundOutcome, bad_jobs, draw_round
 from proofdiff.gate.verifier_crosscheck import cross_check
 from proofdiff.model.choices import Runtime
@@ -95,10 +97,14 @@ def pair_profiles(name: str, p: Profile, sides: tuple[str, str],
 def open_pair(pair: tuple[Profile, Profile], workload: str, opts: RunOptions,
               log: Callable[[str], None] = lambda _l: None) -> Session:
     """A session holding both sides of ``pair``, for ``workload`` alone (nothing is started
-    until a side is sent work); the caller closes it."""
+    until a side is sent work), both daemons placed on the same cores, apart from proofdiff's
+    where the host has cores to spare (:func:`proofdiff.gate.quiet_cores.quiet_placement`);
+    the caller closes it."""
     timing_opts = msgspec.structs.replace(opts, workloads=(workload,), suites=("validity",),
                                           run_id=f"{opts.run_id}-timing", images=())
-    return Session(plan_runs({p.name: p for p in pair}, timing_opts, log=log)[0], log=log)
+    session = Session(plan_runs({p.name: p for p in pair}, timing_opts, log=log)[0], log=log)
+    session.placement = quiet_placement([p.name for p in pair], sorted(os.sched_getaffinity(0)))
+    return session
 
 
 def verifier_check(session: Session, side: str, workload: str, theirs: str,

@@ -9,6 +9,7 @@ shipped to a fleet's hosts.
 from __future__ import annotations
 
 import functools
+import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -17,13 +18,16 @@ from typing import Any
 import msgspec
 
 from proofdiff.core.differential import run_differential
+from proofdiff.core.session import Session
 from proofdiff.fleet.executor import Executor
 from proofdiff.gate.gate_error import GateError
 from proofdiff.gate.gate_result import ProfileTiming, VerifierCheck
 from proofdiff.gate.host_builds import on_side
+from proofdiff.gate.quiet_cores import harness_on, split_cores
 from proofdiff.gate.round_units import (ArmTask, FleetRounds, open_pair, pair_profiles,
                                         verifier_check)
-from proofdiff.gate.timing_rounds import BUDGET_PAIRS, Family, bad_jobs, measure_profile
+from proofdiff.gate.arm_judge import Family
+from proofdiff.gate.timing_rounds import BUDGET_PAIRS, bad_jobs, measure_profile
 from proofdiff.model.choices import Runtime
 from proofdiff.model.image import ImageInfo
 from proofdiff.model.jobs import FlowRecord, JobSpec
@@ -143,31 +147,24 @@ def not_timed(name: str, wl: str, p: Profile, t0: float, why: str,
 def arm_here(name: str, p: Profile, wl: str, sides: tuple[ImageInfo, ImageInfo], *,
               deadline: float, rounds: int, opts: RunOptions, checks: list[VerifierCheck],
               family: Family, log: Callable[[str], None], verifier: str,
-              runs: list[RunRecord] | None) -> ProfileTiming:
-    """One arm on this machine: both sides' daemons here, the rounds one after the other."""
+              runs: list[RunRecord] | None, max_slowdown: float) -> ProfileTiming:
+    """One arm on this machine: both sides' daemons here, the rounds one after the other; on a
+    host with cores to spare, both daemons on the same cores and proofdiff's threads on others
+    for the arm's length (:mod:`proofdiff.gate.quiet_cores`)."""
     t0 = time.time()
     pair = pair_profiles(name, p, (sides[0].tag, sides[1].tag), verifier)
     b_side, c_side = pair[0].name, pair[1].name
     session = open_pair(pair, wl, opts, log)
+    split = split_cores(sorted(os.sched_getaffinity(0)))
+    where = session.placement.reason if session.placement else ""
+    log(f"gate timing {name}/{wl}: {where}")
     try:
-        jobs = [j.name for j in session.workload(wl).jobs]
-        if not checks:
-            keep_check(verifier_check(session, b_side, wl, *theirs(sides[0], verifier)),
-                        checks, log)
-        warm = [f"warm-up run: {b}" for f in session.run(c_side, wl).flows
-                for b in bad_jobs(f)]
-        if warm:
-            return not_timed(name, wl, p, t0, "not timed: the candidate's warm-up run failed",
-                              warm)
-
-        def send(side: str, specs: list[JobSpec], label: str) -> FlowRecord:
-            return session.send(side, wl, specs, name="gate", label=label,
-                                concurrency=len(specs))
-        arm = measure_profile(send, profile=name, workload=wl, jobs=jobs,
-                              sides=(b_side, c_side), concurrency=p.concurrency,
-                              deadline=deadline, floors=p.timing_floor, family=family, log=log,
-                              budget_pairs=rounds)
-        return msgspec.structs.replace(arm, started_unix_s=t0, stopped_unix_s=time.time())
+        with harness_on(split[0] if split else ()):
+            arm = _timed(session, name, p, wl, sides, b_side, c_side, t0, deadline=deadline,
+                         rounds=rounds, checks=checks, family=family, log=log,
+                         verifier=verifier, max_slowdown=max_slowdown)
+        return msgspec.structs.replace(arm, started_unix_s=t0, stopped_unix_s=time.time(),
+                                       placement=where)
     finally:
         if runs is not None:
             runs.extend(msgspec.structs.replace(r, flows=tuple(
@@ -175,11 +172,35 @@ def arm_here(name: str, p: Profile, wl: str, sides: tuple[ImageInfo, ImageInfo],
         session.close()
 
 
+def _timed(session: Session, name: str, p: Profile, wl: str,
+           sides: tuple[ImageInfo, ImageInfo], b_side: str, c_side: str, t0: float, *,
+           deadline: float, rounds: int, checks: list[VerifierCheck], family: Family,
+           log: Callable[[str], None], verifier: str, max_slowdown: float) -> ProfileTiming:
+    """:func:`arm_here`'s work on its open session: the cross-check (first arm), the
+    candidate's warm-up run, the rounds."""
+    jobs = [j.name for j in session.workload(wl).jobs]
+    if not checks:
+        keep_check(verifier_check(session, b_side, wl, *theirs(sides[0], verifier)),
+                    checks, log)
+    warm = [f"warm-up run: {b}" for f in session.run(c_side, wl).flows for b in bad_jobs(f)]
+    if warm:
+        return not_timed(name, wl, p, t0, "not timed: the candidate's warm-up run failed",
+                          warm)
+
+    def send(side: str, specs: list[JobSpec], label: str) -> FlowRecord:
+        return session.send(side, wl, specs, name="gate", label=label,
+                            concurrency=len(specs))
+    return measure_profile(send, profile=name, workload=wl, jobs=jobs, sides=(b_side, c_side),
+                           concurrency=p.concurrency, deadline=deadline,
+                           floors=p.timing_floor, family=family, log=log, budget_pairs=rounds,
+                           max_slowdown=max_slowdown)
+
+
 def arm_on_fleet(ex: Executor, name: str, p: Profile, wl: str,
                   sides: tuple[ImageInfo, ImageInfo], *, deadline: float, rounds: int,
                   opts: RunOptions, checks: list[VerifierCheck], family: Family,
                   log: Callable[[str], None], verifier: str,
-                  runs: list[RunRecord] | None) -> ProfileTiming:
+                  runs: list[RunRecord] | None, max_slowdown: float) -> ProfileTiming:
     """One arm over the fleet's hosts (:mod:`proofdiff.gate.round_units`): ``sides`` and
     ``verifier`` are references shipped to every host, ``opts`` shipped run options."""
     t0 = time.time()
@@ -193,7 +214,7 @@ def arm_on_fleet(ex: Executor, name: str, p: Profile, wl: str,
         got = measure_profile(profile=name, workload=wl, jobs=[], sides=(
             arm.pair[0].name, arm.pair[1].name), concurrency=p.concurrency, deadline=deadline,
             floors=p.timing_floor, family=family, log=log, rounds_at=drawn,
-            budget_pairs=rounds)
+            budget_pairs=rounds, max_slowdown=max_slowdown)
         return msgspec.structs.replace(got, started_unix_s=t0, stopped_unix_s=time.time())
     finally:
         closed = drawn.close()
@@ -207,7 +228,7 @@ def timing_arms(profiles: dict[str, Profile], workloads: Sequence[str],
             broken: set[str], checks: list[VerifierCheck], family: Family,
             log: Callable[[str], None], verifier: str = "",
             runs: list[RunRecord] | None = None, ex: Executor | None = None,
-            ) -> list[ProfileTiming]:
+            max_slowdown: float = 0.05) -> list[ProfileTiming]:
     """The timing arm of every profile, each of at most ``rounds`` rounds (the warm-up
     included); the first profile with a baseline daemon also runs the verifier cross-check
     into ``checks`` (raises GateError when they disagree). The
@@ -216,7 +237,9 @@ def timing_arms(profiles: dict[str, Profile], workloads: Sequence[str],
     the ``verify`` program that judges both sides' proofs. ``runs``: where each side's run goes,
     with every flow sent to its daemon (the history's samples), also when the arm stops.
     ``ex``: a fleet's executor (remote): each arm's rounds go over its hosts, ``sides``,
-    ``verifier`` and ``opts`` already shipped there."""
+    ``verifier`` and ``opts`` already shipped there. ``max_slowdown``: the tolerated slowdown
+    (a fraction). Once an arm finds a metric WORSE (``family.failed``), the gate fails and
+    the arms after it are not timed."""
     out: list[ProfileTiming] = []
     deadline = time.monotonic() + budget_s
     for name, p in profiles.items():
@@ -225,8 +248,13 @@ def timing_arms(profiles: dict[str, Profile], workloads: Sequence[str],
                 out.append(not_timed(name, wl, p, time.time(), "not timed: the candidate "
                                       "fails its checks on this profile"))
                 continue
+            if family.failed:
+                out.append(not_timed(name, wl, p, time.time(), "not timed: the gate already "
+                                      f"fails on timing ({family.failed})"))
+                continue
             one = (functools.partial(arm_on_fleet, ex) if ex is not None and ex.remote
                    else arm_here)
             out.append(one(name, p, wl, sides, deadline=deadline, rounds=rounds, opts=opts,
-                           checks=checks, family=family, log=log, verifier=verifier, runs=runs))
+                           checks=checks, family=family, log=log, verifier=verifier, runs=runs,
+                           max_slowdown=max_slowdown))
     return out

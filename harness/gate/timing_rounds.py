@@ -29,11 +29,14 @@ Metrics of one batch (each a pair of samples per round):
   never shows in batches of ``concurrency``, and is what a WinningPoSt meets
   (:mod:`proofdiff.oracles.lone_request`, which also bounds it on the candidate alone).
 
-All metrics share the rounds and the looks (:func:`proofdiff.stats.looks.look_sizes`: 6 pairs,
-then every 4, up to ``budget_pairs``): at each look every metric still undecided is judged;
-rounds go on while one is, up to the budget or the gate's deadline. Each metric is one
-hypothesis of the gate's family (:class:`Family`): it is tested at its Holm share of the
-family-wise alpha, and a metric found DIFFERENT hands its share on to those still open.
+Each metric asks the gate's one-sided question (:mod:`proofdiff.stats.paired`): is the
+candidate worse by at least the tolerated slowdown (``--max-slowdown``; for ``in-progress``, one
+job in ``concurrency``; a profile's ``timing_floor`` sets its own per metric)? All metrics share
+the rounds; from the first look (5 tested pairs) every metric still open is judged after each
+round (:class:`~proofdiff.gate.arm_judge.ArmJudge`), and the rounds go on while one is open:
+up to the cap that its noise calls for, ``budget_pairs`` at most, or the gate's deadline. A
+metric found WORSE ends the arm and the gate's timing (:class:`~proofdiff.gate.arm_judge.Family`:
+each metric's false-WORSE level is the gate's family-wise level over its metric count).
 
 A batch is evidence too: a job of the candidate that fails, is lost, or whose proof the pinned
 verifier rejects (or could not check) stops the arm, and each such job is listed in
@@ -54,17 +57,17 @@ from proofdiff.model import progress
 from proofdiff.model.jobs import FlowRecord, JobSpec
 from proofdiff.model.timing_verdict import TimingVerdict
 from proofdiff.stats.concurrency import in_progress_of
-from proofdiff.stats.looks import DEFAULT_BUDGET, look_sizes
-from proofdiff.stats.paired import (DEFAULT_ALPHA, DEFAULT_FLOOR_REL, DIFFERENT, INCONCLUSIVE,
-                                    paired_compare)
+from proofdiff.stats.looks import DEFAULT_BUDGET
+from proofdiff.stats.paired import DEFAULT_MAX_SLOWDOWN, Question
 
+from proofdiff.gate.arm_judge import ArmJudge, Family, MetricSpec, run_arm
 from proofdiff.gate.gate_result import ProfileTiming
 
 __all__ = ["BUDGET_PAIRS", "METRICS", "OVERLAP_METRICS", "Family", "LocalRounds", "RoundOutcome",
-           "Rounds", "Sender", "SideRound", "bad_jobs", "draw_round", "floor_of",
-           "measure_profile", "metrics_of"]
+           "Rounds", "Sender", "SideRound", "bad_jobs", "draw_round", "measure_profile",
+           "metrics_of", "specs_of", "tolerance_of"]
 
-#: Most pairs per profile, the warmup pair included (1 warmup + 20 tested).
+#: Most rounds per profile, the warm-up round included (``--rounds``' default).
 BUDGET_PAIRS = DEFAULT_BUDGET
 
 #: metric -> (worse direction, unit, the sample of one flow, the flow of the round it reads:
@@ -103,30 +106,24 @@ def metrics_of(concurrency: int) -> list[str]:
     return [m for m in METRICS if m not in OVERLAP_METRICS or concurrency > 1]
 
 
-def floor_of(metric: str, concurrency: int, floors: Mapping[str, float]) -> float:
-    """The floor of ``metric``: the profile's ``timing_floor`` for it, else
-    :data:`~proofdiff.stats.paired.DEFAULT_FLOOR_REL` (``in-progress``: ``1 / concurrency``)."""
+def tolerance_of(metric: str, concurrency: int, floors: Mapping[str, float],
+                 max_slowdown: float = DEFAULT_MAX_SLOWDOWN) -> float:
+    """The tolerated slowdown of ``metric`` (a fraction): the profile's ``timing_floor`` for
+    it, else ``max_slowdown`` (``in-progress``: ``1 / concurrency``, a job fewer in flight)."""
     if metric in floors:
         return floors[metric]
-    return 1.0 / concurrency if metric == "in-progress" else DEFAULT_FLOOR_REL
+    return 1.0 / concurrency if metric == "in-progress" else max_slowdown
 
 
-@dataclass
-class Family:
-    """The gate's family of timing hypotheses (metric x profile x workload): ``size`` of them,
-    family-wise false-DIFFERENT level ``alpha``. Holm's step-down, run sequentially: every
-    open hypothesis is tested at ``alpha / (size - rejected)``, and each DIFFERENT raises the
-    share of the rest (the graphical approach of Bretz et al. 2009 with Holm's weights, which
-    Maurer & Bretz 2013 show holds for group-sequential tests, each at its own boundaries for
-    its current share)."""
-
-    alpha: float = DEFAULT_ALPHA
-    size: int = 1
-    rejected: int = 0
-
-    def share(self) -> float:
-        """The level of one open hypothesis now."""
-        return self.alpha / max(1, self.size - self.rejected)
+def specs_of(concurrency: int, floors: Mapping[str, float], *, max_slowdown: float,
+             alpha: float, max_pairs: int) -> dict[str, MetricSpec]:
+    """Each metric of a profile at ``concurrency`` with its question (tolerance, this metric's
+    false-WORSE level ``alpha``, ``max_pairs`` tested pairs at most), worse direction and
+    unit."""
+    return {m: MetricSpec(Question(max_slowdown=tolerance_of(m, concurrency, floors,
+                                                             max_slowdown),
+                                   alpha=alpha, max_pairs=max_pairs), METRICS[m][0], METRICS[m][1])
+            for m in metrics_of(concurrency)}
 
 
 def bad_jobs(flow: FlowRecord) -> list[str]:
@@ -229,6 +226,7 @@ def measure_profile(send: Sender | None = None, *, profile: str, workload: str,
                     jobs: list[str], sides: tuple[str, str], concurrency: int, deadline: float,
                     floors: Mapping[str, float], family: Family | None = None,
                     budget_pairs: int = BUDGET_PAIRS,
+                    max_slowdown: float = DEFAULT_MAX_SLOWDOWN,
                     clock: Callable[[], float] = time.monotonic,
                     log: Callable[[str], None] = lambda _l: None,
                     rounds_at: Rounds | None = None) -> ProfileTiming:
@@ -240,11 +238,12 @@ def measure_profile(send: Sender | None = None, *, profile: str, workload: str,
             :mod:`proofdiff.gate.round_units`). jobs: the workload's job names, used in turn.
         sides: the session's profile names of the baseline and the candidate side.
         deadline: ``clock()`` after which no round starts (the gate's budget).
-        floors: the profile's ``timing_floor`` by metric (:func:`floor_of` for the rest).
-        family: the gate's family of hypotheses (default: this arm's metrics alone, alpha
-            1 %); its ``rejected`` count grows with each DIFFERENT found here.
-        budget_pairs: most rounds, the warmup included (default 21). clock: seconds, monotonic
-            (the power simulation passes a simulated one).
+        floors: the profile's ``timing_floor`` by metric (:func:`tolerance_of` for the rest).
+        family: the gate's family of WORSE questions (default: this arm's metrics alone, at
+            5 %); its ``failed`` is set by the first WORSE found here.
+        budget_pairs: most rounds, the warm-up included (default :data:`BUDGET_PAIRS`).
+        max_slowdown: the tolerated slowdown (``--max-slowdown``, a fraction; default 5 %).
+        clock: seconds, monotonic (a simulation passes its own).
 
     Returns:
         The :class:`~proofdiff.gate.gate_result.ProfileTiming` (never raises on a broken daemon:
@@ -257,76 +256,38 @@ def measure_profile(send: Sender | None = None, *, profile: str, workload: str,
         rounds_at = LocalRounds(send, jobs=jobs, sides=sides, concurrency=concurrency)
     names = metrics_of(concurrency)
     fam = family or Family(size=len(names))
+    judge = ArmJudge(profile, workload, specs_of(
+        concurrency, floors, max_slowdown=max_slowdown, alpha=fam.share(),
+        max_pairs=budget_pairs - 1))
     t0 = clock()
     rounds: list[tuple[SideRound, SideRound]] = []
-    stopped = ""
     faults: list[str] = []
     by_host: dict[str, int] = {}
 
-    sizes = look_sizes(budget=budget_pairs)
-    most = budget_pairs - 1
-    done: dict[str, TimingVerdict] = {}
-    last: dict[str, TimingVerdict] = {}
-    fractions: list[float] = []
-    looked = 0
+    def samples() -> dict[str, tuple[list[float], list[float]]]:
+        return {m: ([METRICS[m][2](b.flow(METRICS[m][3])) for b, _ in rounds],
+                    [METRICS[m][2](c.flow(METRICS[m][3])) for _, c in rounds]) for m in names}
+
     with progress.task("timing", f"gate {profile} rounds", total=budget_pairs) as shown:
-        for want in sizes:
-            while len(rounds) < want and not stopped:
-                if clock() >= deadline:
-                    stopped = "the gate's time budget (--budget-s) ran out"
-                    break
-                # a whole wave, even past this look's size: the looks read the rounds they
-                # have (their information fractions), and a host left idle is time lost
-                k = len(rounds)
-                for o in rounds_at.draw(range(k, min(budget_pairs, k + rounds_at.width))):
-                    if o.pair is None:
-                        stopped, faults = o.stopped, [*faults, *o.faults]
-                        break
-                    b, c = o.pair
-                    rounds.append(o.pair)
-                    by_host[o.host] = by_host.get(o.host, 0) + 1
-                    where = "" if o.host == "local" else f" on {o.host}"
-                    log(f"gate timing {profile} round {len(rounds) - 1}{where}: baseline "
-                        f"{b.batch.wall_ms:.0f} ms, candidate {c.batch.wall_ms:.0f} ms")
-                    shown.advance(note=f"baseline {b.batch.wall_ms:.0f} ms, candidate "
-                                  f"{c.batch.wall_ms:.0f} ms")
-            if len(rounds) < 2 or len(rounds) == looked:
-                break  # nothing new to look at
-            looked = len(rounds)
-            fractions.append(min(1.0, (len(rounds) - 1) / most))
-            while True:  # Holm: a DIFFERENT raises the share of the metrics still open
-                share = fam.share()
-                found = 0
-                for metric in (m for m in names if m not in done):
-                    worse, unit, sample, which = METRICS[metric]
-                    v = paired_compare([sample(b.flow(which)) for b, _ in rounds],
-                                       [sample(c.flow(which)) for _, c in rounds],
-                                       arm=f"{metric} {profile}", metric=metric, left="baseline",
-                                       right="candidate",
-                                       floor_rel=floor_of(metric, concurrency, floors),
-                                       alpha=share, look=len(fractions), max_looks=len(sizes),
-                                       fractions=fractions, unit=unit, worse=worse)
-                    last[metric] = v
-                    if v.verdict is not INCONCLUSIVE:
-                        done[metric] = v
-                        found += v.verdict is DIFFERENT
-                fam.rejected += found
-                if not found or len(done) == len(names):
-                    break
-            if len(done) == len(names) or stopped or len(rounds) < want:
-                break
-    verdicts = []
-    for metric in names:
-        got = done.get(metric) or last.get(metric)
-        if got is not None:
-            v = got
-        else:
-            worse, unit, _sample, _which = METRICS[metric]
-            v = paired_compare([], [], arm=f"{metric} {profile}", metric=metric,
-                               floor_rel=floor_of(metric, concurrency, floors),
-                               alpha=fam.share(), unit=unit, worse=worse)
-        verdicts.append(v)
+        def wave(k: int) -> tuple[int, str]:
+            # a whole wave, one round per host: a host left idle is time lost
+            for o in rounds_at.draw(range(k, min(budget_pairs, k + rounds_at.width))):
+                if o.pair is None:
+                    faults.extend(o.faults)
+                    return len(rounds), o.stopped
+                b, c = o.pair
+                rounds.append(o.pair)
+                by_host[o.host] = by_host.get(o.host, 0) + 1
+                where = "" if o.host == "local" else f" on {o.host}"
+                log(f"gate timing {profile} round {len(rounds) - 1}{where}: baseline "
+                    f"{b.batch.wall_ms:.0f} ms, candidate {c.batch.wall_ms:.0f} ms")
+                shown.advance(note=f"baseline {b.batch.wall_ms:.0f} ms, candidate "
+                              f"{c.batch.wall_ms:.0f} ms")
+            return len(rounds), ""
+        _, stopped = run_arm(judge, fam, wave, samples, budget_pairs=budget_pairs,
+                             deadline=deadline, clock=clock)
     return ProfileTiming(profile=profile, workload=workload, concurrency=concurrency,
-                         metrics=tuple(verdicts), rounds=len(rounds), stopped=stopped,
-                         faults=tuple(faults), wall_s=round(clock() - t0, 3),
+                         metrics=judge.verdicts(stopped),
+                         rounds=len(rounds), stopped=stopped, faults=tuple(faults),
+                         wall_s=round(clock() - t0, 3),
                          hosts=by_host if set(by_host) != {"local"} else {})

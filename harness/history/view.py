@@ -14,12 +14,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from proofdiff.history.changes import Step, change_points
+from proofdiff.history.changes import MIN_SIZE, Step, change_points
 from proofdiff.history.query import Point, Series
 from proofdiff.report.figures import figure, svg_of
 
-__all__ = ["Change", "SeriesView", "analyse", "print_series", "render_html", "trend_svg",
-           "write_html"]
+__all__ = ["Change", "SeriesView", "analyse", "print_series", "render_html", "too_short",
+           "trend_svg", "write_html"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,14 @@ class SeriesView:
 
     series: Series
     changes: tuple[Change, ...]
+
+
+def too_short(v: SeriesView) -> str:
+    """Why ``v`` is too short to judge ('' when it is not): a change point needs
+    :data:`~proofdiff.history.changes.MIN_SIZE` valued runs on each side."""
+    n = len(v.series.valued)
+    return (f"undecided: {n} valued run(s); a change point needs {2 * MIN_SIZE}"
+            if n < 2 * MIN_SIZE else "")
 
 
 def _when(t: datetime) -> str:
@@ -107,8 +115,8 @@ def print_series(console: Console, views: Sequence[SeriesView], *, rows: int = 3
             console.print(f"    {c.step.evidence(s.metric.unit)}", markup=False, highlight=False,
                           soft_wrap=True)
         if not v.changes:
-            console.print(f"  no change point in {len(s.valued)} valued runs", markup=False,
-                          soft_wrap=True)
+            console.print(f"  {too_short(v) or f'no change point in {len(s.valued)} valued runs'}",
+                          markup=False, soft_wrap=True)
 
 
 def trend_svg(v: SeriesView) -> str:

@@ -68,15 +68,30 @@ class Outcome(StrEnum):
 class Comparison(StrEnum):
     """One timing comparison's conclusion (:class:`~proofdiff.model.timing_verdict.TimingVerdict`).
 
+    Two-sided, where two configurations are described side by side (the timing suite's bench
+    vs prod, :mod:`proofdiff.stats.unpaired`):
+
     * ``SAME``: the ratio's interval lies inside the effect-size floor: any change is too small
       to matter (an equivalence test).
     * ``DIFFERENT``: significant at this look's level, and beyond the floor.
+
+    One-sided, where a candidate build is judged against its baseline (the gate,
+    :mod:`proofdiff.stats.paired`: "is the candidate worse by at least the tolerance?"):
+
+    * ``WITHIN``: the candidate is shown to be less than the tolerated slowdown worse (faster
+      or the same included): this metric lets the push through.
+    * ``WORSE``: the candidate is shown to be worse than the practical margin: a regression.
+
+    And for both:
+
     * ``INCONCLUSIVE``: neither, within the sample budget (too few samples, or too much noise
-      for the floor): never read as SAME.
+      for the question): never read as SAME or WITHIN.
     """
 
     SAME = "SAME"
     DIFFERENT = "DIFFERENT"
+    WITHIN = "WITHIN"
+    WORSE = "WORSE"
     INCONCLUSIVE = "INCONCLUSIVE"
 
 

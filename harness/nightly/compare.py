@@ -20,23 +20,20 @@ out of the flips and of "the last night that judged it". A failure an allowlist 
 (:mod:`proofdiff.model.allowlist`: a FAIL, never an ERROR) has no standing: it is shown in the
 differential's report as accepted.
 
-A **slowdown** is a change point in the worse direction (:func:`proofdiff.history.view.analyse`,
-Hunter's method) that the series shows with tonight's run and did not show without it.
+A **slowdown** is tonight worse than the recent nights, or a change point new tonight that no
+earlier night flagged (:mod:`proofdiff.nightly.night_timing`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.status import Verdict
-from proofdiff.nightly.nightly_result import CheckStanding, NightDecision, Slowdown, Standing
+from proofdiff.nightly.nightly_result import (CheckStanding, NightDecision, SeriesCompare,
+                                              Slowdown, Standing)
 
-if TYPE_CHECKING:
-    from proofdiff.history.view import SeriesView
-
-__all__ = ["FLAKY_FLIPS", "Key", "decide", "new_slowdowns", "outcomes_of", "standings", "worse"]
+__all__ = ["FLAKY_FLIPS", "Key", "decide", "outcomes_of", "standings", "worse"]
 
 #: pass <-> fail changes over the nights compared and tonight that make a failing check flaky.
 FLAKY_FLIPS = 2
@@ -102,38 +99,24 @@ def standings(tonight: Mapping[Key, str], past: Sequence[Mapping[Key, str]],
     return out
 
 
-def new_slowdowns(before: Sequence[SeriesView], after: Sequence[SeriesView]) -> list[Slowdown]:
-    """Regressions (change points in the metric's worse direction) that ``after`` (the series
-    with tonight's run) shows and ``before`` (without it) did not, by series and step run."""
-    seen = {(v.series.machine.fingerprint, v.series.profile, v.series.workload,
-             v.series.metric.name, c.run_id) for v in before for c in v.changes}
-    out = []
-    for v in after:
-        s = v.series
-        for c in v.changes:
-            key = (s.machine.fingerprint, s.profile, s.workload, s.metric.name, c.run_id)
-            if c.regression and key not in seen:
-                out.append(Slowdown(metric=s.metric.name, unit=s.metric.unit, profile=s.profile,
-                                    workload=s.workload, run_id=c.run_id,
-                                    headline=c.headline(s.metric.unit),
-                                    evidence=c.step.evidence(s.metric.unit)))
-    return out
-
-
 def _where(c: CheckStanding) -> str:
     return f"{c.check} on {c.profile}/{c.workload}"
 
 
 def decide(*, verdict: Verdict, verdict_line: str, checks: Sequence[CheckStanding],
            slowdowns: Sequence[Slowdown], nights: int, passed: int, errors: Sequence[str] = (),
-           interrupted: bool = False) -> tuple[NightDecision, str]:
+           interrupted: bool = False, timing: Sequence[SeriesCompare] = (),
+           confirmed: Sequence[Slowdown] = ()) -> tuple[NightDecision, str]:
     """The night's decision and its one line, first match wins: INTERRUPTED; ERROR (the night
     could not run or not be compared: ``errors``); NEW (a new failure or a new slowdown);
     ERROR (a check could not be judged tonight: an ``error`` standing, or tonight's verdict
     ERROR); UNDECIDED (nothing new, but a check is ``missing``, tonight's differential is
     INCOMPLETE (a check skipped, undecided or without outcome), or ``passed`` is 0: no check
     passed tonight, so nothing says the night is clean); CLEAN. Flaky, still failing and fixed
-    checks are counted in the line, never NEW.
+    checks are counted in the line, never NEW; so are the timing series tonight could not be
+    compared on yet (``timing``, undecided: too few earlier nights), which a CLEAN line names,
+    and the steps that change points confirm tonight (``confirmed``: flagged on their own
+    night, not new).
 
     Args:
         passed: tonight's checks that passed (PASS records; an accepted failure is no pass).
@@ -150,7 +133,17 @@ def decide(*, verdict: Verdict, verdict_line: str, checks: Sequence[CheckStandin
                                          Standing.ERROR, Standing.MISSING)
               if (n := sum(c.standing is s for c in checks))]
     first = "" if nights else " (the first night on this machine: every failure is new)"
+    if confirmed:
+        counts.append(f"{len(confirmed)} step(s) confirmed ("
+                      + ", ".join(f"{c.metric} on {c.profile}/{c.workload} at {c.confirms}"
+                                  for c in confirmed[:2]) + ")")
+    still = [t for t in timing if t.outcome == "still slower"]
+    if still:
+        counts.append(f"{len(still)} series still slower than before their last step")
     rest = f"; {', '.join(counts)}" if counts else ""
+    short = [t for t in timing if t.outcome == "undecided"]
+    quiet = (f"; timing not compared yet on {len(short)} series ({short[0].line})"
+             if short else "")
     if new or slowdowns:
         what = ([f"{_where(c)} fails ({c.outcome})" for c in new[:3]]
                 + [f"{s.metric} on {s.profile}/{s.workload}: {s.headline}" for s in slowdowns[:2]])
@@ -166,9 +159,9 @@ def decide(*, verdict: Verdict, verdict_line: str, checks: Sequence[CheckStandin
             f"UNDECIDED: nothing new, but {len(missing)} check(s) of the last night have no "
             f"record tonight: {'; '.join(_where(c) for c in missing[:3])}{rest}")
     if verdict is Verdict.INCOMPLETE:
-        return NightDecision.UNDECIDED, f"UNDECIDED: nothing new, but {verdict_line}{rest}"
+        return NightDecision.UNDECIDED, f"UNDECIDED: nothing new, but {verdict_line}{rest}{quiet}"
     if not passed:
         return NightDecision.UNDECIDED, (f"UNDECIDED: nothing new, but no check passed "
                                          f"tonight{rest}; tonight's run: {verdict.value}")
     return NightDecision.CLEAN, (f"CLEAN: nothing new against {nights} earlier night(s)"
-                                 f"{rest}; tonight's run: {verdict.value}")
+                                 f"{rest}{quiet}; tonight's run: {verdict.value}")

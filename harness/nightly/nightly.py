@@ -14,7 +14,8 @@ before it on the same machine.
    fingerprint are read, tonight's run is stored (as ``nightly``, under the night's run id,
    whatever its verdict), and each timing series is analysed with and without it.
 3. :mod:`proofdiff.nightly.compare`: each check's standing (new, still failing, flaky, fixed,
-   error, missing) and the new slowdowns; the decision and its exit code.
+   error, missing); :mod:`proofdiff.nightly.night_timing`: tonight against the recent nights per
+   timing series, and the change points new tonight; the decision and its exit code.
 4. :mod:`proofdiff.nightly.night_bisect`: each new divergence bisected within the night's
    budget (``--bisect-budget-s``), so the decision names the proven minimal change, or says
    why there is none; an interrupted bisection makes the night INTERRUPTED.
@@ -50,11 +51,11 @@ from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
 from proofdiff.model.status import Outcome
 from proofdiff.nightly.allure_history import carry_night, find_history
-from proofdiff.nightly.compare import (Key, decide, new_slowdowns, outcomes_of, standings,
-                                       worse)
+from proofdiff.nightly.compare import Key, decide, outcomes_of, standings, worse
+from proofdiff.nightly.night_timing import judge_timing
 from proofdiff.nightly.night_bisect import bisect_new, bisect_suffix
 from proofdiff.nightly.nightly_result import (NightBisection, NightDecision, NightlyResult,
-                                              Slowdown)
+                                              SeriesCompare, Slowdown)
 from proofdiff.oracles.suite_table import DEFAULT_SUITES
 
 __all__ = ["NIGHTS", "NIGHT_METRICS", "compare_night", "judge_night", "nightly_options",
@@ -142,6 +143,8 @@ def compare_night(diff: DifferentialResult, *, history: str, report_root: Path,
     url = history_url(history, report_root)
     shown, ids, past = url, list[str](), list[dict[Key, str]]()
     slowdowns: list[Slowdown] = []
+    confirmed: list[Slowdown] = []
+    compared: list[SeriesCompare] = []
     key = machine_key(diff.machine)
     try:
         db = open_history(url)
@@ -150,9 +153,10 @@ def compare_night(diff: DifferentialResult, *, history: str, report_root: Path,
             ids, past = _past_nights(db, key.fingerprint, run_id)
             before = _series(db, key.fingerprint, night)
             store_result(db, night, command="nightly")
+            found, confirmed, compared = judge_timing(before, _series(db, key.fingerprint,
+                                                                      night))
             slowdowns = [msgspec.structs.replace(s, started_unix_s=started,
-                                                 stopped_unix_s=time.time())
-                         for s in new_slowdowns(before, _series(db, key.fingerprint, night))]
+                                                 stopped_unix_s=time.time()) for s in found]
         finally:
             db.close()
     except HistoryError as exc:
@@ -167,12 +171,14 @@ def compare_night(diff: DifferentialResult, *, history: str, report_root: Path,
               for c in standings(outcomes_of(diff.records), past, accepted)]
     decision, line = decide(verdict=diff.verdict, verdict_line=diff.verdict_line, checks=checks,
                             slowdowns=slowdowns, nights=len(ids), errors=errors,
-                            passed=sum(r.outcome is Outcome.PASS for r in diff.records))
+                            passed=sum(r.outcome is Outcome.PASS for r in diff.records),
+                            timing=compared, confirmed=confirmed)
     return NightlyResult(
         run_id=run_id, created_unix_s=time.time(), decision=decision, decision_line=line,
         exit_code=decision.exit_code, verdict=diff.verdict.value,
         verdict_line=diff.verdict_line, machine=key.label, history=shown, nights=tuple(ids),
-        checks=tuple(checks), slowdowns=tuple(slowdowns),
+        checks=tuple(checks), slowdowns=tuple(slowdowns), confirmed=tuple(confirmed),
+        timing=tuple(compared),
         accepted=tuple(f"{a.check} on {a.profile}/{a.workload}: {a.entry}"
                        for a in diff.accepted),
         errors=tuple(errors), wall_s=round(wall_s, 3))

@@ -16,10 +16,12 @@ import msgspec
 from proofdiff.bisect.bisect_result import ChangeItem
 
 __all__ = ["NIGHTLY_SCHEMA_VERSION", "CheckStanding", "NightBisection", "NightDecision",
-           "NightlyResult", "Slowdown", "Standing"]
+           "NightlyResult", "SeriesCompare", "Slowdown", "Standing"]
 
-#: Version of the nightly's summary.json schema (2: ``bisections``, ``bisect_budget_s``).
-NIGHTLY_SCHEMA_VERSION = 2
+#: Version of the nightly's summary.json schema (2: ``bisections``, ``bisect_budget_s``; 3:
+#: tonight against the recent nights, ``timing``, ``confirmed``, each slowdown's ``kind``,
+#: step and the nights and builds on each side).
+NIGHTLY_SCHEMA_VERSION = 3
 
 
 class NightDecision(StrEnum):
@@ -78,13 +80,20 @@ class CheckStanding(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Slowdown(msgspec.Struct, frozen=True, kw_only=True):
-    """A timing step the history shows tonight and did not show last night (a change point
-    in the worse direction, Hunter's method: :mod:`proofdiff.history.changes`).
+    """A timing step in the worse direction: tonight worse than the recent nights (``kind``
+    ``tonight``: :mod:`proofdiff.history.tonight`), or a change point that the series shows
+    with tonight and did not show without it (``change-point``, Hunter's method:
+    :mod:`proofdiff.history.changes`: a slow drift, or a step the first night did not show).
 
     Attributes:
         metric, unit, profile, workload: the series (on this machine). run_id: the first run
             of the new level. headline: run, relative step and images before and after.
-            evidence: means, medians, spread, the t-test's p and the runs on each side.
+            evidence: the numbers: the nights on each side, the test's statistic and p.
+        kind: ``tonight`` or ``change-point``. step: the relative step (+0.10 = 10 % higher).
+        before, images_before: the nights of the old level (oldest first) and their builds;
+            image_after: the build of the new level's first night.
+        confirms: for a change point that confirms a step flagged on its own night, that
+            night's run id ('' otherwise).
         started_unix_s, stopped_unix_s: when the history was read and analysed.
     """
 
@@ -95,8 +104,32 @@ class Slowdown(msgspec.Struct, frozen=True, kw_only=True):
     run_id: str
     headline: str
     evidence: str
+    kind: str = "change-point"
+    step: float = 0.0
+    before: tuple[str, ...] = ()
+    images_before: tuple[str, ...] = ()
+    image_after: str = ""
+    confirms: str = ""
     started_unix_s: float = 0.0
     stopped_unix_s: float = 0.0
+
+
+class SeriesCompare(msgspec.Struct, frozen=True, kw_only=True):
+    """What tonight's test said of one timing series (:mod:`proofdiff.history.tonight`):
+    ``outcome`` ``new`` (worse than the recent nights), ``still slower`` (worse, as the night
+    before was: the same step), ``not worse`` or ``undecided`` (too few earlier nights, said
+    why in ``line``); ``step``: tonight over the recent level less
+    1; ``nights``: the recent nights compared; ``mde``: the step this series flags on its first
+    night 9 times in 10 at its measured spread (``None`` when undecided)."""
+
+    metric: str
+    profile: str
+    workload: str
+    outcome: str
+    line: str
+    step: float = 0.0
+    nights: int = 0
+    mde: float | None = None
 
 
 class NightBisection(msgspec.Struct, frozen=True, kw_only=True):
@@ -178,7 +211,11 @@ class NightlyResult(msgspec.Struct, frozen=True, kw_only=True):
         machine: the machine fingerprint's label; history: the database (URL, password
             hidden). nights: the earlier nights compared (their run ids, oldest first).
         checks: every failing check's standing, and the checks fixed since last night.
-        slowdowns: new timing steps. bisections: each new divergence's bisection (or why
+        slowdowns: new timing steps (tonight worse than the recent nights, or a change point
+            new tonight that no earlier night flagged). confirmed: change points new tonight
+            that confirm a step flagged on its own night (not new). timing: what tonight's
+            test said of each timing series (new, not worse, undecided). bisections: each new
+            divergence's bisection (or why
             none ran), in the divergences' order; bisect_budget_s: the night's budget for them
             (0 = disabled). accepted: allowlist entries that accepted a failure
             tonight (``check on profile/workload: entry``). errors: why the night could not
@@ -202,6 +239,8 @@ class NightlyResult(msgspec.Struct, frozen=True, kw_only=True):
     nights: tuple[str, ...] = ()
     checks: tuple[CheckStanding, ...] = ()
     slowdowns: tuple[Slowdown, ...] = ()
+    confirmed: tuple[Slowdown, ...] = ()
+    timing: tuple[SeriesCompare, ...] = ()
     bisections: tuple[NightBisection, ...] = ()
     bisect_budget_s: float = 0.0
     accepted: tuple[str, ...] = ()

@@ -1,35 +1,25 @@
-"""The looks of a sequential comparison: how many interleaved pairs are drawn before each
-planned look at the data. Kept apart from :mod:`proofdiff.stats.paired` (numpy, scipy) so the
-CLI can parse ``proofdiff gate --rounds`` without importing them."""
+"""The gate's round cap: ``proofdiff gate --rounds``. Kept apart from
+:mod:`proofdiff.stats.paired` (numpy, scipy) so the CLI can parse it without importing them."""
 
 from __future__ import annotations
 
 import argparse
 
-__all__ = ["DEFAULT_BUDGET", "DEFAULT_INITIAL", "DEFAULT_STEP", "look_sizes", "timing_rounds"]
+__all__ = ["DEFAULT_BUDGET", "FIRST_ROUNDS", "MAX_ROUNDS", "max_slowdown", "timing_rounds"]
 
-#: Default schedule: the first look at 6 pairs (1 warmup + 5 tested), then every 4 pairs, up to
-#: 21 pairs (1 warmup + 20 tested).
-DEFAULT_INITIAL, DEFAULT_STEP, DEFAULT_BUDGET = 6, 4, 21
-
-
-def look_sizes(*, initial: int = DEFAULT_INITIAL, step: int = DEFAULT_STEP,
-               budget: int = DEFAULT_BUDGET, warmup: int = 1) -> list[int]:
-    """Pairs drawn (warmup included) at each planned look: ``initial``, ``+step``, ...,
-    ``budget`` (the last step may be shorter).
-
-    Raises:
-        ValueError: ``warmup < 0``, ``initial <= warmup``, ``step < 1``, ``budget < initial``.
-    """
-    if warmup < 0 or initial <= warmup or step < 1 or budget < initial:
-        raise ValueError(f"need 0 <= warmup < initial <= budget and step >= 1, got warmup="
-                         f"{warmup}, initial={initial}, step={step}, budget={budget}")
-    return [*range(initial, budget, step), budget]
+#: The most rounds of one timing arm by default, the warm-up included (60 tested pairs): a
+#: ceiling; each metric's own cap comes from its noise (:mod:`proofdiff.stats.paired`).
+DEFAULT_BUDGET = 61
+#: Rounds before the first look: the warm-up and 5 tested pairs
+#: (:data:`proofdiff.stats.paired.DEFAULT_FIRST`).
+FIRST_ROUNDS = 6
+#: The most rounds ``--rounds`` accepts (:data:`proofdiff.stats.boundaries.MAX_PAIRS_LIMIT` + 1).
+MAX_ROUNDS = 201
 
 
 def timing_rounds(text: str) -> int:
-    """``--rounds N``: the most pairs (rounds) a gate's timing arm draws, the warmup included:
-    a whole number from the first look (:data:`DEFAULT_INITIAL`) up.
+    """``--rounds N``: the most rounds of a gate's timing arm, the warm-up included: a whole
+    number from the first look (:data:`FIRST_ROUNDS`) to :data:`MAX_ROUNDS`.
 
     Raises:
         argparse.ArgumentTypeError: anything else (says what is expected and why).
@@ -38,8 +28,27 @@ def timing_rounds(text: str) -> int:
         val = int(text)
     except ValueError:
         val = 0
-    if val < DEFAULT_INITIAL:
+    if not FIRST_ROUNDS <= val <= MAX_ROUNDS:
         raise argparse.ArgumentTypeError(
-            f"{text!r}: expected a whole number of rounds >= {DEFAULT_INITIAL} (the first look "
-            f"needs {DEFAULT_INITIAL}: a warm-up round and {DEFAULT_INITIAL - 1} tested)")
+            f"{text!r}: expected a whole number of rounds from {FIRST_ROUNDS} (the first look: "
+            f"a warm-up round and {FIRST_ROUNDS - 1} tested) to {MAX_ROUNDS}")
+    return val
+
+
+def max_slowdown(text: str) -> float:
+    """``--max-slowdown X``: the tolerated slowdown, a fraction (``0.05``) or a percentage
+    (``5%``), above 0 and below 100 %.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else (says what is expected).
+    """
+    raw = text.strip()
+    try:
+        val = float(raw[:-1]) / 100.0 if raw.endswith("%") else float(raw)
+    except ValueError:
+        val = -1.0
+    if not 0.0 < val < 1.0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected the tolerated slowdown as a fraction in (0, 1) such as 0.05, "
+            "or a percentage such as 5%")
     return val

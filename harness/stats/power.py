@@ -1,172 +1,173 @@
-"""The gate's timing decision, simulated: how often an unchanged image passes and a slower one
-fails, with the procedure the gate really runs.
+"""The gate's timing decision, simulated from measured samples: how often an unchanged build
+passes, a slower one fails and a faster one never does, with the gate's own decision code.
 
-``python -m proofdiff.stats.power [--trials N] [--seed S] [--ratios 1 1.05] [--budget 21]``
-runs, per trial, the timing arm of every profile of the default gate (``bench`` at concurrency
-1, ``prod`` at 4) through the gate's own code: :func:`proofdiff.gate.timing_rounds.measure_profile`
-(alternating order, every metric, the looks, the round cap, the time budget on a simulated
-clock, Holm's share over the gate's family of ``metric x profile``) fed by simulated daemons,
-then :func:`proofdiff.gate.gating.decide`. It prints per true ratio (candidate / baseline,
-every proof alike): PASS / FAIL / INCONCLUSIVE gates, how often each profile had a
-DIFFERENT-slower metric, the mean rounds per profile and the mean simulated wall of the timing
-arm; with 95 % (Wilson) intervals.
+``python -m proofdiff.stats.power --samples FILE... [--condition aa|measured|negated|F]
+[--trials N] [--max-slowdown 0.05] [--rounds 61] [--budget-s 900] [--seed S]``
 
-Noise model of one job's wall time (ms), side ``s``, round ``k``, job ``i``:
-``proof_ms * ratio_s * exp(drift_k + b_{k,s} + e_{k,s,i}) * spike_{k,s,i}`` with
+A sample file is a gate's ``summary.json`` (every timing metric carries its paired samples) or
+``benchmarks/gate_noise.py --samples`` output; each gives its profiles' measured rounds: per
+round and metric, the pair's log-ratio ``d`` (candidate over baseline), the warm-up round left
+out. A simulated round draws one measured round of the profile (with replacement; all metrics
+of the round together, so that their correlation is kept; a metric measured on fewer rounds
+draws from its own at random), transformed by the condition:
 
-* ``e ~ N(0, job_cv)``: the job's own noise; ``b ~ N(0, batch_cv)``: shared by one batch's jobs
-  (what that moment of the machine did to all of them);
-* ``drift``: a random walk of ``walk`` per batch plus a wave of +/-``wave`` over 20 rounds,
-  nearly shared by the two batches of a round (what pairing cancels);
-* ``spike = 1 + U(0.1, 0.3)`` with probability ``spikes`` (a neighbour, a cache miss), else 1;
-* ``in-progress``: a daemon that proves ``slots`` jobs at once (prod: ``max_parallel_synthesis
-  = 3``) starts job ``i >= slots`` when job ``i - slots`` ends (its queue wait), and the job
-  proves for its own time after that; the batch's wall is its slowest job's plus
-  ``overhead_ms``;
-* ``lone-latency``: a request sent alone to the idle daemon after a batch (``concurrency > 1``)
-  takes ``lone_ms * ratio_s * exp(drift_k + N(0, lone_cv)) * spike``.
+* ``aa``: each drawn round's signs flipped at random: two exchangeable sides, the A/A null
+  (any WORSE is a false alarm; a measured bias between the sides is not carried over);
+* ``measured``: as measured (a measured slower candidate: its real effect and noise);
+* ``negated``: every sign flipped (a measured slower candidate turned into a faster one);
+* a factor ``F`` (``1.05``): the ``aa`` rounds with ``log F`` added to every duration metric
+  (``in-progress`` unchanged: a slower prover overlaps as many jobs).
 
-:data:`MEASURED` holds the parameters read from the measurements on the 2-core host (README,
-"Gate an image push": the 2026-12-01 power table of the timing arm on bench, the default A/A
-gate's verdicts on prod, and the timing arms sampled for this model); each can be overridden
-(``--bench-spikes 0.05`` ...). The budget is the gate's default (``--budget-s 900``); the
-round cap is the schedule's (1 warmup + 20 tested pairs).
+Each simulated gate runs every profile's arm in the files' order through
+:func:`proofdiff.gate.arm_judge.run_arm` and :class:`~proofdiff.gate.arm_judge.ArmJudge` (the
+looks, caps, undecidable noise, the family's first WORSE ending the timing) on a simulated clock
+that advances by the profile's measured seconds per round, then
+:func:`proofdiff.gate.decision.decide`. Printed per condition: PASS / FAIL / INCONCLUSIVE with
+95 % Wilson intervals, the median rounds per profile and the median timing wall (the
+candidate's differential, the cross-check and the warm-ups not included).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import statistics
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from scipy import stats  # type: ignore[import-untyped]
 
-from proofdiff.gate.gate_result import ProfileTiming
-from proofdiff.model.jobs import DaemonTimings, FlowRecord, JobRecord, JobSpec, ProofVerdict
-from proofdiff.model.status import JobStatus
+__all__ = ["Pool", "SimGate", "Tally", "load_pools", "main", "simulate_gate", "tally"]
 
-__all__ = ["MEASURED", "Noise", "SimulatedSides", "main", "simulate_gate"]
+#: Durations' metrics: a slower build shifts them (``in-progress`` is a count of jobs).
+DURATIONS = ("latency", "throughput", "lone-latency")
 
 
 @dataclass(frozen=True)
-class Noise:
-    """One profile's timing noise (module docstring): ``proof_ms`` one job's wall in a batch, its
-    ``concurrency``, ``job_cv``, ``batch_cv``, ``walk`` and ``wave`` (log scale), ``spikes``
-    (chance per job), ``slots`` (jobs proved at once), ``overhead_ms`` per batch (client,
-    verification), ``lone_ms`` and ``lone_cv`` of a request alone on the idle daemon."""
+class Pool:
+    """One profile's measured rounds: ``d[metric]`` the per-round log-ratios (candidate over
+    baseline, the warm-up left out), its ``concurrency`` and seconds per round (both sides)."""
 
-    proof_ms: float
+    profile: str
     concurrency: int
-    job_cv: float
-    batch_cv: float
-    walk: float
-    wave: float
-    spikes: float
-    slots: int
-    overhead_ms: float
-    lone_ms: float
-    lone_cv: float
+    round_s: float
+    d: Mapping[str, np.ndarray]
+    source: str
+
+    @property
+    def rounds(self) -> int:
+        """Rounds of the metric measured longest."""
+        return max(len(v) for v in self.d.values())
+
+    def noise(self) -> dict[str, float]:
+        """Each metric's per-pair noise (the standard deviation of its log-ratios)."""
+        return {m: float(np.std(v, ddof=1)) for m, v in self.d.items() if len(v) > 1}
 
 
-#: The noise on the 2-core host, per default profile (module docstring; README "Gate an image
-#: push" gives the measurements they are read from).
-MEASURED: dict[str, Noise] = {
-    "bench": Noise(proof_ms=2100.0, concurrency=1, job_cv=0.010, batch_cv=0.0, walk=0.003,
-                   wave=0.05, spikes=0.02, slots=1, overhead_ms=150.0, lone_ms=2100.0,
-                   lone_cv=0.010),
-    "prod": Noise(proof_ms=3500.0, concurrency=4, job_cv=0.02, batch_cv=0.01, walk=0.003,
-                  wave=0.05, spikes=0.02, slots=3, overhead_ms=1000.0, lone_ms=2100.0,
-                  lone_cv=0.010),
-}
+def _ratios(left: Sequence[float], right: Sequence[float]) -> np.ndarray:
+    return np.asarray(np.log(np.asarray(right[1:], dtype=float)
+                             / np.asarray(left[1:], dtype=float)))
 
 
-class SimulatedSides:
-    """Two simulated daemons of one profile (``<profile>-baseline``, ``<profile>-candidate``)
-    behind the gate's :data:`~proofdiff.gate.timing_rounds.Sender`; each batch advances the
-    simulated clock by its wall time."""
+def load_pools(path: Path) -> list[Pool]:
+    """The profiles' measured rounds in a sample file (module docstring).
 
-    def __init__(self, rng: np.random.Generator, noise: Noise, ratio: float,
-                 phase: float) -> None:
-        self.rng, self.noise, self.ratio = rng, noise, ratio
-        self.now_s = 0.0
-        self.level = 0.0
-        self.batches = 0
-        self.phase = phase
+    Raises:
+        ValueError: the file is neither shape, or a metric has fewer than 3 tested rounds.
+    """
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    out = []
+    if "timing" in doc:  # a gate's summary.json
+        for t in doc["timing"]:
+            d = {m["metric"]: _ratios(m["left_samples"], m["right_samples"])
+                 for m in t["metrics"]}
+            secs = t["wall_s"] / max(1, t["rounds"])
+            out.append(Pool(t["profile"], t["concurrency"], secs, d, path.name))
+    elif "metrics" in doc:  # benchmarks/gate_noise.py --samples
+        d = {m: _ratios(v["left_samples"], v["right_samples"]) for m, v in doc["metrics"].items()}
+        secs = statistics.median(doc["round_s"][1:]) if len(doc["round_s"]) > 1 else 0.0
+        out.append(Pool(doc["profile"], doc["concurrency"], secs, d, path.name))
+    else:
+        raise ValueError(f"{path}: neither a gate's summary.json nor gate_noise.py samples")
+    for p in out:
+        short = [m for m, v in p.d.items() if len(v) < 3]
+        if short:
+            raise ValueError(f"{path}: {p.profile} has fewer than 3 tested rounds of {short}")
+    return out
 
-    def clock(self) -> float:
-        """The simulated time, seconds."""
-        return self.now_s
 
-    def send(self, side: str, specs: list[JobSpec], label: str) -> FlowRecord:
-        """One batch of ``specs`` on ``side`` (module docstring's model)."""
-        n, r = self.noise, self.rng
-        self.batches += 1
-        self.level += r.normal(0.0, n.walk)
-        wave = n.wave * math.sin(2 * math.pi * (self.batches / 40.0 + self.phase))
-        lone = n.concurrency > 1 and len(specs) == 1
-        scale = (n.lone_ms if lone else n.proof_ms) * (
-            self.ratio if side.endswith("candidate") else 1.0) * math.exp(
-            self.level + wave + (0.0 if lone or not n.batch_cv else r.normal(0.0, n.batch_cv)))
-        jobs: list[JobRecord] = []
-        for s in specs:
-            prove = scale * math.exp(r.normal(0.0, n.lone_cv if lone else n.job_cv))
-            if r.uniform() < n.spikes:
-                prove *= 1.0 + r.uniform(0.1, 0.3)
-            k = len(jobs)
-            wait = jobs[k - n.slots].wall_ms if k >= n.slots else 0.0  # a slot frees up
-            jobs.append(JobRecord(
-                index=s.index, job=s.job, request_id=f"{label}-{s.index}",
-                status=JobStatus.COMPLETED, wall_ms=wait + prove, started_unix_s=self.now_s,
-                proof=b"\0" * 192, verdict=ProofVerdict(valid=True, partitions=(True,)),
-                timings=DaemonTimings(queue_wait_ms=int(wait), srs_load_ms=0, synthesis_ms=0,
-                                      gpu_compute_ms=0, total_ms=int(wait + prove))))
-        wall_ms = max(j.wall_ms for j in jobs) + n.overhead_ms
-        self.now_s += wall_ms / 1000.0
-        return FlowRecord(name="gate", label=label, jobs=tuple(jobs), concurrency=len(specs),
-                          wall_ms=wall_ms)
+def _draw(rng: np.random.Generator, pool: Pool, condition: str) -> dict[str, float]:
+    """One simulated round's log-ratios per metric (module docstring's conditions)."""
+    i = int(rng.integers(pool.rounds))
+    out = {m: float(v[i] if i < len(v) else v[rng.integers(len(v))]) for m, v in pool.d.items()}
+    if condition == "measured":
+        return out
+    if condition == "negated":
+        return {m: -x for m, x in out.items()}
+    sign = -1.0 if rng.uniform() < 0.5 else 1.0
+    shift = 0.0 if condition == "aa" else math.log(float(condition))
+    return {m: sign * x + (shift if m in DURATIONS else 0.0) for m, x in out.items()}
 
 
 @dataclass(frozen=True)
-class GateOutcome:
-    """One simulated gate: its decision, which profiles had a DIFFERENT-slower metric, the
-    rounds per profile and the timing arm's simulated wall (s)."""
+class SimGate:
+    """One simulated gate: its decision, rounds per profile, timing wall (s), and each metric's
+    verdict word by ``profile/metric``."""
 
     decision: str
-    timing: tuple[ProfileTiming, ...]
-    slower: frozenset[str]
     rounds: Mapping[str, int]
     wall_s: float
+    verdicts: Mapping[str, str]
 
 
-def simulate_gate(rng: np.random.Generator, noises: Mapping[str, Noise], ratio: float, *,
-                  budget_pairs: int | None = None, budget_s: float = 900.0) -> GateOutcome:
-    """One gate's timing arm on every profile of ``noises`` and its decision (module docstring).
-    The candidate is ``ratio`` times the baseline on every proof."""
-    from proofdiff.gate.gating import GATE_ALPHA, decide, timing_findings
-    from proofdiff.gate.timing_rounds import BUDGET_PAIRS, Family, measure_profile, metrics_of
+def simulate_gate(rng: np.random.Generator, pools: Sequence[Pool], condition: str, *,
+                  max_slowdown: float = 0.05, rounds: int = 61,
+                  budget_s: float = 900.0) -> SimGate:
+    """One gate's timing over ``pools`` under ``condition`` (module docstring)."""
+    from proofdiff.gate.arm_judge import ArmJudge, Family, run_arm
+    from proofdiff.gate.decision import decide, timing_findings
+    from proofdiff.gate.gate_result import ProfileTiming
+    from proofdiff.gate.timing_rounds import specs_of
+    from proofdiff.gate.gating import GATE_ALPHA
 
-    fam = Family(alpha=GATE_ALPHA, size=sum(len(metrics_of(n.concurrency))
-                                            for n in noises.values()))
-    spent, timing = 0.0, []
-    for name, noise in noises.items():
-        sides = SimulatedSides(rng, noise, ratio, float(rng.uniform()))
-        sides.now_s = spent
-        t = measure_profile(sides.send, profile=name, workload="wpost-2k",
-                            jobs=["wpost-0", "wpost-1", "wpost-2", "wpost-3"],
-                            sides=(f"{name}-baseline", f"{name}-candidate"),
-                            concurrency=noise.concurrency, deadline=budget_s, floors={},
-                            family=fam, budget_pairs=budget_pairs or BUDGET_PAIRS,
-                            clock=sides.clock)
-        spent = sides.now_s
-        timing.append(t)
-    decision, _line, _why = decide(timing_findings(timing), [], timing, aa=ratio == 1.0)
-    return GateOutcome(decision=decision.value, timing=tuple(timing),
-                       slower=frozenset(t.profile for t in timing
-                                        for m in t.metrics if m.regression),
-                       rounds={t.profile: t.rounds for t in timing}, wall_s=spent)
+    fam = Family(alpha=GATE_ALPHA, size=sum(len(p.d) for p in pools))
+    clock = [0.0]
+    timing: list[ProfileTiming] = []
+    for pool in pools:
+        specs = {m: s for m, s in specs_of(pool.concurrency, {}, max_slowdown=max_slowdown,
+                                           alpha=fam.share(), max_pairs=rounds - 1).items()
+                 if m in pool.d}
+        judge = ArmJudge(pool.profile, "sim", specs)
+        drawn: list[dict[str, float]] = []
+
+        def wave(k: int, pool: Pool = pool, drawn: list[dict[str, float]] = drawn
+                 ) -> tuple[int, str]:
+            drawn.append({m: 0.0 for m in pool.d} if k == 0 else _draw(rng, pool, condition))
+            clock[0] += pool.round_s
+            return len(drawn), ""
+
+        def samples(drawn: list[dict[str, float]] = drawn, names: Sequence[str] = tuple(specs)
+                    ) -> dict[str, tuple[list[float], list[float]]]:
+            return {m: ([1000.0] * len(drawn), [1000.0 * math.exp(r[m]) for r in drawn])
+                    for m in names}
+
+        if fam.failed:
+            timing.append(ProfileTiming(profile=pool.profile, workload="sim",
+                                        concurrency=pool.concurrency, stopped="not timed"))
+            continue
+        n, stopped = run_arm(judge, fam, wave, samples, budget_pairs=rounds,
+                             deadline=budget_s, clock=lambda: clock[0])
+        timing.append(ProfileTiming(profile=pool.profile, workload="sim",
+                                    concurrency=pool.concurrency, rounds=n, stopped=stopped,
+                                    metrics=judge.verdicts(stopped)))
+    decision, _line, _why = decide(timing_findings(timing), [], timing, aa=condition == "aa")
+    return SimGate(decision=decision.value, rounds={t.profile: t.rounds for t in timing},
+                   wall_s=clock[0], verdicts={f"{t.profile}/{m.metric}": m.verdict.value
+                                              for t in timing for m in t.metrics})
 
 
 def _pct(k: int, n: int) -> str:
@@ -175,55 +176,72 @@ def _pct(k: int, n: int) -> str:
     return f"{k}/{n} {100.0 * k / n:.1f} % [{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
-def table(outcomes: Mapping[float, Sequence[GateOutcome]], profiles: Sequence[str]) -> list[str]:
-    """The printed rows: one per true ratio (module docstring)."""
-    rows = []
-    for ratio, got in outcomes.items():
-        n = len(got)
-        cells = [f"ratio {ratio:.2f}", f"{n} gates"]
-        for d in ("pass", "fail", "inconclusive"):
-            cells.append(f"{d.upper()} {_pct(sum(o.decision == d for o in got), n)}")
-        cells.append(f"DIFFERENT slower on every profile "
-                     f"{_pct(sum(o.slower == frozenset(profiles) for o in got), n)}")
-        cells += [f"{p} rounds {np.mean([o.rounds[p] for o in got]):.1f}" for p in profiles]
-        cells.append(f"timing wall {np.mean([o.wall_s for o in got]):.0f} s "
-                     f"(max {max(o.wall_s for o in got):.0f} s)")
-        rows.append("; ".join(cells))
-    return rows
+@dataclass(frozen=True)
+class Tally:
+    """Simulated gates counted: decisions, the median rounds per profile and timing wall (s),
+    and how often each ``profile/metric`` was left INCONCLUSIVE."""
+
+    gates: int
+    passed: int
+    failed: int
+    inconclusive: int
+    rounds: Mapping[str, float]
+    wall_s: float
+    undecided: Mapping[str, int]
+
+    def line(self) -> str:
+        """``PASS 97/100 97.0 % [91.5, 99.0]; FAIL ...; median rounds ...``."""
+        n = self.gates
+        return (f"PASS {_pct(self.passed, n)}; FAIL {_pct(self.failed, n)}; INCONCLUSIVE "
+                f"{_pct(self.inconclusive, n)}; median rounds {dict(self.rounds)}; median "
+                f"timing wall {self.wall_s:.0f} s; undecided {dict(self.undecided)}")
+
+
+def tally(gates: Sequence[SimGate]) -> Tally:
+    """Counts and medians of simulated gates (:class:`Tally`)."""
+    undecided: dict[str, int] = {}
+    for g in gates:
+        for k, v in g.verdicts.items():
+            if v == "INCONCLUSIVE":
+                undecided[k] = undecided.get(k, 0) + 1
+    return Tally(gates=len(gates), passed=sum(g.decision == "pass" for g in gates),
+                 failed=sum(g.decision == "fail" for g in gates),
+                 inconclusive=sum(g.decision == "inconclusive" for g in gates),
+                 rounds={p: float(statistics.median(g.rounds.get(p, 0) for g in gates))
+                         for p in (gates[0].rounds if gates else {})},
+                 wall_s=float(statistics.median(g.wall_s for g in gates)) if gates else 0.0,
+                 undecided=undecided)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the table; returns 0. See the module docstring for the options."""
     ap = argparse.ArgumentParser(prog="python -m proofdiff.stats.power", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--trials", type=int, default=1000, help="gates per ratio (default 1000)")
-    ap.add_argument("--seed", type=int, default=20261202, help="random seed")
-    ap.add_argument("--ratios", type=float, nargs="+", default=[1.0, 1.05],
-                    help="true candidate/baseline ratios (default 1.00 1.05)")
-    ap.add_argument("--budget", type=int, default=None,
-                    help="round cap per profile, warmup included (default the gate's, 21)")
-    ap.add_argument("--budget-s", type=float, default=900.0,
-                    help="the timing arm's time budget, s (default the gate's, 900)")
-    for name, noise in MEASURED.items():
-        for f in fields(noise):
-            ap.add_argument(f"--{name}-{f.name.replace('_', '-')}", type=type(getattr(noise, f.name)),
-                            default=getattr(noise, f.name), help=f"{name}'s {f.name} "
-                            f"(default {getattr(noise, f.name)}, measured)")
+    ap.add_argument("--samples", type=Path, nargs="+", required=True, metavar="FILE",
+                    help="gate summary.json or gate_noise.py --samples files")
+    ap.add_argument("--condition", nargs="+", default=["aa", "1.05"],
+                    help="aa, measured, negated or a factor such as 1.05 (default: aa 1.05)")
+    ap.add_argument("--trials", type=int, default=1000, help="gates per condition (1000)")
+    ap.add_argument("--seed", type=int, default=20261207, help="random seed")
+    ap.add_argument("--max-slowdown", type=float, default=0.05, help="tolerance (0.05)")
+    ap.add_argument("--rounds", type=int, default=61, help="--rounds of the gate (61)")
+    ap.add_argument("--budget-s", type=float, default=900.0, help="--budget-s of the gate")
     args = ap.parse_args(argv)
-    noises = {name: replace(noise, **{f.name: getattr(args, f"{name}_{f.name}")
-                                      for f in fields(noise)})
-              for name, noise in MEASURED.items()}
+    pools = [p for f in args.samples for p in load_pools(f)]
     t0 = time.monotonic()
     rng = np.random.default_rng(args.seed)
-    outcomes = {r: [simulate_gate(rng, noises, r, budget_pairs=args.budget,
-                                  budget_s=args.budget_s) for _ in range(args.trials)]
-                for r in args.ratios}
-    print("Simulated gates (proofdiff.stats.power): the gate's timing arm and decision on "
-          f"{', '.join(noises)}; {args.trials} gates per ratio")
-    for row in table(outcomes, list(noises)):
-        print("  " + row)
-    print(f"({time.monotonic() - t0:.1f} s, seed {args.seed}; noise: "
-          + "; ".join(f"{k}: {v}" for k, v in noises.items()) + ")")
+    print(f"Simulated gates (proofdiff.stats.power) from {', '.join(f.name for f in args.samples)}"
+          f"; {args.trials} per condition; max slowdown {args.max_slowdown:.1%}, --rounds "
+          f"{args.rounds}, --budget-s {args.budget_s:g}")
+    for p in pools:
+        print(f"  {p.profile} ({p.source}, {p.rounds} rounds, {p.round_s:.1f} s each): noise "
+              + ", ".join(f"{m} {s:.2%}" for m, s in p.noise().items()))
+    for cond in args.condition:
+        gates = [simulate_gate(rng, pools, cond, max_slowdown=args.max_slowdown,
+                               rounds=args.rounds, budget_s=args.budget_s)
+                 for _ in range(args.trials)]
+        print(f"  {cond}: {tally(gates).line()}")
+    print(f"({time.monotonic() - t0:.1f} s, seed {args.seed})")
     return 0
 
 

@@ -110,17 +110,18 @@ def ahead_of(verifier: Verifier, workload: Workload,
 
 
 def verified(send: Send, verifier: Verifier, workload: Workload, *,
-             cross: bool = False, names: Sequence[str] = ()) -> FlowRecord:
+             cross: bool = False, names: Sequence[str] = (), ahead: bool = True) -> FlowRecord:
     """``send``'s flow with every proof's verdict attached
     (:func:`~proofdiff.verify.tool_verifier.attach_verdicts`; ``cross``: against each job of
-    ``names`` too), each proof verified as its job is answered where ``verifier`` allows."""
-    ahead = ahead_of(verifier, workload, names if cross else ())
+    ``names`` too), each proof verified as its job is answered where ``verifier`` allows and
+    ``ahead`` (else all of them after the flow's last answer: a timed flow)."""
+    early = ahead_of(verifier, workload, names if cross else ()) if ahead else None
     try:
-        flow = send(ahead.answered if ahead is not None else None)
-        return attach_verdicts(flow, workload, ahead or verifier, cross=cross)
+        flow = send(early.answered if early is not None else None)
+        return attach_verdicts(flow, workload, early or verifier, cross=cross)
     finally:
-        if ahead is not None:
-            ahead.close()
+        if early is not None:
+            early.close()
 
 
 def _key(item: dict[str, Any]) -> bytes:

@@ -114,7 +114,7 @@ def test_a_gate_and_a_bisection_run_on_ssh_hosts_with_artifacts_shipped_once(
     (t,) = res.timing
     assert set(t.hosts) == set(names) and sum(t.hosts.values()) == t.rounds, t.hosts
     assert "rounds per host" in (rdir / "index.html").read_text(encoding="utf-8")
-    assert all(m.verdict == "DIFFERENT" and m.direction == "slower" for m in t.metrics)
+    assert all(m.verdict == "WORSE" and m.direction == "slower" for m in t.metrics)
     assert res.verifier_check is not None and res.verifier_check.agreed, res.verifier_check
     # the artifacts and both builds reached each host, the same to each, before any unit
     first = _shipped(out)

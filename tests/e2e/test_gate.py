@@ -89,13 +89,12 @@ def gate_run(artifacts: Any, tmp_path: Path, one_partition_workload: str
 
 def test_a_gate_of_the_image_against_itself_raises_no_alarm(gate_run: Any,
                                                             artifacts: Any) -> None:
-    # The property every A/A gate has: no alarm. Whether it also decides SAME within the round
-    # cap depends on the machine's noise (on this 2-core machine, quiet, bench's per-round
-    # log-ratio spread was 4-7 % on 2026-12-02, wider than the 2.5 % floor can decide in 21
-    # rounds), so an undecided A/A gate may only be undecided on timing, never on a check.
-    # --rounds 6, the first look alone (5 tested pairs): the alarm this test is about can be
-    # raised at any look, and the looks' false-alarm rate over the whole default schedule is
-    # tests/unit/test_stats_paired.py's, on seeded samples (15 rounds fewer: ~45 s here). Not
+    # The property every A/A gate has: no alarm. Whether it also decides WITHIN at its one
+    # look depends on the machine's noise (a shared 2-core machine's bench spreads by 4-20 %
+    # a pair), so an undecided A/A gate may only be undecided on timing, never on a check.
+    # --rounds 6, the first look alone (5 tested pairs) at the full error rates: the alarm this
+    # test is about can be raised at any look, and the looks' rates over the whole default
+    # schedule are tests/unit/test_stats_paired.py's, on seeded and measured samples. Not
     # --budget-s: that budget also pays for the cross-check and the warm-up run, so a short one
     # left no round at all here (a 90 s budget: 0 samples, nothing shown about any look).
     tag = artifacts.image_tag
@@ -110,7 +109,8 @@ def test_a_gate_of_the_image_against_itself_raises_no_alarm(gate_run: Any,
     (t,) = res.timing
     assert res.max_rounds == 6 and 5 <= t.rounds <= 6, t  # the look this test is about taken
     assert {m.metric for m in t.metrics} == {"latency", "throughput"}
-    assert not [m for m in t.metrics if m.verdict == "DIFFERENT"], t.metrics
+    assert not [m for m in t.metrics if m.verdict == "WORSE"], t.metrics
+    assert all(m.max_slowdown == 0.05 and m.mde is not None for m in t.metrics), t.metrics
     # the pinned verifier judged the proofs, and the baseline's own verify agrees with it
     assert res.verifier is not None and res.verifier.digest == artifacts.verifier_id
     assert res.verifier.tag == artifacts.verifier_tag != artifacts.image_tag
@@ -154,7 +154,7 @@ def test_a_really_slower_candidate_fails_on_timing_naming_the_profile(
     blocking = [(f.check, f.profile) for f in res.blocking()]
     assert ("timing/latency", "bench") in blocking, res.findings
     (lat,) = [m for t in res.timing for m in t.metrics if m.metric == "latency"]
-    assert lat.verdict == "DIFFERENT" and lat.direction == "slower" and lat.regression
+    assert lat.verdict == "WORSE" and lat.direction == "slower" and lat.regression
     assert lat.ratio is not None and 1.12 < lat.ratio < 1.4, lat.text
     assert "timing/latency on bench" in res.decision_line
     assert not [f for f in res.findings if f.kind != "timing"], res.findings  # proofs still valid

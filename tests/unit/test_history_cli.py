@@ -98,3 +98,19 @@ def test_history_of_a_metric_never_recorded_names_the_recorded_ones(
     out = capsys.readouterr().out
     assert "(1 runs) has no value of 'gpu-util'" in out
     assert "recorded metrics: latency, throughput, failure-rate" in out
+
+
+def test_history_of_a_series_too_short_to_judge_says_undecided_and_exits_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = history_url(str(tmp_path / "h.sqlite"), tmp_path)
+    db = open_history(url)
+    for i, wall in enumerate((1000.0, 1010.0, 1500.0)):  # a step, but 3 runs cannot show one
+        store_result(db, result(f"r{i}", (timed_run(wall),), t=1_764_000_000.0 + 86400 * i),
+                     command="run", commit=COMMIT)
+    db.close()
+    rc = main(["history", "--history", url, "--html", str(tmp_path / "h.html")])
+    out = capsys.readouterr().out
+    assert rc == 2, out
+    assert "undecided: 3 valued run(s); a change point needs 4" in out
+    assert "no change point" not in out
+    assert "undecided: 1 of 1 series too short to judge" in out

@@ -156,8 +156,9 @@ def test_nights_in_a_real_history(tmp_path: Path) -> None:
         return r.decision, r.decision_line
 
     assert night("n01", 1) == (NightDecision.CLEAN,
-                               "CLEAN: nothing new against 0 earlier night(s); tonight's run: "
-                               "SAME")
+                               "CLEAN: nothing new against 0 earlier night(s); timing not "
+                               "compared yet on 2 series (undecided: 0 earlier night(s) at the "
+                               "current level; 3 needed); tonight's run: SAME")
     decision, line = night("n02", 2, prod=Outcome.FAIL)
     assert decision is NightDecision.NEW
     assert line == "NEW: validity/proofs on prod/wpost-2k fails (fail)"
@@ -192,28 +193,45 @@ def test_a_night_whose_daemons_never_started_is_error_then_a_lost_check_undecide
     assert decision is NightDecision.UNDECIDED and "validity/proofs on prod/wpost-2k" in line
 
 
-def test_a_latency_step_is_a_slowdown_once(tmp_path: Path) -> None:
+def test_a_latency_step_is_new_on_its_first_night_and_confirmed_once(tmp_path: Path) -> None:
     hist = str(tmp_path / "history.sqlite")
     walls = [1000.0 + (7 * i) % 11 for i in range(10)] + [1100.0 + (5 * i) % 9 for i in range(3)]
     results = [compare_night(_night(f"n{i:02d}", i, wall_ms=w), history=hist,
                              report_root=tmp_path, run_id=f"n{i:02d}")
                for i, w in enumerate(walls)]
-    flagged = [(r.run_id, s.metric, s.run_id) for r in results for s in r.slowdowns]
-    # the step starts at night n10; a step needs two nights on each side (history.changes)
-    assert flagged == [("n11", "latency", "n10"), ("n11", "throughput", "n10")]
-    r = results[11]
+    flagged = [(r.run_id, s.kind, s.metric, s.run_id) for r in results for s in r.slowdowns]
+    # the step starts at night n10: tonight against the ten nights before it, on that night
+    assert flagged == [("n10", "tonight", "latency", "n10"),
+                       ("n10", "tonight", "throughput", "n10")]
+    r = results[10]
     assert r.decision is NightDecision.NEW and r.exit_code == 1
-    assert "latency on bench/wpost-2k: run n10" in r.decision_line
+    assert "latency on bench/wpost-2k: night n10 (proofdiff/refprover:test): +9." in \
+        r.decision_line
+    (lat,) = [s for s in r.slowdowns if s.metric == "latency"]
+    assert lat.before == tuple(f"n{i:02d}" for i in range(10)) and lat.image_after
+    assert 0.09 < lat.step < 0.11 and "one-sided prediction t=" in lat.evidence
     assert [x.decision for x in results[:10]] == [NightDecision.CLEAN] * 10
-    assert results[12].decision is NightDecision.CLEAN
-    out = write_nightly_report(r, tmp_path / "n11", history=hist)
-    page = (out / "index.html").read_text(encoding="utf-8")
-    assert "New since the last night" in page and "Slower: latency on bench/wpost-2k" in page
+    # the next night the change point at n10 appears (two nights after it): it confirms the
+    # step flagged then, and is not new again
+    n11 = results[11]
+    assert n11.decision is NightDecision.CLEAN and not n11.slowdowns
+    assert [(c.metric, c.confirms) for c in n11.confirmed] == [("latency", "n10"),
+                                                               ("throughput", "n10")]
+    assert "2 step(s) confirmed (latency on bench/wpost-2k at n10" in n11.decision_line
+    assert results[12].decision is NightDecision.CLEAN  # the new level: too few nights yet
+    assert {t.outcome for t in results[12].timing} == {"undecided"}
+    out = write_nightly_report(results[11], tmp_path / "n11", history=hist)
+    trend_page = (out / "index.html").read_text(encoding="utf-8")
     # the trend: the history's latency series with its change point at n10, plotted
-    trend = page[page.index('<section id="trend">'):]
+    trend = trend_page[trend_page.index('<section id="trend">'):]
     assert "change point: run n10" in trend
     assert 'aria-label="latency of bench on wpost-2k over runs, 1 change point(s)"' in trend
-    assert ">+10.0% at n10</text>" in trend or "at n10</text>" in trend
+    assert "at n10</text>" in trend
+    out = write_nightly_report(r, tmp_path / "n10", history=hist)
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "New since the last night" in page and "Slower: latency on bench/wpost-2k" in page
+    timing = page[page.index('<section id="timing">'):]
+    assert "Timing against the recent nights" in timing and ">new</td>" in timing
     # the page in a real browser: no script error, the slowdown on the first screen
     facts = open_page(out / "index.html")
     assert facts.severe == [] and facts.divergence_top is not None
@@ -382,3 +400,18 @@ def test_a_fleets_night_takes_the_gravest_decision_of_its_hosts() -> None:
     assert worst([D.ERROR, D.NEW, D.CLEAN]) is D.NEW  # a new failure anywhere fails the night
     assert worst([D.NEW, D.INTERRUPTED]) is D.INTERRUPTED
     assert worst([]) is D.ERROR  # no host at all is never clean
+
+
+def test_a_slow_drift_is_found_by_the_change_points(tmp_path: Path) -> None:
+    """+3 % a night over 5 nights after 10 level ones: no single night is far enough above the
+    nights before it (they drift along), the longer series' change points find it."""
+    hist = str(tmp_path / "history.sqlite")
+    walls = [1000.0 * (1 + 0.01 * ((7 * i) % 3 - 1)) for i in range(10)] + [
+        1000.0 * 1.03 ** k for k in range(1, 6)]
+    results = [compare_night(_night(f"n{i:02d}", i, wall_ms=w), history=hist,
+                             report_root=tmp_path, run_id=f"n{i:02d}")
+               for i, w in enumerate(walls)]
+    found = [(r.run_id, s.kind, s.metric) for r in results for s in r.slowdowns]
+    assert [r.decision for r in results[:10]] == [NightDecision.CLEAN] * 10
+    assert any(kind == "change-point" and metric == "latency" for _, kind, metric in found), found
+    assert all(int(rid[1:]) >= 10 for rid, _, _ in found), found

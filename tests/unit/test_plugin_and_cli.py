@@ -186,13 +186,23 @@ def test_the_gate_takes_two_images_or_two_binary_folders_not_a_mix() -> None:
     assert main(["gate", "--candidate", "a:1"]) == 3
 
 
-@pytest.mark.parametrize("rounds", ["5", "six"])
-def test_gate_rounds_below_the_first_look_is_a_usage_error(
+@pytest.mark.parametrize("rounds", ["5", "six", "202"])
+def test_gate_rounds_outside_the_schedule_is_a_usage_error(
         rounds: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
         main(["gate", "--candidate", "a:1", "--baseline", "a:1", "--rounds", rounds])
     assert exit_.value.code == 2
-    assert f"{rounds!r}: expected a whole number of rounds >= 6" in capsys.readouterr().err
+    assert f"{rounds!r}: expected a whole number of rounds from 6" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("slowdown", ["0", "1.5", "five", "150%"])
+def test_gate_max_slowdown_outside_0_1_is_a_usage_error(
+        slowdown: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["gate", "--candidate", "a:1", "--baseline", "a:1", "--max-slowdown", slowdown])
+    assert exit_.value.code == 2
+    assert f"{slowdown!r}: expected the tolerated slowdown as a fraction" in \
+        capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv", [["gate", "--no-tim"], ["run", "--bisect-b", "5"],

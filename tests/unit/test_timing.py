@@ -121,18 +121,26 @@ def test_in_progress_counts_overlapping_proving_intervals() -> None:
     assert in_progress([(0.0, 0, 0)]) == [1.0]
 
 
-def test_judge_turns_verdicts_into_outcomes() -> None:
+def test_judge_describes_and_fails_only_a_property_the_interval_shows_broken() -> None:
     rng = np.random.default_rng(5)
     a = _lognormal(rng, 3700, 8)
     same = compare(a, _lognormal(rng, 3700, 8), left="bench:A1", right="bench:A2")
-    assert judge("aa", same)[0] is Outcome.PASS
+    out, msg = judge("aa", same)
+    assert out is Outcome.PASS and "described: the baseline against itself, ratio" in msg
     slow = compare(a, _lognormal(rng, 9000, 8), left="bench", right="prod")
-    assert judge("aa", slow)[0] is Outcome.FAIL
+    out, msg = judge("aa", slow)  # a within-run A/A is no claim about a build
+    assert out is Outcome.PASS and "its two halves differ" in msg
     out, msg = judge("throughput:prod", slow, 4)
     assert out is Outcome.FAIL and "throughput of prod at concurrency 4 collapsed" in msg
+    assert "at least" in msg
+    out, msg = judge("throughput:prod", same, 4)
+    assert out is Outcome.PASS and "described: per-proof cost of prod" in msg
     ones = compare([1.0] * 8, [1.0] * 8, unit="jobs")
     out, msg = judge("concurrency:prod", ones, 4)
     assert out is Outcome.FAIL and "serializes jobs" in msg
+    side_by_side = compare([1.0] * 8, [2.9, 3.0, 3.1, 2.8, 3.0, 3.2, 2.9, 3.0], unit="jobs")
+    out, msg = judge("concurrency:prod", side_by_side, 4)
+    assert out is Outcome.PASS and "described: jobs in progress at once on prod" in msg
 
 
 def test_the_concurrency_arm_with_nothing_to_overlap_is_skipped() -> None:
@@ -153,13 +161,16 @@ def test_the_concurrency_arm_follows_what_the_config_allows() -> None:
     assert "per-job lock" not in msg  # no guess: what was seen
 
 
-def test_judge_on_no_samples_is_an_error_and_noise_is_inconclusive() -> None:
+def test_judge_on_no_samples_is_an_error_and_noise_is_described_never_undecided() -> None:
     empty = compare([], [3700.0] * 5)
     out, msg = judge("throughput:prod", empty, 4)
     assert out is Outcome.ERROR and "no samples" in msg
     rng = np.random.default_rng(2)
     noisy = compare(_lognormal(rng, 3700, 5, 0.6), _lognormal(rng, 3700, 5, 0.6))
-    assert judge("aa", noisy)[0] is Outcome.INCONCLUSIVE
+    assert noisy.verdict == "INCONCLUSIVE"  # the two-sided comparison is undecided ...
+    for arm in ("aa", "throughput:prod", "concurrency:prod"):  # ... and the suite describes it
+        out, msg = judge(arm, noisy, 4)
+        assert out is Outcome.PASS and "described:" in msg and "ratio" in msg, (arm, msg)
 
 
 def test_benchmark_json_is_read_by_pytest_benchmark_compare(tmp_path: Path) -> None:
