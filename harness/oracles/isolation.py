@@ -99,8 +99,9 @@ def findings(flows: Sequence[FlowRecord], workload_flow: FlowRecord | None,
             where = _where(flow, j)
             if j.await_only:
                 if j.completed or j.status is JobStatus.FAILED:
-                    f.append(("lost-or-twice", f"one more AwaitProof({j.request_id!r}) after both "
-                              f"jobs were answered returned {j.status.value} with a "
+                    sent_as = (f" (as its partitions {j.job_id})" if "," in j.job_id else "")
+                    f.append(("lost-or-twice", f"one more AwaitProof({j.request_id!r}){sent_as} "
+                              f"after both jobs were answered returned {j.status.value} with a "
                               f"{len(j.proof)} B proof instead of NOT_FOUND"))
                 continue
             shared = j.request_id == dup_id and flow.name == "burst"
