@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import msgspec
 from pytest_benchmark.utils import get_commit_info
@@ -58,7 +58,7 @@ from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.spec import ContainerError
 
 __all__ = ["CHECKED_SUITES", "GATE_ALPHA", "GateError", "decide", "findings_of", "run_gate",
-           "timing_findings", "timing_undecided", "unjudged", "unverified_of"]
+           "timing_findings", "timing_undecided", "unjudged", "untimed_profiles", "unverified_of"]
 
 #: The family-wise false-DIFFERENT level of one gate's timing verdicts, over every metric x
 #: profile x workload (Holm: :class:`proofdiff.gate.timing_rounds.Family`).
@@ -70,6 +70,16 @@ def _side(runner: Runner, role: str, tag: str) -> ImageInfo:
         return image_info(runner, tag)
     except ContainerError as exc:
         raise GateError(f"the {role} image: {exc.headline}", fix=exc.fix) from None
+
+
+def untimed_profiles(findings: Sequence[Finding], entries: Sequence[AllowEntry]) -> set[str]:
+    """The profiles the timing arm leaves out: those with a check finding that blocks the push
+    (no unexpired allowlist entry accepts it), and those whose proofs are no timing evidence
+    (a validity finding, accepted or not: a round of invalid proofs is no sample). An accepted
+    isolation finding, a known bug of the daemon such as real cuzk's colliding ids on prod,
+    leaves its profile timed: the gate still asks whether the candidate is slower there."""
+    return {f.profile for f in apply_allowlist(findings, entries)[0] if f.kind == "check"
+            and (not f.accepted or f.check.startswith("validity/"))}
 
 
 def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *,
@@ -163,7 +173,7 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
                 raise GateError("the candidate's differential could not run: " + diff.errors[0])
             findings, unverified = findings_of(diff), unverified_of(diff)
             not_judged = unjudged(diff)
-            broken = {f.profile for f in findings if f.kind == "check"}
+            broken = untimed_profiles(findings, entries)
             timed = {n: p for n, p in resolved.items() if n not in broken}
             family = Family(alpha=GATE_ALPHA, size=max(1, len(wls) * sum(
                 len(metrics_of(p.concurrency)) for p in timed.values())))
