@@ -82,6 +82,26 @@ def test_the_signature_matches_its_record_and_not_another_failure() -> None:
     assert matches(again, sig), "numbers and ids are not part of the signature"
 
 
+def test_an_isolation_signature_is_what_the_oracle_saw_not_the_suites_header() -> None:
+    """An isolation record heads its message with the suite's summary, which every isolation
+    failure of the profile shares; the signature is the oracle's own line below it (as
+    recorded on cuzk-daemon, curio e0294b0f)."""
+    head = "isolation on profile 'production' (wpost-2k, 6 jobs): 1 problem(s)"
+    rec = OracleRecord(suite="isolation", oracle="colliding-ids", profile="production",
+                       workload="wpost-2k", outcome=Outcome.FAIL, message=(
+                           f"{head}\n  colliding-ids: both answers for the shared id "
+                           "'iso-c8b7b0-dup' are proofs of wpost-0: one job was answered twice "
+                           "and the other never"))
+    sig = signature(rec)
+    assert sig["message"].startswith(r"both\s+answers\s+for\s+the\s+shared\s+id\s+")
+    assert matches(rec, sig)
+    other = OracleRecord(suite="isolation", oracle="colliding-ids", profile="production",
+                         workload="wpost-2k", outcome=Outcome.FAIL, message=(
+                             f"{head}\n  colliding-ids: all 2 requests with the shared id 'x' "
+                             "were rejected as duplicates"))
+    assert not matches(other, sig)
+
+
 def test_env_files_read_as_docker_reads_them(tmp_path: Path) -> None:
     f = tmp_path / "prod.env"
     f.write_text('# deployed\nRUST_LOG=info\nexport FIL_PROOFS_PARAMETER_CACHE="/var/tmp/p"\n\n'
