@@ -50,6 +50,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fix", metavar="PROFILE.KEY=VALUE", action="append", default=[],
                    help="an override that makes the case hold, when known (repeatable)")
     p.add_argument("--bisect", action="store_true", help="also bisect good -> the failing profile")
+    p.add_argument("--binaries-build", metavar="TEXT", default="",
+                   help="profiles run as host processes (runtime 'process'): how a user builds "
+                        "their programs, written as the case's [binaries] build; the programs "
+                        "are pinned by digest as found in --bin-dir. Default: a line naming "
+                        "the programs, to be completed")
     p.add_argument("--out", metavar="DIR", type=Path, default=Path("regressions"),
                    help="where case folders go. Default: ./regressions")
     add_run_options(p, ("select", "artifacts", "report", "deadlines", "bisect", "fleet"))
@@ -75,7 +80,8 @@ def repro(args: argparse.Namespace, console: Console) -> int:
         res = make(opts, case_id=args.case_id, title=args.title, out_dir=args.out,
                    report=args.from_report, production=production, like=args.like,
                    good=args.good, oracle=args.oracle, incident=args.incident, link=args.link,
-                   fix=args.fix, do_bisect=args.bisect, log=console_log(console))
+                   fix=args.fix, do_bisect=args.bisect, binaries_build=args.binaries_build,
+                   log=console_log(console))
     except ProofdiffError as exc:
         console.print(Text(f"error: {exc}", style="bold red"), soft_wrap=True)
         return 3

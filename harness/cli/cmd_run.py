@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,8 +18,10 @@ from proofdiff.oracles.suite_table import DEFAULT_SUITES, SUITES
 
 if TYPE_CHECKING:  # rich is imported when a command runs, not for --help
     from rich.console import Console
+    from rich.table import Table
 
     from proofdiff.model.result import DifferentialResult
+    from proofdiff.regressions.replay_all import CaseVerdict
     from proofdiff.report.view import ReportView
 
 __all__ = ["EXIT_HELP", "add_arguments", "console_log", "notify_webhook", "run"]
@@ -66,8 +68,6 @@ def notify_webhook(console: Console, url: str, view: ReportView, page: Path) -> 
 
 
 def _regressions(opts: RunOptions, console: Console, *, allow_skipped: bool = False) -> int:
-    from rich.table import Table
-
     from proofdiff.model.errors import ProofdiffError
     from proofdiff.regressions.replay_all import exit_code, replay_all
 
@@ -81,12 +81,7 @@ def _regressions(opts: RunOptions, console: Console, *, allow_skipped: bool = Fa
     except ProofdiffError as exc:  # the cluster cannot be used: no case was replayed
         console.print(f"proofdiff: ERROR: {exc}", markup=False, highlight=False)
         return 3
-    table = Table(title=f"regression cases in {opts.regressions_dir}")
-    for col in ("case", "status", "verdict", "what happened"):
-        table.add_column(col)
-    for v in verdicts:
-        table.add_row(v.case, v.status, v.verdict, v.message[:400])
-    console.print(table)
+    console.print(verdict_table(verdicts, f"regression cases in {opts.regressions_dir}"))
     skipped = [v.case for v in verdicts if v.verdict == "SKIP"]
     if skipped:
         console.print(f"{len(skipped)} of {len(verdicts)} case(s) skipped, not judged: "
@@ -96,6 +91,20 @@ def _regressions(opts: RunOptions, console: Console, *, allow_skipped: bool = Fa
     code = exit_with_history(exit_code(verdicts, allow_skipped=allow_skipped), stored[0])
     console.print(f"{len(verdicts)} case(s); exit {code}", markup=False)
     return code
+
+
+def verdict_table(verdicts: Sequence[CaseVerdict], title: str) -> Table:
+    """The replayed cases, one row each: case, status, verdict and what happened, each shown as
+    written (rich.text.Text: a message's ``[fix]`` is text, not console markup)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=title)
+    for col in ("case", "status", "verdict", "what happened"):
+        table.add_column(col)
+    for v in verdicts:
+        table.add_row(*(Text(x) for x in (v.case, v.status, v.verdict, v.message[:400])))
+    return table
 
 
 def run(args: argparse.Namespace, console: Console) -> int:

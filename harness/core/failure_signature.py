@@ -19,8 +19,14 @@ def signature(record: OracleRecord) -> dict[str, Any]:
     """The bug's signature in a failing record, for ``[expect] match``: the delta paths its
     evidence names, and a regex of its first line (up to 16 words, and up to the first
     parenthesis or list: details that vary) with every word that holds a number or an id wild.
-    The end of a short line says what failed (``...: INVALID``), so it is kept."""
-    line = record.message.splitlines()[0] if record.message else ""
+    The end of a short line says what failed (``...: INVALID``), so it is kept. A suite that
+    heads its message with a summary (isolation: ``isolation on profile 'prod' (...): 1
+    problem(s)``) lists each problem as ``<oracle>: ...`` below it: the first such line, what
+    this oracle saw, is the signature, not the header every failure of the suite shares."""
+    lines = record.message.splitlines()
+    tag = f"{record.oracle}:"
+    line = next((x.strip()[len(tag):].strip() for x in lines[1:] if x.strip().startswith(tag)),
+                lines[0] if lines else "")
     words = re.split(r"\s[(\[]", line)[0].split()[:16]
 
     def pat(w: str) -> str:

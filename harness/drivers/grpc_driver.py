@@ -4,7 +4,8 @@
 as a gRPC future with the job deadline and polled every 0.5 s so the hang guard can stop it.
 ``SUBMIT_AWAIT`` mode: ``SubmitProof`` for every job in index order, then ``AwaitProof`` in
 slices (server ``timeout_ms`` = :data:`~proofdiff.drivers.deadlines.SLICE_S`): jobs sharing an id
-one after another, the others side by side, and await-only probes last.
+one after another, the others side by side, and await-only probes last (each of the ids its job
+went out as: every partition's, where the job is sent per partition).
 
 A WindowPoSt job of several partitions is one request to refprover, which proves them all. A
 real cuzk proves one partition per request (filecoin-proofs'
@@ -249,6 +250,10 @@ class GrpcDriver:
                                                        for k in sorted(got[s.index])])
                    for s in real]
         for s in (s for s in specs if s.await_only and not guard.tripped):
-            records.append(self._await(client, s, rids[s.index], guard, deadlines, time.monotonic(),
-                                       time.time()))
+            # the ids the job was sent as: one per partition where it went out per partition,
+            # so the probe asks about ids the daemon holds, never one it was not sent
+            ids = [sub for sub, _req in self._requests(workload, s, rids[s.index])]
+            records.append(merge_partitions(s, rids[s.index], [
+                self._await(client, s, sub, guard, deadlines, time.monotonic(), time.time())
+                for sub in ids]))
         return records

@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -70,7 +70,8 @@ from proofdiff.runtime.spec import ContainerError
 from proofdiff.stats.paired import DEFAULT_BETA, DEFAULT_MAX_SLOWDOWN, MARGIN_SHARE
 
 __all__ = ["CHECKED_SUITES", "GATE_ALPHA", "GateError", "decide", "findings_of", "run_gate",
-           "tamper_control", "timing_findings", "timing_undecided", "unjudged", "unverified_of"]
+           "tamper_control", "timing_findings", "timing_undecided", "unjudged",
+           "untimed_profiles", "unverified_of"]
 
 #: The family-wise false-WORSE level of one gate's timing verdicts, over every metric x
 #: profile x workload (:class:`proofdiff.gate.arm_judge.Family`).
@@ -120,6 +121,16 @@ def tamper_control(diff: DifferentialResult, opts: RunOptions, verifier: ImageIn
                         "verdicts can be trusted", fix="rebuild the pinned verifier (make "
                         "image) or fix verifier.lock; never gate on this one")
     return got
+
+
+def untimed_profiles(findings: Sequence[Finding], entries: Sequence[AllowEntry]) -> set[str]:
+    """The profiles the timing arm leaves out: those with a check finding that blocks the push
+    (no unexpired allowlist entry accepts it), and those whose proofs are no timing evidence
+    (a validity finding, accepted or not: a round of invalid proofs is no sample). An accepted
+    isolation finding, a known bug of the daemon such as real cuzk's colliding ids on prod,
+    leaves its profile timed: the gate still asks whether the candidate is slower there."""
+    return {f.profile for f in apply_allowlist(findings, entries)[0] if f.kind == "check"
+            and (not f.accepted or f.check.startswith("validity/"))}
 
 
 def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *,
@@ -222,7 +233,7 @@ def run_gate(candidate: str, baseline: str, options: RunOptions | None = None, *
             tamper = tamper_control(diff, opts, verifier, host, rid)
             log("gate: the pinned verifier on a tampered proof of each profile: " + "; ".join(
                 f"{t.profile}/{t.workload} {t.verdict or t.note}" for t in tamper))
-            broken = {f.profile for f in findings if f.kind == "check"}
+            broken = untimed_profiles(findings, entries)
             timed = {n: p for n, p in resolved.items() if n not in broken}
             family = Family(alpha=GATE_ALPHA, size=max(1, len(wls) * sum(
                 len(metrics_of(p.concurrency)) for p in timed.values())))

@@ -99,8 +99,9 @@ def findings(flows: Sequence[FlowRecord], workload_flow: FlowRecord | None,
             where = _where(flow, j)
             if j.await_only:
                 if j.completed or j.status is JobStatus.FAILED:
-                    f.append(("lost-or-twice", f"one more AwaitProof({j.request_id!r}) after both "
-                              f"jobs were answered returned {j.status.value} with a "
+                    sent_as = (f" (as its partitions {j.job_id})" if "," in j.job_id else "")
+                    f.append(("lost-or-twice", f"one more AwaitProof({j.request_id!r}){sent_as} "
+                              f"after both jobs were answered returned {j.status.value} with a "
                               f"{len(j.proof)} B proof instead of NOT_FOUND"))
                 continue
             shared = j.request_id == dup_id and flow.name == "burst"
@@ -112,6 +113,10 @@ def findings(flows: Sequence[FlowRecord], workload_flow: FlowRecord | None,
     burst = next((fl for fl in flows if fl.name == "burst"), None)
     if burst is not None:
         f += _colliding(burst, dup_id, judged)
+    earlier: dict[tuple[str, bytes], str] = {}  # (id, proof) -> where it was answered first
+    for flow in flows:
+        for j in flow.completed():
+            earlier.setdefault((j.request_id, j.proof), f"{_where(flow, j)}, inputs {j.job}")
     for flow in flows:
         for j in flow.completed():
             if flow.name == "burst" and j.request_id == dup_id:
@@ -120,7 +125,13 @@ def findings(flows: Sequence[FlowRecord], workload_flow: FlowRecord | None,
             judged[oracle] += 1
             own = _owners(j)
             if j.job not in own:
+                first = earlier.get((j.request_id, j.proof), "")
+                # a reuse flow's proof is verified against its own inputs only: the answer a
+                # daemon kept for the id (cuzk-daemon keeps every completed job) is named here
                 other = (f"; it is the proof of {', '.join(own)}" if own
+                         else f"; it is byte-identical to the earlier answer for this id "
+                              f"({first}): the daemon answered the reused id with its old result"
+                         if oracle == "reused-id" and first and _where(flow, j) not in first
                          else "; it verifies against no input sent")
                 f.append((oracle, f"{_where(flow, j)} got a proof that does not verify against "
                           f"its own inputs {j.job}" + other))

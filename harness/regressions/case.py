@@ -8,7 +8,10 @@
     [binaries]  instead of [image], for a case on a daemon run as a host process: digests =
                 {program name: "sha256:..."} of the programs its profiles run (found in
                 --bin-dir, then on PATH, checked before a replay), and build: how a user builds
-                them (nothing of the daemon's source ships with the case)
+                them (nothing of the daemon's source ships with the case). [[binaries.builds]]
+                (optional): other builds of the same source that the case replays on, each a
+                name and its digests table (a Rust build is not byte-reproducible across
+                toolchains, hosts and features: a CPU and a CUDA build of one commit differ)
     [workload]  name (a built workload, e.g. wpost-2k) or file (inputs shipped in the case
                 folder, in the workload format)
     [expect]    profile, oracle (suite/oracle), and match: the bug's signature in the failing
@@ -42,7 +45,8 @@ from proofdiff.model.image import ImageInfo
 from proofdiff.model.profile import Profile
 from proofdiff.model.profile_file import ProfileError, build_profiles, toml_error_where
 
-__all__ = ["CASE_FILE", "RegressionCase", "CaseError", "discover", "load_case", "write_case"]
+__all__ = ["CASE_FILE", "BinaryBuild", "RegressionCase", "CaseError", "discover", "load_case",
+           "write_case"]
 
 CASE_FILE = "case.toml"
 STATUSES = ("open", "fixed")
@@ -55,6 +59,14 @@ class CaseError(ProofdiffError):
     """A malformed or incomplete case.toml; the message names the file and line."""
 
 
+class BinaryBuild(msgspec.Struct, frozen=True, kw_only=True):
+    """One build of a case's programs: ``name`` (what it is: features, toolchain, host) and
+    ``digests`` ({program name: "sha256:<64 hex>"})."""
+
+    name: str
+    digests: dict[str, str]
+
+
 class RegressionCase(msgspec.Struct, frozen=True, kw_only=True):
     """One case as read from its folder (module docstring for the fields' meaning).
 
@@ -62,7 +74,9 @@ class RegressionCase(msgspec.Struct, frozen=True, kw_only=True):
         dir: the case folder. id, title, incident, link, date, status: ``[case]``.
         image: ``[image]`` tag and digest; reference: the reference image the build makes
             (its digest is not checked). binaries, binaries_build: ``[binaries] digests`` and
-            ``build`` (a case on host processes; {} when it runs an image). workload: a workload name; workload_file: a file in
+            ``build`` (a case on host processes; {} when it runs an image); other_builds:
+            ``[[binaries.builds]]``, further builds the case replays on (:attr:`builds`).
+            workload: a workload name; workload_file: a file in
             the folder (absolute path), '' when a name is used.
         profile, oracle, match: ``[expect]``. fix: ``[fix] overrides``; fix_note.
         bisect: ``[bisect]`` as read ({} when unknown). profiles: the pinned tables.
@@ -82,12 +96,20 @@ class RegressionCase(msgspec.Struct, frozen=True, kw_only=True):
     reference: bool = False
     binaries: dict[str, str] = msgspec.field(default_factory=dict)
     binaries_build: str = ""
+    other_builds: tuple[BinaryBuild, ...] = ()
     workload: str = ""
     workload_file: str = ""
     match: dict[str, Any] = msgspec.field(default_factory=dict)
     fix: tuple[str, ...] = ()
     fix_note: str = ""
     bisect: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    @property
+    def builds(self) -> tuple[BinaryBuild, ...]:
+        """Every build the case replays on: the recorded one (``[binaries] digests``, named
+        ``recorded``) first, then ``[[binaries.builds]]``; () for a case on an image."""
+        first = (BinaryBuild(name="recorded", digests=self.binaries),) if self.binaries else ()
+        return first + self.other_builds
 
     @property
     def path(self) -> Path:
@@ -221,6 +243,7 @@ def load_case(folder: str | Path) -> RegressionCase:
                                 f"'{{{{.Id}}}}' {image.get('tag', 'TAG')}` prints it on the host "
                                 "that reproduced the bug (or reference = true for the image the "
                                 "build makes)")
+    builds = _builds(path, text, bins.get("builds", []) if isinstance(bins, dict) else [])
     fix = table("fix")
     overrides = fix.get("overrides", [])
     if not (isinstance(overrides, list) and all(isinstance(o, str) for o in overrides)):
@@ -236,12 +259,39 @@ def load_case(folder: str | Path) -> RegressionCase:
         reference=bool(image.get("reference", False)),
         binaries={str(k): str(v) for k, v in digests.items()},
         binaries_build=str(bins.get("build", "")) if isinstance(bins, dict) else "",
-        workload=str(wl.get("name", "")),
+        other_builds=builds, workload=str(wl.get("name", "")),
         workload_file=str((Path(folder) / wl["file"]).resolve()) if wl.get("file") else "",
         profile=expect_profile, oracle=need("expect", "oracle"),
         match=dict(match), fix=tuple(overrides),
         fix_note=str(fix.get("note", "")), bisect=dict(table("bisect")),
         profiles=profiles)
+
+
+def _digests_ok(digests: Any) -> bool:
+    return isinstance(digests, dict) and bool(digests) and all(
+        isinstance(v, str) and re.fullmatch(r"sha256:[0-9a-f]{64}", v) for v in digests.values())
+
+
+def _builds(path: Path, text: str, raw: Any) -> tuple[BinaryBuild, ...]:
+    """``[[binaries.builds]]`` as read; each needs a name and a digests table."""
+    line = next((i + 1 for i, ln in enumerate(text.splitlines())
+                 if ln.strip() == "[[binaries.builds]]"), None)
+    where = f"{path}:{line}" if line else str(path)
+    if not isinstance(raw, list) or not all(isinstance(b, dict) for b in raw):
+        raise CaseError(f"{where}: [binaries] builds must be an array of tables",
+                        fix="write each build as a [[binaries.builds]] table with name and "
+                            "digests")
+    out = []
+    for n, b in enumerate(raw, 1):
+        name = b.get("name")
+        if not isinstance(name, str) or not name.strip() or not _digests_ok(b.get("digests")):
+            raise CaseError(f"{where}: [[binaries.builds]] #{n} needs a name and digests = "
+                            "{program = \"sha256:<64 hex>\"}",
+                            fix="name the build (features, toolchain) and give each program's "
+                                "digest as sha256sum prints it, prefixed sha256:")
+        out.append(BinaryBuild(name=name.strip(),
+                               digests={str(k): str(v) for k, v in b["digests"].items()}))
+    return tuple(out)
 
 
 def write_case(folder: str | Path, doc: dict[str, Any]) -> Path:

@@ -49,7 +49,8 @@ __all__ = ["CaseOutcome", "build_for", "matches", "params_workload", "replay", "
 class CaseOutcome(msgspec.Struct, frozen=True, kw_only=True):
     """One replay: ``status`` (module docstring), the case id, whether it ran ``fixed`` (with
     ``[fix] overrides``), the judged record's check, outcome and message, the image it ran
-    (with its id), the run's report dir and wall time (s)."""
+    (with its id), the build of a case on host programs (its name in the case, '' otherwise),
+    the run's report dir and wall time (s)."""
 
     case: str
     fixed: bool = False
@@ -58,6 +59,7 @@ class CaseOutcome(msgspec.Struct, frozen=True, kw_only=True):
     check: str = ""
     outcome: str = ""
     image: ImageInfo | None = None
+    build: str = ""
     report: str = ""
     wall_s: float = 0.0
 
@@ -119,21 +121,27 @@ def _image(case: RegressionCase, reference: str) -> tuple[str, str] | str:
     return case.image.tag, str(img.id)
 
 
-def _binaries(case: RegressionCase, bin_dir: str) -> str | None:
-    """Why the case's pinned programs cannot be run here (``None`` when each is found in
-    ``bin_dir``, then on ``PATH``, with its recorded digest), with how to build them."""
+def _binaries(case: RegressionCase, bin_dir: str) -> tuple[str, str]:
+    """``(build, why)``: the name of the case's build (:attr:`RegressionCase.builds`) whose
+    every program is found in ``bin_dir``, then on ``PATH``, with that build's digest, and
+    ``''``; or ``''`` and why none can be run here, with how to build them."""
     path = os.pathsep.join([*([bin_dir] if bin_dir else []), os.environ.get("PATH", "")])
     how = f"; {case.binaries_build}" if case.binaries_build else ""
-    for name, digest in case.binaries.items():
+    got: dict[str, str] = {}
+    for name in dict.fromkeys(n for b in case.builds for n in b.digests):
         found = shutil.which(name, path=path)
         if found is None:
-            return (f"{name} ({digest}) is not in --bin-dir {bin_dir or '(none given)'} or on "
-                    f"PATH{how}")
-        got = file_sha256(found)
-        if got != digest:
-            return (f"{name} at {found} is {got}, but the case pins {digest}: a different "
-                    f"build{how}")
-    return None
+            pins = ", ".join(b.digests[name] for b in case.builds if name in b.digests)
+            return "", (f"{name} ({pins}) is not in --bin-dir {bin_dir or '(none given)'} or "
+                        f"on PATH{how}")
+        got[name] = f"{found} is {file_sha256(found)}"
+    for b in case.builds:
+        if all(got[n].endswith(f" is {d}") for n, d in b.digests.items()):
+            return b.name, ""
+    pinned = "; ".join(f"{b.name}: " + ", ".join(f"{n} {d}" for n, d in b.digests.items())
+                       for b in case.builds)
+    return "", (f"{', '.join(f'{n} at {v}' for n, v in got.items())}, but the case pins "
+                f"{len(case.builds)} build(s) ({pinned}): a different build{how}")
 
 
 def replay(case: RegressionCase, options: RunOptions | None = None, *, fixed: bool = False,
@@ -178,10 +186,14 @@ def replay_run(case: RegressionCase, options: RunOptions | None = None, *, fixed
     def out(status: str, message: str,
             **kw: Any) -> tuple[CaseOutcome, DifferentialResult | None]:
         return CaseOutcome(case=case.id, status=status, message=message, fixed=fixed,
-                           wall_s=round(time.monotonic() - t0, 1), **kw), result
+                           build=build, wall_s=round(time.monotonic() - t0, 1), **kw), result
 
-    if case.binaries and (why := _binaries(case, opts.bin_dir)) is not None:
-        return out("missing", why)
+    build = ""
+    if case.binaries:
+        build, why = _binaries(case, opts.bin_dir)
+        if why:
+            return out("missing", why)
+        log(f"case {case.id}: its programs are the build {build!r}")
     files: dict[str, str] = {}
     wl_name = case.workload
     build_name = case.workload

@@ -67,6 +67,8 @@ def judge_case(status: str, got: CaseOutcome, fixed: CaseOutcome | None) -> tupl
 
     ``fixed`` is ``None`` when the case records no fix: the pinned verdict alone, said so."""
     verdict = _pinned(status, got)
+    if got.build:  # a case on host programs: which of its pinned builds replayed
+        got = msgspec.structs.replace(got, message=f"on build {got.build!r}: {got.message}")
     if verdict in ("SKIP", "ERROR", "INTERRUPTED"):
         return verdict, got.message
     if fixed is None:

@@ -18,6 +18,7 @@ signature). ``bisect`` adds the minimal change (``[bisect]``) and its revert as 
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -49,14 +50,16 @@ from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
 from proofdiff.model.status import Outcome
 from proofdiff.model.workload import WorkloadError, load_workload
+from proofdiff.model.choices import Runtime
+from proofdiff.runtime.identity import file_sha256
 from proofdiff.runtime.spec import ContainerError
 from proofdiff.runtime.runner import Runner
 
 from proofdiff.regressions.case import CaseError, load_case, write_case
 from proofdiff.regressions.replay import build_for
 
-__all__ = ["ProductionArtifacts", "ReproError", "ReproResult", "read_env_file", "repro", "revert",
-           "signature"]
+__all__ = ["ProductionArtifacts", "ReproError", "ReproResult", "host_programs", "read_env_file",
+           "repro", "revert", "signature"]
 
 
 class ReproError(ProofdiffError):
@@ -249,6 +252,33 @@ def revert(profile: str, result: BisectResult) -> list[str]:
     return out
 
 
+def host_programs(profiles: dict[str, Profile], bin_dir: str) -> dict[str, str]:
+    """``{program name: "sha256:..."}`` of what the profiles run as host processes: each
+    process profile's daemon and, for a bench-cli profile, its bench tool, found as a run
+    finds them (``bin_dir``, then ``PATH``).
+
+    Raises:
+        ReproError: a program is not found.
+    """
+    path = os.pathsep.join([*([bin_dir] if bin_dir else []), os.environ.get("PATH", "")])
+    names: dict[str, str] = {}
+    for q in profiles.values():
+        if q.runtime is not Runtime.PROCESS:
+            continue
+        names[q.binary or "refprover"] = q.name
+        if q.driver == "bench-cli":
+            names[q.bench_tool] = q.name
+    out = {}
+    for name, profile in names.items():
+        found = shutil.which(name, path=path)
+        if found is None:
+            raise ReproError(f"profile {profile!r} runs {name!r}, which is not in --bin-dir "
+                             f"{bin_dir or '(none given)'} or on PATH",
+                             fix="pass --bin-dir with the programs the incident ran")
+        out[Path(name).name] = file_sha256(found)
+    return out
+
+
 def _reference(tag: str) -> bool:
     try:
         labels = Runner("repro").image(tag).attrs.get("Config", {}).get("Labels") or {}
@@ -261,7 +291,7 @@ def repro(options: RunOptions | None = None, *, case_id: str, title: str,
           out_dir: str | Path = "regressions", report: str | Path | None = None,
           production: ProductionArtifacts | None = None, like: str = "prod",
           good: str = "bench", oracle: str | None = None, incident: str = "", link: str = "",
-          fix: Sequence[str] = (), do_bisect: bool = False,
+          fix: Sequence[str] = (), do_bisect: bool = False, binaries_build: str = "",
           log: Callable[[str], None] = lambda _l: None) -> ReproResult:
     """Create ``<out_dir>/<case_id>/`` (module docstring).
 
@@ -272,7 +302,9 @@ def repro(options: RunOptions | None = None, *, case_id: str, title: str,
         report or production: the source (exactly one). like, good: the profile the
             production artifacts are laid over, and the good profile. oracle: the check
             expected to fail (default: the first failing one). fix: ``--set`` overrides that
-            make it hold, when known.
+            make it hold, when known. binaries_build: for profiles run as host processes, how a
+            user builds their programs (the case's ``[binaries] build``); the programs are
+            pinned by digest as found in ``options.bin_dir``, then on ``PATH``.
 
     Returns:
         The :class:`ReproResult`; ``reproduced`` false (and no case written) when every check
@@ -299,20 +331,23 @@ def repro(options: RunOptions | None = None, *, case_id: str, title: str,
         assert production is not None
         resolved, g, bad, expect, wl_file = _from_artifacts(production, opts, like, good)
     p = resolved[bad]
+    # a daemon run as a host process (cuzk-host): the case pins its programs by digest, not
+    # an image; nothing of Docker is built or looked up
+    programs = host_programs(resolved, opts.bin_dir) if p.runtime is Runtime.PROCESS else {}
     inputs = load_workload(wl_file) if wl_file else None
     files = {inputs.name: wl_file} if inputs else {}
     try:
         opts, reference_image = pin_artifacts(
             msgspec.structs.replace(opts, workload_files={**opts.workload_files, **files}),
-            [build_for(inputs, opts.param_cache) if inputs else p.workload], reference=not p.image,
-            log=log)
+            [build_for(inputs, opts.param_cache) if inputs else p.workload],
+            docker=not programs, reference=not p.image and not programs, log=log)
     except (BuildError, WorkloadError) as exc:
         what = (f"build step {exc.step!r} failed: {exc.cause}" if isinstance(exc, BuildError)
                 else exc.cause)
         raise ReproError(f"the reference artifacts: {what}", fix=exc.fix) from None
-    image = p.image or (reference_image.tag if reference_image else "")
+    image = "" if programs else p.image or (reference_image.tag if reference_image else "")
     try:
-        digest = str(Runner("repro").image(image).id)
+        digest = "" if programs else str(Runner("repro").image(image).id)
     except ContainerError as exc:
         raise ReproError(exc.headline, fix=exc.fix) from None
     rid = f"repro-{case_id}-{int(time.time())}"
@@ -326,13 +361,17 @@ def repro(options: RunOptions | None = None, *, case_id: str, title: str,
                            message=(f"does not reproduce: {oracle or 'every check'} passed on "
                                     f"{bad} ({run.verdict_line}); no case written"),
                            wall_s=round(time.monotonic() - t0, 1))
-    reference = _reference(image)  # replays on whatever reference image the build makes
-    tables = {n: profile_table(msgspec.structs.replace(q, image=None if reference else image))
-              for n, q in resolved.items()}
+    # replays on whatever reference image the build makes
+    reference = bool(image) and _reference(image)
+    tables = {n: profile_table(msgspec.structs.replace(
+        q, image=None if reference else image or None)) for n, q in resolved.items()}
     doc: dict[str, Any] = {
         "case": {"id": case_id, "title": title, "incident": incident, "link": link,
                  "date": date.today(), "status": "open"},
-        "image": {"tag": image, "digest": digest, "reference": reference},
+        **({"binaries": {"build": binaries_build or "the programs found in --bin-dir when the "
+                                  f"case was made ({', '.join(sorted(programs))}): say how to "
+                                  "build them", "digests": programs}} if programs else
+           {"image": {"tag": image, "digest": digest, "reference": reference}}),
         "workload": ({"file": "inputs/" + Path(wl_file).name} if wl_file
                      else {"name": p.workload}),
         "expect": {"profile": bad, "oracle": rec.check, "match": signature(rec)},

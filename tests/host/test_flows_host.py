@@ -86,6 +86,28 @@ def test_submit_await_on_a_clean_pipelined_daemon(daemon: Daemon, workload: Work
     served.close()
 
 
+def test_the_await_only_probe_asks_for_the_ids_a_per_partition_job_went_out_as(
+        daemon: Daemon, workload: Workload) -> None:
+    """A cuzk daemon is sent a WindowPoSt job per partition (ids ``<id>-p<k>``), so the
+    probe that awaits the shared id once more after both answers asks for those ids: an
+    ``AwaitProof`` of the bare id asks about an id the daemon was never sent, and its
+    NOT_FOUND says nothing (on cuzk-daemon, which keeps answered jobs, the partition ids are
+    answered again)."""
+    specs = [JobSpec(index=0, job="wpost-0", request_id=DUP),
+             JobSpec(index=1, job="wpost-1", request_id=DUP),
+             JobSpec(index=2, job="wpost-0", request_id=DUP, await_only=True)]
+    with daemon() as addr:
+        flow = prove_many(GrpcDriver(addr, per_partition=True), addr, workload, specs,
+                          name="burst", concurrency=3, mode=Mode.SUBMIT_AWAIT,
+                          deadlines=Deadlines(job_s=120.0, stall_s=10.0), log=lambda _l: None)
+    jobs = {j.index: j for j in flow.jobs}
+    assert jobs[0].job_id == jobs[1].job_id == f"{DUP}-p0,{DUP}-p1"
+    probe = jobs[2]
+    assert probe.await_only and probe.status is JobStatus.LOST and probe.request_id == DUP
+    assert f"AwaitProof('{DUP}-p0'): NOT_FOUND" in probe.error
+    assert f"AwaitProof('{DUP}-p1'): NOT_FOUND" in probe.error
+
+
 def test_a_verifier_that_fails_early_fails_the_flow_where_it_always_did(
         runner: Runner, workload: Workload, tmp_path: Path) -> None:
     """An early batch that failed is asked again at the flow's end, so the error is raised

@@ -86,3 +86,18 @@ def test_an_oracle_that_never_runs_on_the_bad_profile_is_an_error_not_bad_passes
                           resolved={"bench": bench, "prod": prod}, write_report=False)
     assert res.status == "error" and res.exit_code == 3 and not res.probes, res.line
     assert "does not apply to the bad profile 'prod'" in res.line, res.line
+
+
+def test_the_cuzk_host_delta_applies_unit_by_unit_with_the_bench_client_left_out() -> None:
+    """cuzk-host's bench is bench-cli and prod grpc: the bench client's settings are absent
+    from prod's view (they have no effect there); a probe that takes them over gets the
+    profile's defaults, not the text '<absent>' (what crashed `proofdiff bisect --profiles
+    cuzk-host` before its first probe)."""
+    ps = load_profiles("cuzk-host")
+    bench, prod = ps["bench"], ps["prod"]
+    units = units_of(profile_delta(bench, prod))
+    assert profile_view(apply_units(bench, units)) == profile_view(prod)
+    for u in units:
+        apply_units(bench, [u], name="probe")  # each probe is a valid profile
+    client = [u for u in units if {"bench_tool", "bench_args"} & set(u.paths)]
+    assert client and all(apply_units(bench, [u]).bench_args == () for u in client)

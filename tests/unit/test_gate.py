@@ -350,3 +350,34 @@ def test_a_pinned_verifier_that_accepts_a_tampered_proof_stops_the_gate(
         tamper_control(diff, opts, ImageInfo(tag=str(lenient)), True, "g-tamper")
     # bench's valid proof was tampered with; prod had none verified valid to tamper with
     assert "bench/wpost-2k wpost-0: valid [11]" in str(err.value) and "prod" not in str(err.value)
+
+
+def test_an_accepted_isolation_failure_keeps_its_profile_timed_an_invalid_proof_does_not() -> None:
+    """Against real cuzk, prod always fails isolation (two requests sharing an id both get the
+    first one's proof): accepted by the allowlist, prod is still timed, or a gate of cuzk
+    could never time it. A profile that blocks, or whose proofs are invalid (no timing
+    sample, accepted or not), is left out."""
+    import re
+
+    from proofdiff.gate.gating import untimed_profiles
+    from proofdiff.model.allowlist import AllowEntry
+
+    def finding(check: str, profile: str, message: str) -> Finding:
+        return Finding(check=check, profile=profile, workload="wpost-2k", message=message,
+                       kind="check")
+
+    def entry(check: str, match: str, expires: dt.date = dt.date(2099, 1, 1)) -> AllowEntry:
+        return AllowEntry(where=f"allow.toml#{check}", check=check, profile="prod",
+                          match=re.compile(match), reason="curio: ids not deduplicated",
+                          link="https://example.org/1", expires=expires)
+
+    ids = finding("isolation/colliding-ids", "prod", "both answers for the shared id 'x' are "
+                  "proofs of wpost-0")
+    bad = finding("validity/proofs", "prod", "2/4 invalid")
+    assert untimed_profiles([ids], []) == {"prod"}
+    assert untimed_profiles([ids], [entry("isolation/colliding-ids", "shared id")]) == set()
+    assert untimed_profiles([ids], [entry("isolation/colliding-ids", "shared id",
+                                          dt.date(2020, 1, 1))]) == {"prod"}
+    assert untimed_profiles([bad], [entry("validity/proofs", "invalid")]) == {"prod"}
+    assert untimed_profiles([ids, finding("warmup/first-proof", "bench", "FAILED")],
+                            [entry("isolation/colliding-ids", "shared id")]) == {"bench"}

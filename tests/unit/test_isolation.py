@@ -83,6 +83,20 @@ def test_cross_talk_and_a_reused_id_with_the_old_proof() -> None:
     assert _oracles(old) == ["reused-id"]
 
 
+def test_a_reused_id_answered_with_its_old_result_says_whose_it_was() -> None:
+    """cuzk-daemon keeps every completed job by id: the reused id is answered at once with the
+    proof slot 2 got in the burst, which the reuse flow (it sends one input) cannot attribute
+    by verifying; the finding names that earlier answer (as recorded on curio e0294b0f)."""
+    f = _clean()
+    stale = _with(f, 1, 0, proof=f[0].jobs[2].proof, verdict=replace(
+        f[1].jobs[0].verdict, valid=False, partitions=(False, False), owners=()))
+    found = [x for x in findings(stale, None, DUP)[0] if x[0] == "reused-id"]
+    assert found == [("reused-id", "reuse slot 0 (id=iso-abc-u2) got a proof that does not verify "
+                      "against its own inputs wpost-3; it is byte-identical to the earlier answer "
+                      "for this id (burst slot 2 (id=iso-abc-u2), inputs wpost-2): the daemon "
+                      "answered the reused id with its old result")]
+
+
 def test_identical_partition_proofs_across_distinct_inputs() -> None:
     f = _clean()
     shared = _with(f, 0, 3, proof=_proof(3)[:192] + _proof(2)[192:])

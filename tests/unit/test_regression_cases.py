@@ -129,6 +129,26 @@ def test_the_signature_matches_its_record_and_not_another_failure() -> None:
     assert matches(again, sig), "numbers and ids are not part of the signature"
 
 
+def test_an_isolation_signature_is_what_the_oracle_saw_not_the_suites_header() -> None:
+    """An isolation record heads its message with the suite's summary, which every isolation
+    failure of the profile shares; the signature is the oracle's own line below it (as
+    recorded on cuzk-daemon, curio e0294b0f)."""
+    head = "isolation on profile 'production' (wpost-2k, 6 jobs): 1 problem(s)"
+    rec = OracleRecord(suite="isolation", oracle="colliding-ids", profile="production",
+                       workload="wpost-2k", outcome=Outcome.FAIL, message=(
+                           f"{head}\n  colliding-ids: both answers for the shared id "
+                           "'iso-c8b7b0-dup' are proofs of wpost-0: one job was answered twice "
+                           "and the other never"))
+    sig = signature(rec)
+    assert sig["message"].startswith(r"both\s+answers\s+for\s+the\s+shared\s+id\s+")
+    assert matches(rec, sig)
+    other = OracleRecord(suite="isolation", oracle="colliding-ids", profile="production",
+                         workload="wpost-2k", outcome=Outcome.FAIL, message=(
+                             f"{head}\n  colliding-ids: all 2 requests with the shared id 'x' "
+                             "were rejected as duplicates"))
+    assert not matches(other, sig)
+
+
 def test_env_files_read_as_docker_reads_them(tmp_path: Path) -> None:
     f = tmp_path / "prod.env"
     f.write_text('# deployed\nRUST_LOG=info\nexport FIL_PROOFS_PARAMETER_CACHE="/var/tmp/p"\n\n'
@@ -272,16 +292,85 @@ def test_the_real_cuzk_case_is_skipped_where_its_pinned_binaries_are_not(tmp_pat
             mp.setenv(k, v)
         got = replay(case, opts)
         assert got.status == "missing"
-        assert got.message.startswith(f"cuzk-daemon ({case.binaries['cuzk-daemon']}) is not in "
-                                      f"--bin-dir {tmp_path}")
+        assert got.message.startswith(f"cuzk-daemon ({case.binaries['cuzk-daemon']}, ")
+        assert f"is not in --bin-dir {tmp_path}" in got.message
         assert "cd extern/cuzk && cargo build --release" in got.message
-        other = tmp_path / "cuzk-daemon"
-        other.write_bytes(b"#!/bin/sh\n")
-        other.chmod(0o755)
+        for name in ("cuzk-daemon", "cuzk-bench"):
+            other = tmp_path / name
+            other.write_bytes(b"#!/bin/sh\n")
+            other.chmod(0o755)
         got = replay(case, opts)
         digest = "sha256:" + hashlib.sha256(b"#!/bin/sh\n").hexdigest()
-        assert got.status == "missing" and f"is {digest}, but the case pins" in got.message
+        assert got.status == "missing"
+        assert f"is {digest}, but the case pins 3 build(s)" in got.message
     assert not (tmp_path / "r").exists()  # nothing ran, nothing was built
+
+
+def _programs(folder: Path, **bodies: bytes) -> dict[str, str]:
+    """Write each program into ``folder``; their digests as a case pins them."""
+    import hashlib
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, body in bodies.items():
+        (folder / name).write_bytes(body)
+        (folder / name).chmod(0o755)
+    return {n: "sha256:" + hashlib.sha256(b).hexdigest() for n, b in bodies.items()}
+
+
+def _binaries_case(tmp_path: Path, builds: str) -> Path:
+    text = (CUZK_CASE / "case.toml").read_text()
+    head, rest = text.split("[[binaries.builds]]", 1)
+    tail = rest[rest.index("\n[workload]"):]
+    (tmp_path / "c").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "c" / "case.toml").write_text(head + builds + tail)
+    return tmp_path / "c"
+
+
+def test_a_case_on_host_programs_replays_on_any_build_it_pins_never_a_mix(tmp_path: Path) -> None:
+    """A Rust build is not byte-reproducible (toolchain, features, host): a case pins each
+    build it replays on; the programs found must all be one of them."""
+    from proofdiff.regressions.replay import _binaries
+
+    a = _programs(tmp_path / "a", **{"cuzk-daemon": b"#!/bin/sh\n# a\n",
+                                     "cuzk-bench": b"#!/bin/sh\n# a bench\n"})
+    b = _programs(tmp_path / "b", **{"cuzk-daemon": b"#!/bin/sh\n# b\n",
+                                     "cuzk-bench": b"#!/bin/sh\n# b bench\n"})
+    builds = "".join(f'[[binaries.builds]]\nname = "{n}"\ndigests = {{ cuzk-daemon = '
+                     f'"{d["cuzk-daemon"]}", cuzk-bench = "{d["cuzk-bench"]}" }}\n\n'
+                     for n, d in (("build a", a), ("build b", b)))
+    case = load_case(_binaries_case(tmp_path, builds))
+    assert [x.name for x in case.builds] == ["recorded", "build a", "build b"]
+    assert _binaries(case, str(tmp_path / "b")) == ("build b", "")
+    assert _binaries(case, str(tmp_path / "a")) == ("build a", "")
+    mixed = tmp_path / "mixed"
+    _programs(mixed, **{"cuzk-daemon": b"#!/bin/sh\n# a\n",
+                        "cuzk-bench": b"#!/bin/sh\n# b bench\n"})
+    build, why = _binaries(case, str(mixed))
+    assert build == "" and "but the case pins 3 build(s)" in why
+    assert f"cuzk-daemon at {mixed}/cuzk-daemon is {a['cuzk-daemon']}" in why
+
+
+def test_a_pinned_build_without_its_digests_names_its_line(tmp_path: Path) -> None:
+    folder = _binaries_case(tmp_path, '[[binaries.builds]]\nname = "cpu"\n\n')
+    line = (folder / "case.toml").read_text().splitlines().index("[[binaries.builds]]") + 1
+    with pytest.raises(CaseError, match=rf"case.toml:{line}: \[\[binaries.builds\]\] #1 needs a "
+                                        r"name and digests"):
+        load_case(folder)
+
+
+def test_the_replay_table_shows_a_message_as_written() -> None:
+    """A verdict's message names TOML tables ("no [fix] recorded"): the console table shows
+    them as text, not as rich markup that swallows them."""
+    from rich.console import Console
+
+    from proofdiff.cli.cmd_run import verdict_table
+    from proofdiff.regressions.replay_all import CaseVerdict
+
+    console = Console(record=True, width=200)
+    console.print(verdict_table([CaseVerdict(case="c", verdict="ok", status="open",
+                                             message="fails as recorded; no [fix] recorded")],
+                                "cases"))
+    assert "no [fix] recorded" in console.export_text()
 
 
 def test_a_case_replay_takes_the_users_overrides_after_its_fix(tmp_path: Path) -> None:
