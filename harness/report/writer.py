@@ -3,8 +3,8 @@
 
 ``<run dir>/`` gets summary.json (first, so the machine-readable result survives a failure of a
 later file), index.html, junit.xml, allure-results/ and the view's other files. A file that
-fails to render is replaced by a note saying why (its text HTML-escaped); the others are still written: a report is
-never lost.
+fails to render is replaced by a note saying why (its text HTML-escaped); the others are still
+written: a report is never lost.
 """
 
 from __future__ import annotations
