@@ -8,7 +8,7 @@ A TOML file::
                                         # default: not checked); a host may name its own
 
     [[host]]
-    name = "h200-a"                 # unique; the Dask worker's name
+    name = "h200-a"                 # unique; the Dask worker's name: letters, digits, . _ -
     ssh = "root@gpu-a.example:22"   # [USER@]HOST[:PORT]
     labels = ["h200", "nightly"]    # free words (default none)
     gpus = 1                        # a count, or
@@ -20,7 +20,8 @@ A TOML file::
     ssh_key = "~/.ssh/fleet_ed25519"  # the caller's private key for it (default: the agent
                                       # and ~/.ssh/id_*)
     # docker_socket = "unix:///var/run/docker.sock"   # docker: the engine (this is the default)
-    python = "/usr/bin/python3"     # the host's Python with proofdiff and distributed (default python3)
+    python = "/usr/bin/python3"     # the host's Python with proofdiff and distributed (default
+                                    # python3): a program name or path, no shell characters
 
 Every mistake is a :class:`HostsError` naming the file and line (tomllib keeps no line
 numbers, so the line is found by scanning the text for the key within its ``[[host]]`` table)
@@ -49,6 +50,11 @@ TOP_KEYS = ("scheduler", "scheduler_port", "known_hosts", "host")
 RUNTIMES = ("process", "docker")
 DEFAULT_SOCKET = "unix:///var/run/docker.sock"
 _SSH = re.compile(r"^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9.:_-]+?(?::\d{1,5})?$")
+#: A host's name: it names the Dask worker, goes into the command line that starts it over SSH
+#: and into report folders (``<run id>-<host>``), so it is a plain word: no path, no shell.
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+#: A host's Python: a program name or path, run through the remote shell (quoted as well).
+PYTHON = re.compile(r"^[A-Za-z0-9_./+][A-Za-z0-9_./+-]*$")
 
 
 class HostsError(ProofdiffError):
@@ -160,6 +166,11 @@ def _host(raw: Any, i: int, text: str, where: str, known_hosts: str = "") -> Hos
             raise fail(key, f"{key!r} is missing or not a non-empty string",
                        f"give it, e.g. {key} = {example}")
     name = raw["name"]
+    if not NAME.match(name):
+        raise fail("name", f"name = {name!r} is not a plain name (it names the host's Dask "
+                   "worker, its report folder and goes into the command line that starts the "
+                   "worker over SSH)", "use letters, digits, '.', '_' and '-', starting with a "
+                   "letter or digit, at most 63 characters: name = \"h200-a\"")
     if not _SSH.match(raw["ssh"]):
         raise fail("ssh", f"ssh = {raw['ssh']!r} is no SSH address", "write [USER@]HOST[:PORT]")
     if "gpus" in raw and "gpu_uuids" in raw:
@@ -187,6 +198,10 @@ def _host(raw: Any, i: int, text: str, where: str, known_hosts: str = "") -> Hos
     for key in ("bin_dir", "docker_socket", "python", "ssh_key", "known_hosts"):
         if key in raw and (not isinstance(raw[key], str) or not raw[key]):
             raise fail(key, f"{key} = {raw[key]!r} is not a non-empty string")
+    if "python" in raw and not PYTHON.match(raw["python"]):
+        raise fail("python", f"python = {raw['python']!r} is not a program name or path (the "
+                   "remote shell runs it)", "give the host's Python by its path, with no "
+                   "spaces or shell characters: python = \"/opt/proofdiff/bin/python\"")
     if runtime == "process" and "docker_socket" in raw:
         raise fail("docker_socket", f"{name!r} runs daemons as processes but names a "
                    "docker_socket", "drop docker_socket, or set runtime = \"docker\"")

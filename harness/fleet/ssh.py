@@ -44,7 +44,8 @@ def cluster_spec(hosts: Hosts, timeout_s: float) -> tuple[dict[str, Any], dict[s
     """``(workers, scheduler)`` specs for ``distributed.SpecCluster`` (the shape
     ``distributed.deploy.ssh.SSHCluster`` builds), without starting anything.
 
-    Worker ``h.name`` runs ``h.python -m distributed.cli.dask_spec`` on ``h.ssh`` with
+    Worker ``h.name`` runs ``h.python -m distributed.cli.dask_spec`` on ``h.ssh`` (the Python
+    quoted for the remote shell, which runs the line as distributed builds it) with
     ``nthreads = h.slots`` and, where ``h.gpus``, ``resources = {"GPU": h.gpus}``. The
     dashboard is off; SSH connects give up after ``timeout_s``.
     """
@@ -55,12 +56,12 @@ def cluster_spec(hosts: Hosts, timeout_s: float) -> tuple[dict[str, Any], dict[s
         "address": sched_host.ssh_host, "connect_options": _connect(sched_host, timeout_s),
         "kwargs": {"port": hosts.scheduler_port, "host": sched_host.ssh_host,
                    "dashboard_address": f"{sched_host.ssh_host}:0"},
-        "remote_python": sched_host.python}}
+        "remote_python": shlex.quote(sched_host.python)}}
     workers = {h.name: {"cls": Worker, "options": {
         "address": h.ssh_host, "connect_options": _connect(h, timeout_s),
         "kwargs": {"nthreads": h.slots, "resources": {"GPU": h.gpus} if h.gpus else {},
                    "name": h.name, "host": h.ssh_host, "local_directory": DASK_DIR},
-        "worker_class": "distributed.Nanny", "remote_python": h.python}}
+        "worker_class": "distributed.Nanny", "remote_python": shlex.quote(h.python)}}
         for h in hosts.hosts}
     return workers, scheduler
 

@@ -83,6 +83,38 @@ def test_a_bad_hosts_file_names_its_line_and_the_valid_keys(
         assert ", ".join(HOST_KEYS) in err.value.fix
 
 
+@pytest.mark.parametrize(("edit", "line", "words"), [
+    (("name = \"h200-a\"", "name = \"a'; touch /tmp/pwned; '\""), 4, "is not a plain name"),
+    (("name = \"h200-a\"", "name = \"../../etc\""), 4, "is not a plain name"),
+    (("name = \"h200-b\"", "name = \"b $(id)\""), 13, "is not a plain name"),
+    (("runtime = \"docker\"", "runtime = \"docker\"\npython = \"python3; touch /x\""), 17,
+     "is not a program name or path"),
+    (("runtime = \"docker\"", "runtime = \"docker\"\npython = \"-c\""), 17,
+     "is not a program name or path"),
+])
+def test_a_host_name_or_python_that_a_shell_or_a_path_would_read_is_refused(
+        edit: tuple[str, str], line: int, words: str) -> None:
+    # a host's name names its worker and report folder and, with its python, goes into the
+    # command line that starts the worker over SSH: only plain words are taken
+    with pytest.raises(HostsError) as err:
+        parse_hosts(HOSTS.replace(*edit), "fleet.toml")
+    assert str(err.value).startswith(f"fleet.toml:{line}: "), str(err.value)
+    assert words in str(err.value) and ("h200-a" in err.value.fix or "/bin/python" in
+                                        err.value.fix), err.value.fix
+
+
+def test_the_remote_command_line_quotes_a_hosts_python() -> None:
+    from msgspec.structs import replace as with_
+    from proofdiff.fleet.ssh import cluster_spec
+
+    hosts = parse_hosts(HOSTS)
+    odd = with_(hosts, hosts=(with_(hosts.hosts[0], python="/opt/my env/bin/python"),
+                              hosts.hosts[1]))
+    workers, _scheduler = cluster_spec(odd, timeout_s=5)
+    assert workers["h200-a"]["options"]["remote_python"] == "'/opt/my env/bin/python'"
+    assert workers["h200-b"]["options"]["remote_python"] == "python3"
+
+
 def test_malformed_toml_names_its_line() -> None:
     with pytest.raises(HostsError, match=r"^fleet.toml:3: not valid TOML"):
         parse_hosts("[[host]]\nname = \"a\"\nssh = \n", "fleet.toml")
