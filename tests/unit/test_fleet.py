@@ -298,6 +298,35 @@ def test_artifacts_are_shipped_to_each_worker_once_and_checked_by_content(
         assert local.workload_files["w"] == f"{roots[addr]}/dirs/{bundle.key}/sub/vk"
 
 
+def test_shipping_refuses_symbolic_links(tmp_path: Path) -> None:
+    # a link in a shipped folder (a case's, a param cache) would send whatever it points at,
+    # a key or a password file, to every host; the folder or file named may not be one either
+    from proofdiff.fleet import shipping
+
+    secret = tmp_path / "id_ed25519"
+    secret.write_text("PRIVATE KEY")
+    case = tmp_path / "case"
+    (case / "inputs").mkdir(parents=True)
+    (case / "case.toml").write_text("[case]\n")
+    (case / "inputs" / "w.json").symlink_to(secret)
+    with pytest.raises(FleetError) as err:
+        shipping.bundle_of("case c", case, named=True)
+    assert f"{case / 'inputs' / 'w.json'} is a symbolic link (to {secret})" in str(err.value)
+    assert "copy the file itself" in err.value.fix
+    (case / "inputs" / "w.json").unlink()
+    (case / "inputs" / "keys").symlink_to(tmp_path, target_is_directory=True)
+    with pytest.raises(FleetError, match="inputs/keys is a symbolic link"):
+        shipping.bundle_of("case c", case, named=True)
+    (case / "inputs" / "keys").unlink()
+    assert [b.name for b in shipping.bundle_of("case c", case, named=True).blobs] == [
+        "case/case.toml"]
+    (tmp_path / "link-to-case").symlink_to(case, target_is_directory=True)
+    (tmp_path / "link-to-key").symlink_to(secret)
+    for link in ("link-to-case", "link-to-key"):
+        with pytest.raises(FleetError, match=f"{link} is a symbolic link"):
+            shipping.bundle_of("x", tmp_path / link)
+
+
 def test_a_unit_on_a_process_host_with_gpus_gets_the_hosts_runtime_and_disjoint_uuids() -> None:
     from proofdiff.bisect.probe import ProbeUnit
     from proofdiff.core.plan import load_selected
