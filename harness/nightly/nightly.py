@@ -42,6 +42,7 @@ from proofdiff.history.database import (History, HistoryError, describe_failure,
                                         open_history)
 from proofdiff.history.fingerprint import machine_key
 from proofdiff.history.query import load_series
+from proofdiff.history.redaction import shown_url
 from proofdiff.history.schema import Machine, OracleRow, Run
 from proofdiff.history.store import store_result
 from proofdiff.history.view import SeriesView, analyse
@@ -140,7 +141,7 @@ def compare_night(diff: DifferentialResult, *, history: str, report_root: Path,
     errors = list(diff.errors)
     started = time.time()
     url = history_url(history, report_root)
-    shown, ids, past = url, list[str](), list[dict[Key, str]]()
+    shown, ids, past = shown_url(url), list[str](), list[dict[Key, str]]()
     slowdowns: list[Slowdown] = []
     key = machine_key(diff.machine)
     try:
