@@ -20,6 +20,7 @@ from proofdiff.fleet.differential import differential_unit
 from proofdiff.fleet.cluster import connect
 from proofdiff.fleet.executor import FleetError, ThreadExecutor, open_executor
 from proofdiff.fleet.hosts import HOST_KEYS, HostsError, parse_hosts
+from proofdiff.fleet.tls import RunCredentials, new_credentials
 from proofdiff.fleet.version import proofdiff_version
 from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.result import DifferentialResult
@@ -52,10 +53,12 @@ def test_a_hosts_file_reads_into_hosts() -> None:
     a, b = hosts.hosts
     assert (a.name, a.gpus, a.slots, a.runtime, a.bin_dir) == ("h200-a", 2, 2, "process",
                                                                "/opt/refprover/bin")
+    # every host's key is checked: against the user's known_hosts unless the file names one
+    users = str(Path.home() / ".ssh" / "known_hosts")
     assert a.ssh_host == "gpu-a.example" and a.connect_options == {
-        "username": "root", "port": 2222, "known_hosts": None}  # None: keys not checked
+        "username": "root", "port": 2222, "known_hosts": users}
     assert (b.gpus, b.gpu_uuids, b.docker_socket) == (1, (), "unix:///var/run/docker.sock")
-    assert b.connect_options == {"known_hosts": None} and hosts.scheduler == "127.0.0.1"
+    assert b.connect_options == {"known_hosts": users} and hosts.scheduler == "127.0.0.1"
     # a top-level known_hosts is every host's, unless a host names its own
     checked = parse_hosts('known_hosts = "/etc/fleet_known_hosts"\n' + HOSTS.replace(
         'ssh = "gpu-b.example"', 'ssh = "gpu-b.example"\nknown_hosts = "~/.ssh/b_hosts"'))
@@ -124,17 +127,22 @@ def test_the_ssh_cluster_spec_gives_each_host_its_own_worker() -> None:
     from proofdiff.fleet.ssh import cluster_spec
 
     workers, scheduler = cluster_spec(parse_hosts(HOSTS), timeout_s=5)
-    # every server listens on its host's SSH address only, the dashboard on a free port there
+    # every server speaks TLS on its host's SSH address only; the HTTP servers beside them
+    # (no dashboard) on the host's loopback
     assert scheduler["options"]["address"] == "127.0.0.1"
     assert scheduler["options"]["kwargs"] == {"port": 8786, "host": "127.0.0.1",
+                                              "protocol": "tls", "dashboard": False,
                                               "dashboard_address": "127.0.0.1:0"}
     a, b = workers["h200-a"]["options"], workers["h200-b"]["options"]
     assert (a["address"], a["kwargs"]) == ("gpu-a.example", {
         "nthreads": 2, "resources": {"GPU": 2}, "name": "h200-a", "host": "gpu-a.example",
+        "protocol": "tls", "dashboard_address": "127.0.0.1:0",
         "local_directory": ".cache/proofdiff/dask"})
     assert a["connect_options"]["port"] == 2222 and a["connect_options"]["connect_timeout"] == 5
     assert b["kwargs"] == {"nthreads": 1, "resources": {"GPU": 1}, "name": "h200-b",
-                           "host": "gpu-b.example", "local_directory": ".cache/proofdiff/dask"}
+                           "host": "gpu-b.example", "protocol": "tls",
+                           "dashboard_address": "127.0.0.1:0",
+                           "local_directory": ".cache/proofdiff/dask"}
 
 
 def test_threads_run_units_here() -> None:
@@ -146,13 +154,26 @@ def test_threads_run_units_here() -> None:
 # -- a real Dask cluster ----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[str]:
-    """A LocalCluster: 2 worker processes, 1 thread each, on 127.0.0.1, no dashboard; its
-    scheduler's address. Stopped after the module."""
+def creds() -> RunCredentials:
+    """TLS credentials made as a fleet run makes its own."""
+    return new_credentials()
+
+
+@pytest.fixture(scope="module")
+def cluster(creds: RunCredentials) -> Iterator[str]:
+    """A LocalCluster as a fleet's: 2 worker processes, 1 thread each, on 127.0.0.1, no
+    dashboard, TLS with ``creds``; its scheduler's address (``tls://``). Dask's configuration
+    gives this process the client's side of ``creds`` (as a user's gives ``--cluster`` its
+    credentials) while the module runs. Stopped after the module."""
+    import dask.config
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None, worker_dashboard_address=None) as lc:
+    with dask.config.set({"distributed.comm.tls.ca-file": creds.cert_pem,
+                          "distributed.comm.tls.client.cert": creds.cert_pem,
+                          "distributed.comm.tls.client.key": creds.key_pem}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                         protocol="tls", security=creds.security(), dashboard_address=None,
+                         worker_dashboard_address=None) as lc:
         yield str(lc.scheduler_address)
 
 
@@ -176,7 +197,7 @@ def test_units_on_a_dask_cluster_come_back_as_structs_from_every_worker(
 
 
 def test_a_worker_on_other_proofdiff_code_is_refused_before_any_unit(
-        cluster: str, tmp_path: Path) -> None:
+        cluster: str, creds: RunCredentials, tmp_path: Path) -> None:
     copy = tmp_path / "site" / "proofdiff"
     shutil.copytree(Path(sys.modules["proofdiff"].__file__ or "").parent, copy,
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -184,8 +205,11 @@ def test_a_worker_on_other_proofdiff_code_is_refused_before_any_unit(
         f.write("# another build\n")
     dask = Path(sys.executable).with_name("dask")
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    pem = tmp_path / "run.pem"
+    pem.write_text(creds.cert_pem + creds.key_pem)
     worker = subprocess.Popen([str(dask), "worker", cluster, "--nthreads", "1", "--name",
-                               "other-build", "--no-dashboard", "--host", "127.0.0.1"],
+                               "other-build", "--no-dashboard", "--host", "127.0.0.1",
+                               "--tls-ca-file", str(pem), "--tls-cert", str(pem)],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         from distributed import Client
@@ -243,6 +267,63 @@ def test_a_unit_whose_worker_dies_is_reported_lost_or_run_again_with_retry_lost(
         c.wait_for_workers(2, timeout=60)
 
 
+def test_a_client_without_the_runs_credentials_cannot_join_or_submit(
+        cluster: str, creds: RunCredentials) -> None:
+    # the cluster speaks TLS with the run's certificate alone: a plain TCP client, one with
+    # another run's certificate and one with no certificate are all turned away before they
+    # can submit anything; the run's own client, the control, gets in and runs a unit
+    import dask.config
+    from distributed import Client
+    from distributed.security import Security
+
+    import ssl
+
+    port = int(cluster.rsplit(":", 1)[1])
+    strangers = [(f"tcp://127.0.0.1:{port}", Security(require_encryption=False)),
+                 (cluster, new_credentials().security())]
+    for address, security in strangers:
+        with pytest.raises((OSError, TimeoutError)):
+            with Client(address, security=security, timeout="1.5s", set_as_default=False) as c:
+                c.submit(os.getpid).result(timeout=5)
+                pytest.fail(f"{address} ran a task for a client without the run's certificate")
+    # a TLS client that trusts the scheduler but shows no certificate: the handshake is refused
+    # (distributed's own client will not even try without one)
+    ctx = ssl.create_default_context(cadata=creds.cert_pem)
+    ctx.check_hostname = False
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        try:
+            with ctx.wrap_socket(raw) as tls:
+                assert tls.recv(1) == b"", "the scheduler talked to a client with no certificate"
+        except ssl.SSLError as exc:
+            assert "CERTIFICATE_REQUIRED" in str(exc) or "alert" in str(exc), exc
+    with Client(cluster, security=creds.security(), timeout="20s", set_as_default=False) as c:
+        assert isinstance(c.submit(os.getpid, pure=False).result(timeout=20), int)
+    # proofdiff's own client: no credentials configured for a tls:// scheduler is a clear error
+    with dask.config.set({"distributed.comm.tls.ca-file": None,
+                          "distributed.comm.tls.client.cert": None,
+                          "distributed.comm.tls.client.key": None}):
+        with pytest.raises(FleetError, match="gives no CA file or client certificate") as err:
+            connect(cluster, timeout_s=5)
+    assert "DASK_DISTRIBUTED__COMM__TLS__CA_FILE" in err.value.fix
+
+
+def test_a_plain_tcp_scheduler_is_joined_only_with_insecure() -> None:
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, host="127.0.0.1",
+                      protocol="tcp://", dashboard_address="127.0.0.1:0") as lc:
+        address = str(lc.scheduler_address)
+        assert address.startswith("tcp://")
+        with pytest.raises(FleetError, match="neither authenticated nor encrypted") as err:
+            with open_executor(RunOptions(cluster=address)):
+                pytest.fail("a unit could have run")
+        assert "--insecure" in err.value.fix and "tls://" in err.value.fix
+        lines: list[str] = []
+        with open_executor(RunOptions(cluster=address, insecure=True), log=lines.append) as ex:
+            assert ex.map(str.upper, ["a"], name="u") == ["A"]
+        assert any("--insecure: joining" in line for line in lines), lines
+
+
 def test_an_unreachable_scheduler_is_an_error_within_the_deadline() -> None:
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
@@ -250,7 +331,7 @@ def test_an_unreachable_scheduler_is_an_error_within_the_deadline() -> None:
     t0 = time.monotonic()
     with pytest.raises(FleetError, match=r"no Dask scheduler answered at tcp://127.0.0.1:\d+ "
                                          r"within 2 s"):
-        connect(f"tcp://127.0.0.1:{port}", timeout_s=2)
+        connect(f"tcp://127.0.0.1:{port}", timeout_s=2, insecure=True)
     assert time.monotonic() - t0 < 10
     with pytest.raises(FleetError, match="no scheduler address"):
         connect("127.0.0.1:8786")
@@ -358,3 +439,54 @@ def test_each_fleet_host_is_its_own_history_series() -> None:
     a, b = (machine_key({**facts, "fleet_host": h}) for h in ("host-a", "host-b"))
     assert a.fingerprint != b.fingerprint and (a.host, b.host) == ("host-a", "host-b")
     assert machine_key(facts).host == "box"
+
+
+# -- SSH host keys (a real SSH server on 127.0.0.1: tests/unit/ssh_server.py) ----------------
+
+def test_a_host_key_is_checked_against_known_hosts_and_unknown_ones_only_on_the_flag(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from proofdiff.fleet.hosts import accepting_unknown_keys
+    from proofdiff.fleet.ssh import check_hosts
+    from tests.unit.ssh_server import ssh_server
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # ~/.ssh/known_hosts is the test's own
+    users = tmp_path / ".ssh" / "known_hosts"
+    with ssh_server(tmp_path) as srv:
+        hosts = parse_hosts(f'[[host]]\nname = "h"\nssh = "prover@127.0.0.1:{srv.port}"\n'
+                            f'ssh_key = "{srv.client_key}"\n', "fleet.toml")
+
+        def problem(h: object = hosts) -> tuple[str, str]:
+            [c] = check_hosts(h, timeout_s=10)  # type: ignore[arg-type]
+            return c.problem, c.fix
+
+        # no known_hosts at all: refused before any login, with the ways in
+        what, fix = problem()
+        assert f"no known_hosts file at {users}" in what, what
+        assert "ssh-keyscan -p" in fix and "--accept-unknown-host-keys" in fix, fix
+        # a known_hosts that does not name it: refused as unknown
+        users.parent.mkdir()
+        users.write_text("[127.0.0.1]:1 " + srv.host_key_line + "\n")
+        what, fix = problem()
+        assert "is unknown" in what and "has no line for it" in what, what
+        assert "--accept-unknown-host-keys" in fix, fix
+        # the flag lets an unknown host in; its key named in the file lets it in without it
+        assert problem(accepting_unknown_keys(hosts)) == ("", "")
+        users.write_text(srv.known_hosts_line())
+        assert problem() == ("", "")
+        # a key that differs from the file's is refused, the flag or not
+        other = tmp_path / "other_hosts"
+        other.write_text(srv.known_hosts_line().replace(srv.host_key_line, _another_key()))
+        impostor = parse_hosts(f'known_hosts = "{other}"\n[[host]]\nname = "h"\n'
+                               f'ssh = "prover@127.0.0.1:{srv.port}"\n'
+                               f'ssh_key = "{srv.client_key}"\n', "fleet.toml")
+        for h in (impostor, accepting_unknown_keys(impostor)):
+            what, fix = problem(h)
+            assert f"is not the one {other} holds for it" in what, what
+            assert "if the host was rebuilt" in fix, fix
+
+
+def _another_key() -> str:
+    """A public key line of a key made here (``ssh-ed25519 AAAA...``)."""
+    import asyncssh
+
+    return asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode().strip()
