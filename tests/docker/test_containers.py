@@ -146,6 +146,7 @@ def test_a_bridge_container_reaches_its_daemon_and_nothing_outside(artifacts: An
         entrypoint=("/usr/local/bin/refprover",), command=("--listen", "0.0.0.0:9820"),
         network="bridge", ports={"grpc": 9820}))
     try:
+        daemon.inspect()  # the engine's published ports, as of now
         port = daemon.host_port("grpc")
         assert port is not None
         deadline = time.monotonic() + 30
