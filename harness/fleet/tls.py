@@ -30,8 +30,8 @@ from typing import Any
 
 from proofdiff.fleet.hosts import Host
 
-__all__ = ["TLS_DIR", "VALID_S", "RunCredentials", "install_credentials", "new_credentials",
-           "remove_credentials"]
+__all__ = ["TLS_DIR", "VALID_S", "RunCredentials", "install_credentials", "install_script",
+           "new_credentials", "remove_credentials"]
 
 #: Where a host keeps a run's credentials, relative to the SSH login's home.
 TLS_DIR = ".cache/proofdiff/tls"
@@ -72,11 +72,13 @@ class RunCredentials:
         no HTTP routes on the scheduler or the workers (no dashboard, no metrics, no proxy:
         nothing a host needs, and none of it authenticated)."""
         ca, both = f"{self.remote_dir}/ca.pem", f"{self.remote_dir}/run.pem"
+        roles = ("scheduler", "worker", "client")
         return {"distributed.comm.require-encryption": True,
                 "distributed.comm.tls.ca-file": ca,
-                "distributed.comm.tls.scheduler.cert": both,
-                "distributed.comm.tls.worker.cert": both,
-                "distributed.comm.tls.client.cert": both,
+                # the key is in the certificate's file: a key file of the caller's own
+                # configuration (for --cluster) must not be read in its place
+                **{f"distributed.comm.tls.{r}.cert": both for r in roles},
+                **{f"distributed.comm.tls.{r}.key": None for r in roles},
                 "distributed.scheduler.http.routes": [],
                 "distributed.worker.http.routes": []}
 
@@ -112,6 +114,16 @@ def _distinct(hosts: Sequence[Host]) -> list[Host]:
     return list({h.ssh: h for h in hosts}.values())
 
 
+def install_script(creds: RunCredentials) -> str:
+    """The shell line a host runs, in the login's home, to keep ``creds`` (their PEM text,
+    certificate then key, on its standard input): ``run.pem`` (both) and ``ca.pem`` (the
+    certificate), mode 0600 in a folder of mode 0700; it prints ``written``."""
+    folder = shlex.quote(creds.remote_dir)
+    return (f"umask 077 && mkdir -p {folder} && cat > {folder}/run.pem && "
+            f"sed -n '/BEGIN CERTIFICATE/,/END CERTIFICATE/p' {folder}/run.pem "
+            f"> {folder}/ca.pem && echo written")
+
+
 def install_credentials(hosts: Sequence[Host], creds: RunCredentials, *,
                         timeout_s: float) -> None:
     """Write ``creds`` to every host at once over SSH (module docstring): ``ca.pem`` (the
@@ -124,11 +136,7 @@ def install_credentials(hosts: Sequence[Host], creds: RunCredentials, *,
     from proofdiff.fleet.executor import FleetError
     from proofdiff.fleet.ssh import ssh_run
 
-    folder = shlex.quote(creds.remote_dir)
-    script = (f"umask 077 && mkdir -p {folder} && cat > {folder}/run.pem && "
-              f"sed -n '/BEGIN CERTIFICATE/,/END CERTIFICATE/p' {folder}/run.pem "
-              f"> {folder}/ca.pem && echo written")
-    pem = creds.cert_pem + creds.key_pem
+    script, pem = install_script(creds), creds.cert_pem + creds.key_pem
 
     async def one(host: Host) -> str:
         try:

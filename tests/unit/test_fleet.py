@@ -307,6 +307,82 @@ def test_a_client_without_the_runs_credentials_cannot_join_or_submit(
     assert "DASK_DISTRIBUTED__COMM__TLS__CA_FILE" in err.value.fix
 
 
+def _dask_spec(home: Path, config: str, *args: str) -> subprocess.Popen[str]:
+    """``python -m distributed.cli.dask_spec ARGS`` as an SSHCluster starts one on a host: in
+    the login's home, the caller's Dask configuration in ``DASK_INTERNAL_INHERIT_CONFIG``."""
+    return subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_spec", *args],
+                            cwd=home, env={**os.environ, "DASK_INTERNAL_INHERIT_CONFIG": config},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def _started(proc: subprocess.Popen[str], mark: str, deadline_s: float = 60) -> str:
+    """The line of ``proc``'s log that holds ``mark`` (e.g. ``Scheduler at:``)."""
+    end = time.monotonic() + deadline_s
+    lines = []
+    while time.monotonic() < end:
+        line = proc.stderr.readline()  # type: ignore[union-attr]
+        lines.append(line)
+        if mark in line:
+            return line
+        assert line or proc.poll() is None, "".join(lines)
+    pytest.fail(f"{mark!r} not seen within {deadline_s} s: {''.join(lines)}")
+
+
+def test_a_hosts_copy_of_the_credentials_starts_its_scheduler_and_worker_with_tls(
+        tmp_path: Path) -> None:
+    # a host's side of a --hosts run without SSH: the install line run by a shell in a "home",
+    # then a scheduler and a Nanny started there as SSHCluster starts them (dask_spec with
+    # cluster_spec's options and the caller's configuration): they find the files by their
+    # paths relative to the home, speak TLS, and take the run's client alone
+    import json
+
+    import dask.config
+    from distributed import Client
+
+    from proofdiff.fleet.ssh import cluster_spec
+    from proofdiff.fleet.tls import TLS_DIR, install_script
+
+    run = new_credentials()
+    home = tmp_path / "home"
+    home.mkdir()
+    got = subprocess.run(["bash", "-c", install_script(run)], cwd=home, text=True, timeout=30,
+                         input=run.cert_pem + run.key_pem, capture_output=True)
+    assert got.stdout.strip() == "written", got.stderr
+    folder = home / run.remote_dir
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in folder.iterdir()} == {
+        "run.pem": "0o600", "ca.pem": "0o600"} and oct(folder.stat().st_mode & 0o777) == "0o700"
+    assert (folder / "ca.pem").read_text() == run.cert_pem
+    # a key file of the caller's own (for --cluster) is not what the hosts read
+    with dask.config.set({"distributed.comm.tls.worker.key": "/nowhere/client.key",
+                          **run.remote_config()}):
+        config = dask.config.serialize(dask.config.global_config)
+    workers, scheduler = cluster_spec(parse_hosts(
+        '[[host]]\nname = "w"\nssh = "127.0.0.1"\n'), timeout_s=5)
+    sched = _dask_spec(home, config, "--spec", json.dumps(
+        {"cls": "distributed.Scheduler", "opts": {**scheduler["options"]["kwargs"], "port": 0}}))
+    try:
+        address = _started(sched, "Scheduler at:").split("Scheduler at:")[1].strip()
+        assert address.startswith("tls://127.0.0.1:"), address
+        nanny = _dask_spec(home, config, address, "--spec", json.dumps(
+            {0: {"cls": "distributed.Nanny", "opts": workers["w"]["options"]["kwargs"]}}))
+        try:
+            _started(nanny, "Start worker at:")
+            with Client(address, security=run.security(), timeout="30s",
+                        set_as_default=False) as c:
+                c.wait_for_workers(1, timeout=30)
+                assert c.submit(os.getcwd, pure=False).result(timeout=30) == str(home)
+            with pytest.raises((OSError, TimeoutError)):
+                Client(address, security=new_credentials().security(), timeout="1.5s",
+                       set_as_default=False)
+        finally:
+            nanny.terminate()
+            nanny.wait(timeout=30)
+    finally:
+        sched.terminate()
+        sched.wait(timeout=30)
+    assert (home / TLS_DIR).is_dir()
+
+
 def test_a_plain_tcp_scheduler_is_joined_only_with_insecure() -> None:
     from distributed import LocalCluster
 
