@@ -9,7 +9,8 @@ case, as pinned and with its fix, a unit each) or ``-- bisect ... --set '*.runti
 (the probes of one dd step side by side), or ``-- nightly --suite validity ...`` (the night's
 matrix: one unit per worker), or ``-- gate --candidate-bin-dir C --baseline-bin-dir B ...``
 (the candidate's differential, then the timing rounds in waves, one per worker). The command gets ``--cluster`` (a ``LocalCluster`` on
-127.0.0.1, no dashboard) and ``--report-dir``; where each unit ran is read back from the
+127.0.0.1, no dashboard; plain TCP on this machine's loopback, hence ``--insecure``) and
+``--report-dir``; where each unit ran is read back from the
 reports (``machine.fleet_host``, a bisection's ``probes[].host``, a gate's
 ``timing[].hosts``).
 """
@@ -90,7 +91,7 @@ def main() -> int:
             client.run(_pin(share))
             t0 = time.monotonic()
             proc = subprocess.run([sys.executable, "-m", "proofdiff", *cmd, "--cluster",
-                                   str(lc.scheduler_address), "--report-dir", tmp],
+                                   str(lc.scheduler_address), "--insecure", "--report-dir", tmp],
                                   capture_output=True, text=True, timeout=3600)
             wall = time.monotonic() - t0
             per = _hosts(Path(tmp))

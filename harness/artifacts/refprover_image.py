@@ -23,6 +23,7 @@ from proofdiff.artifacts.cache_dir import locked, scratch_dir
 from proofdiff.artifacts.engine import DOCKER_FIX, find_image
 from proofdiff.artifacts.build_errors import BuildError, StepReport
 from proofdiff.artifacts.content_keys import image_key
+from proofdiff.runtime.hardening import LABEL_READ_ONLY_ROOT
 
 IMAGE_REPO = "proofdiff/refprover"
 #: gRPC port of the daemon (cuzk deployments: 0.0.0.0:9820).
@@ -60,6 +61,9 @@ def dockerfile_body(base_tag: str, binaries: Mapping[str, Path]) -> str:
         "WORKDIR /data/zk",
         f"EXPOSE {GRPC_PORT}",
         "USER 65534:65534",
+        # its containers run with a read-only root: refprover writes only temporary files
+        # (proofdiff.runtime.hardening gives these paths a tmpfs each)
+        f'LABEL {LABEL_READ_ONLY_ROOT}="/tmp /var/tmp"',
     ]
     if entry:
         lines.append(f'ENTRYPOINT ["{entry}"]')

@@ -40,7 +40,7 @@ from proofdiff.artifacts.cache_dir import locked, scratch_dir
 from proofdiff.artifacts.content_keys import digest
 from proofdiff.artifacts.engine import DOCKER_FIX, find_image
 
-__all__ = ["HOST_USER", "PACKAGES", "SSHD_CONFIG", "VENV", "ensure_ssh_host_image"]
+__all__ = ["HOST_KEY", "HOST_USER", "PACKAGES", "SSHD_CONFIG", "VENV", "ensure_ssh_host_image"]
 
 #: Debian packages of the host's rootfs beside minbase.
 PACKAGES = ("python3", "python3-venv", "openssh-server", "procps")
@@ -50,6 +50,8 @@ VENV = "/opt/proofdiff"
 HOST_USER = "prover"
 #: sshd's config in the image; the port is given on the command line (``-p``).
 SSHD_CONFIG = "/etc/ssh/proofdiff_sshd_config"
+#: sshd's host key (its public half beside it, ``.pub``: what a known_hosts line holds).
+HOST_KEY = "/etc/ssh/proofdiff_host_ed25519_key"
 #: Where a container mounts the public keys allowed to log in.
 AUTHORIZED_KEYS = "/etc/proofdiff/authorized_keys"
 #: Deadlines, s: fetching the wheels; one image build.
@@ -57,7 +59,7 @@ DOWNLOAD_TIMEOUT_S = 900.0
 BUILD_TIMEOUT_S = 900.0
 
 _SSHD_LINES = (
-    "HostKey /etc/ssh/proofdiff_host_ed25519_key",
+    f"HostKey {HOST_KEY}",
     "PidFile none",
     "UsePAM no",
     "StrictModes no",  # the mounted key file belongs to the caller's uid
@@ -78,8 +80,8 @@ def _deps_dockerfile(rootfs_tag: str) -> str:
         f"RUN python3 -m venv {VENV} && {VENV}/bin/pip install -q --no-index --no-cache-dir "
         "--find-links /tmp/wheels -r /tmp/wheels/requirements.txt && rm -rf /tmp/wheels "
         f"&& useradd -m -u 1000 -s /bin/bash {HOST_USER} && mkdir -p /run/sshd /etc/proofdiff "
-        "&& ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/proofdiff_host_ed25519_key "
-        f"&& chown {HOST_USER} /etc/ssh/proofdiff_host_ed25519_key "
+        f"&& ssh-keygen -q -t ed25519 -N '' -f {HOST_KEY} "
+        f"&& chown {HOST_USER} {HOST_KEY} "
         f"&& printf '{sshd}\\n' > {SSHD_CONFIG}",
         f"WORKDIR /home/{HOST_USER}",
         "USER 1000:1000",

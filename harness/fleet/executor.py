@@ -9,9 +9,14 @@ unchanged). The caller judges the results and writes the report, once, on its si
 
 * neither ``cluster`` nor ``hosts``: :class:`ThreadExecutor` (``jobs`` threads; one unit, or
   one job, runs in the caller's own thread, so a Ctrl-C reaches it as before);
-* ``cluster`` (``tcp://HOST:PORT``): a ``distributed.Client`` joins that scheduler;
-* ``hosts`` (a hosts file, :mod:`proofdiff.fleet.hosts`): a Dask ``SSHCluster`` is started over
-  those hosts (:mod:`proofdiff.fleet.ssh`) and a client joins it.
+* ``cluster`` (``tls://HOST:PORT`` with Dask's configured TLS credentials; ``tcp://`` only
+  with ``insecure``: :mod:`proofdiff.fleet.cluster`): a ``distributed.Client`` joins that
+  scheduler;
+* ``hosts`` (a hosts file, :mod:`proofdiff.fleet.hosts`; each host's SSH key checked against
+  its known_hosts): the run's own TLS credentials are made and written to those hosts
+  (:mod:`proofdiff.fleet.tls`), a Dask ``SSHCluster`` is started over them with those
+  (:mod:`proofdiff.fleet.ssh`), and a client joins it; the credentials are removed from the
+  hosts when the run ends.
 
 Before any unit runs, the cluster must answer within ``connect_timeout_s`` and have a worker,
 and every worker must run the caller's proofdiff (:func:`~proofdiff.fleet.version.
@@ -186,6 +191,14 @@ class ThreadExecutor:
         return []
 
 
+def _every_host(hosts: Any) -> list[Any]:
+    """The hosts of a hosts file and the scheduler's (a :class:`~proofdiff.fleet.hosts.Host`
+    each, by name)."""
+    from proofdiff.fleet.ssh import scheduler_host
+
+    return list({h.name: h for h in (*hosts.hosts, scheduler_host(hosts))}.values())
+
+
 @contextmanager
 def open_executor(options: RunOptions, *, jobs: int = 1,
                   connect_timeout_s: float = CONNECT_TIMEOUT_S,
@@ -205,7 +218,7 @@ def open_executor(options: RunOptions, *, jobs: int = 1,
     """
     if options.cluster and options.hosts:
         raise FleetError("both --cluster and --hosts were given",
-                         fix="give --cluster tcp://HOST:PORT to join a running scheduler, or "
+                         fix="give --cluster tls://HOST:PORT to join a running scheduler, or "
                              "--hosts FILE to start one over SSH, not both")
     if not options.cluster and not options.hosts:
         yield ThreadExecutor(jobs)
@@ -223,18 +236,37 @@ def open_executor(options: RunOptions, *, jobs: int = 1,
     hosts: Hosts | None = None
     left_out: dict[str, str] = {}
     if options.hosts:
+        from proofdiff.fleet.hosts import accepting_unknown_keys
         from proofdiff.fleet.ssh import start_ssh_cluster, usable_hosts
+        from proofdiff.fleet.tls import install_credentials, new_credentials, remove_credentials
 
-        hosts, left_out = usable_hosts(load_hosts(options.hosts), timeout_s=connect_timeout_s,
-                                       every=options.all_hosts, log=log)
-        cluster = start_ssh_cluster(hosts, timeout_s=connect_timeout_s, log=log)
-        from distributed import Client as DaskClient
+        loaded = load_hosts(options.hosts)
+        hosts, left_out = usable_hosts(accepting_unknown_keys(loaded)
+                                       if options.accept_unknown_host_keys else loaded,
+                                       timeout_s=connect_timeout_s, every=options.all_hosts,
+                                       log=log)
+        creds = new_credentials()
+        reached = _every_host(hosts)
+        try:
+            install_credentials(reached, creds, timeout_s=connect_timeout_s)
+            cluster = start_ssh_cluster(hosts, creds, timeout_s=connect_timeout_s, log=log)
+            from distributed import Client as DaskClient
 
-        new_client: Any = DaskClient
-        client: Any = new_client(cluster, timeout=f"{connect_timeout_s}s", set_as_default=False)
-        with_worker(client, str(cluster.scheduler_address), connect_timeout_s)
+            new_client: Any = DaskClient
+            client: Any = new_client(cluster, timeout=f"{connect_timeout_s}s",
+                                     set_as_default=False, security=creds.security())
+            with_worker(client, str(cluster.scheduler_address), connect_timeout_s)
+        except BaseException:
+            if cluster is not None:
+                with contextlib.suppress(Exception):
+                    cluster.close()
+            remove_credentials(reached, creds, log=log)
+            raise
     else:
-        client = connect(options.cluster, connect_timeout_s)
+        client = connect(options.cluster, connect_timeout_s, insecure=options.insecure)
+        if options.insecure and str(options.cluster).startswith("tcp://"):
+            log(f"--insecure: joining {options.cluster} over plain TCP (no authentication, no "
+                "encryption)")
     try:
         check_versions(client)
         if cluster is not None and not options.retry_lost:
@@ -257,8 +289,7 @@ def open_executor(options: RunOptions, *, jobs: int = 1,
             address = str(cluster.scheduler_address)
             cluster.close()
             if hosts is not None:  # nothing of the run left on a host once it has ended
-                from proofdiff.fleet.ssh import scheduler_host
                 from proofdiff.fleet.ssh_leftovers import stop_leftovers
 
-                every = {h.name: h for h in (*hosts.hosts, scheduler_host(hosts))}
-                stop_leftovers(list(every.values()), address, log=log)
+                stop_leftovers(_every_host(hosts), address, log=log)
+                remove_credentials(_every_host(hosts), creds, log=log)

@@ -5,10 +5,10 @@ A TOML file::
     scheduler = "127.0.0.1"         # SSH address of the scheduler's host (default: the first host's)
     scheduler_port = 8786           # the scheduler's port there (default 8786)
     known_hosts = "~/.ssh/known_hosts"  # host keys are checked against it (OpenSSH's format;
-                                        # default: not checked); a host may name its own
+                                        # this is the default); a host may name its own
 
     [[host]]
-    name = "h200-a"                 # unique; the Dask worker's name
+    name = "h200-a"                 # unique; the Dask worker's name: letters, digits, . _ -
     ssh = "root@gpu-a.example:22"   # [USER@]HOST[:PORT]
     labels = ["h200", "nightly"]    # free words (default none)
     gpus = 1                        # a count, or
@@ -20,7 +20,13 @@ A TOML file::
     ssh_key = "~/.ssh/fleet_ed25519"  # the caller's private key for it (default: the agent
                                       # and ~/.ssh/id_*)
     # docker_socket = "unix:///var/run/docker.sock"   # docker: the engine (this is the default)
-    python = "/usr/bin/python3"     # the host's Python with proofdiff and distributed (default python3)
+    python = "/usr/bin/python3"     # the host's Python with proofdiff and distributed (default
+                                    # python3): a program name or path, no shell characters
+
+Every host's SSH key is checked against its ``known_hosts`` file before anything is sent to it:
+a host whose key is not there, or differs from the one there, is refused. ``--accept-unknown-
+host-keys`` (:func:`accepting_unknown_keys`) lets a host that the file does not name in; a key
+that differs from the file's is refused all the same.
 
 Every mistake is a :class:`HostsError` naming the file and line (tomllib keeps no line
 numbers, so the line is found by scanning the text for the key within its ``[[host]]`` table)
@@ -38,7 +44,8 @@ import msgspec
 
 from proofdiff.model.errors import ProofdiffError
 
-__all__ = ["HOST_KEYS", "TOP_KEYS", "Host", "Hosts", "HostsError", "load_hosts", "parse_hosts"]
+__all__ = ["DEFAULT_KNOWN_HOSTS", "HOST_KEYS", "TOP_KEYS", "Host", "Hosts", "HostsError",
+           "accepting_unknown_keys", "load_hosts", "parse_hosts"]
 
 #: The keys of one ``[[host]]`` table.
 HOST_KEYS = ("name", "ssh", "labels", "gpus", "gpu_uuids", "slots", "runtime", "bin_dir",
@@ -48,7 +55,14 @@ TOP_KEYS = ("scheduler", "scheduler_port", "known_hosts", "host")
 #: How a host's daemons run.
 RUNTIMES = ("process", "docker")
 DEFAULT_SOCKET = "unix:///var/run/docker.sock"
+#: The host keys a hosts file that names no ``known_hosts`` is checked against (OpenSSH's).
+DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 _SSH = re.compile(r"^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9.:_-]+?(?::\d{1,5})?$")
+#: A host's name: it names the Dask worker, goes into the command line that starts it over SSH
+#: and into report folders (``<run id>-<host>``), so it is a plain word: no path, no shell.
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+#: A host's Python: a program name or path, run through the remote shell (quoted as well).
+PYTHON = re.compile(r"^[A-Za-z0-9_./+][A-Za-z0-9_./+-]*$")
 
 
 class HostsError(ProofdiffError):
@@ -67,7 +81,9 @@ class Host(msgspec.Struct, frozen=True, kw_only=True):
             runtime. python: the host's Python. ssh_key: the caller's private key file for
             this host ('' = asyncssh's defaults: the agent, ``~/.ssh/id_*``). known_hosts: an
             OpenSSH known_hosts file the host's key must be in (its own, else the file's
-            top-level one; '' = the key is not checked).
+            top-level one; '' = :data:`DEFAULT_KNOWN_HOSTS`). accept_unknown_key: a host the
+            file does not name is let in unchecked (``--accept-unknown-host-keys``; never read
+            from the hosts file); a key that differs from the file's is refused all the same.
     """
 
     name: str
@@ -82,6 +98,7 @@ class Host(msgspec.Struct, frozen=True, kw_only=True):
     python: str = "python3"
     ssh_key: str = ""
     known_hosts: str = ""
+    accept_unknown_key: bool = False
 
     @property
     def ssh_host(self) -> str:
@@ -90,30 +107,57 @@ class Host(msgspec.Struct, frozen=True, kw_only=True):
         return host.rsplit(":", 1)[0] if re.search(r":\d+$", host) else host
 
     @property
+    def port(self) -> int | None:
+        """The SSH port ``ssh`` names (``None``: the default, 22)."""
+        got = re.search(r":(\d+)$", self.ssh.rpartition("@")[2])
+        return int(got.group(1)) if got else None
+
+    @property
+    def known_hosts_file(self) -> Path:
+        """The known_hosts file this host's key is checked against."""
+        return Path(self.known_hosts or DEFAULT_KNOWN_HOSTS).expanduser()
+
+    def key_known(self) -> bool:
+        """Whether :attr:`known_hosts_file` names this host (a key or a CA for it, at its
+        port or without one, as OpenSSH and asyncssh match); false when there is no file."""
+        import asyncssh
+
+        try:
+            known = asyncssh.read_known_hosts(str(self.known_hosts_file))
+        except (OSError, ValueError):  # no file, or one asyncssh cannot read: nothing known
+            return False
+        keys, cas, _rev, certs, _rc, subjects, _rs = known.match(self.ssh_host, self.ssh_host,
+                                                                 self.port)
+        return bool(keys or cas or certs or subjects)
+
+    @property
     def connect_options(self) -> dict[str, Any]:
-        """``asyncssh.connect`` options: the user and port where ``ssh`` names them."""
-        user, at, rest = self.ssh.rpartition("@")
+        """``asyncssh.connect`` options: the user and port where ``ssh`` names them, the
+        client key, and the known_hosts file the host's key must be in (``None``, asyncssh's
+        "accept any key", only for a host that file does not name, and only with
+        ``accept_unknown_key``)."""
+        user, at, _rest = self.ssh.rpartition("@")
         out: dict[str, Any] = {"username": user} if at else {}
-        port = re.search(r":(\d+)$", rest)
-        if port:
-            out["port"] = int(port.group(1))
+        if self.port is not None:
+            out["port"] = self.port
         if self.ssh_key:
             out["client_keys"] = [str(Path(self.ssh_key).expanduser())]
-        # asyncssh checks the host's key against the file; None accepts any key
-        out["known_hosts"] = str(Path(self.known_hosts).expanduser()) if self.known_hosts \
-            else None
+        out["known_hosts"] = (None if self.accept_unknown_key and not self.key_known()
+                              else str(self.known_hosts_file))
         return out
 
 
 class Hosts(msgspec.Struct, frozen=True, kw_only=True):
     """A hosts file, validated: the hosts in file order, the scheduler's SSH address and port,
-    and the file it came from."""
+    the file it came from, its top-level ``known_hosts`` ('' = :data:`DEFAULT_KNOWN_HOSTS`)
+    and whether unknown host keys are let in (:func:`accepting_unknown_keys`)."""
 
     hosts: tuple[Host, ...]
     scheduler: str
     scheduler_port: int = 8786
     source: str = ""
     known_hosts: str = ""
+    accept_unknown_keys: bool = False
 
 
 def _line(text: str, table: int | None, key: str) -> int:
@@ -160,6 +204,11 @@ def _host(raw: Any, i: int, text: str, where: str, known_hosts: str = "") -> Hos
             raise fail(key, f"{key!r} is missing or not a non-empty string",
                        f"give it, e.g. {key} = {example}")
     name = raw["name"]
+    if not NAME.match(name):
+        raise fail("name", f"name = {name!r} is not a plain name (it names the host's Dask "
+                   "worker, its report folder and goes into the command line that starts the "
+                   "worker over SSH)", "use letters, digits, '.', '_' and '-', starting with a "
+                   "letter or digit, at most 63 characters: name = \"h200-a\"")
     if not _SSH.match(raw["ssh"]):
         raise fail("ssh", f"ssh = {raw['ssh']!r} is no SSH address", "write [USER@]HOST[:PORT]")
     if "gpus" in raw and "gpu_uuids" in raw:
@@ -187,6 +236,10 @@ def _host(raw: Any, i: int, text: str, where: str, known_hosts: str = "") -> Hos
     for key in ("bin_dir", "docker_socket", "python", "ssh_key", "known_hosts"):
         if key in raw and (not isinstance(raw[key], str) or not raw[key]):
             raise fail(key, f"{key} = {raw[key]!r} is not a non-empty string")
+    if "python" in raw and not PYTHON.match(raw["python"]):
+        raise fail("python", f"python = {raw['python']!r} is not a program name or path (the "
+                   "remote shell runs it)", "give the host's Python by its path, with no "
+                   "spaces or shell characters: python = \"/opt/proofdiff/bin/python\"")
     if runtime == "process" and "docker_socket" in raw:
         raise fail("docker_socket", f"{name!r} runs daemons as processes but names a "
                    "docker_socket", "drop docker_socket, or set runtime = \"docker\"")
@@ -250,6 +303,14 @@ def parse_hosts(text: str, where: str = "<hosts>") -> Hosts:
                     "a TCP port, e.g. scheduler_port = 8786")
     return Hosts(hosts=tuple(hosts), scheduler=sched, scheduler_port=port, source=where,
                  known_hosts=known)
+
+
+def accepting_unknown_keys(hosts: Hosts) -> Hosts:
+    """``hosts`` with every host's ``accept_unknown_key`` set (``--accept-unknown-host-keys``):
+    a host its known_hosts file does not name is let in unchecked."""
+    return msgspec.structs.replace(hosts, hosts=tuple(
+        msgspec.structs.replace(h, accept_unknown_key=True) for h in hosts.hosts),
+        accept_unknown_keys=True)
 
 
 def load_hosts(path: str | Path) -> Hosts:

@@ -3,7 +3,8 @@ file system, no registry, no scp of our own.
 
 A folder or file the units need (refprover's binaries, the param cache, a workload file, a
 profile file, a regression case) is a :class:`Bundle`: its files, each a :class:`Blob` named by
-the sha256 of its bytes. Shipping a bundle to a worker (:func:`ship`):
+the sha256 of its bytes; a symbolic link in it is refused (:func:`bundle_of`), so nothing but
+the files named is ever sent. Shipping a bundle to a worker (:func:`ship`):
 
 1. asks the worker which blobs it lacks (a task of :func:`_missing` pinned to that worker;
    every step has a deadline, :data:`STEP_TIMEOUT_S`);
@@ -108,17 +109,51 @@ def _sha256(path: Path) -> str:
     return file_sha256(str(path)).removeprefix("sha256:")
 
 
+def _not_a_link(what: str, path: Path) -> None:
+    """Refuse a symbolic link: shipped, it would send what it points at (a key, a password
+    file, another user's files) to every host of the fleet.
+
+    Raises:
+        FleetError: ``path`` is a symbolic link (its target named, with the fix).
+    """
+    if path.is_symlink():
+        from proofdiff.fleet.executor import FleetError
+
+        raise FleetError(f"{what}: {path} is a symbolic link (to {os.readlink(path)}); "
+                         "shipping does not follow links",
+                         fix=f"copy the file itself into place (cp --remove-destination "
+                             f"\"$(readlink -f {path})\" {path}), or name the link's target")
+
+
+def _files(what: str, folder: Path) -> list[Path]:
+    """Every regular file under ``folder`` (``__pycache__`` left out), in path order.
+
+    Raises:
+        FleetError: a symbolic link anywhere under it (:func:`_not_a_link`).
+    """
+    found: list[Path] = []
+    for top, dirs, names in os.walk(folder, followlinks=False):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in (*dirs, *names):
+            _not_a_link(what, Path(top) / name)
+        found += [Path(top) / n for n in names if (Path(top) / n).is_file()]
+    return sorted(found)
+
+
 def bundle_of(what: str, path: str | Path, *, programs: bool = False,
               named: bool = False) -> Bundle:
     """The bundle of a file (the folder holds it alone; the reference names it) or of a folder
-    (every regular file under it, links followed, ``__pycache__`` left out; ``programs``: only
-    the executable files at its top, as a bin dir such as cargo's ``target/release`` holds its
-    programs beside hundreds of MB of build files; ``named``: the folder keeps its name on the
-    host, inside the bundle's, for a reader that goes by it, such as a regression case's).
+    (every regular file under it, ``__pycache__`` left out; ``programs``: only the executable
+    files at its top, as a bin dir such as cargo's ``target/release`` holds its programs beside
+    hundreds of MB of build files; ``named``: the folder keeps its name on the host, inside the
+    bundle's, for a reader that goes by it, such as a regression case's). Symbolic links are
+    refused, the named path itself included (the folders above it may be links).
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
+        FleetError: ``path``, or a file or folder under it, is a symbolic link.
     """
+    _not_a_link(what, Path(path))
     p = Path(path).resolve()
     if p.is_file():
         return Bundle(what=what, file=p.name, base=str(p.parent),
@@ -126,9 +161,12 @@ def bundle_of(what: str, path: str | Path, *, programs: bool = False,
                                   os.access(p, os.X_OK)),))
     if not p.is_dir():
         raise FileNotFoundError(f"{what}: {path} does not exist")
-    files = (sorted(f for f in p.iterdir() if f.is_file() and os.access(f, os.X_OK))
-             if programs else
-             sorted(f for f in p.rglob("*") if f.is_file() and "__pycache__" not in f.parts))
+    if programs:
+        files = sorted(f for f in p.iterdir() if os.access(f, os.X_OK) and f.is_file())
+        for f in files:
+            _not_a_link(what, f)
+    else:
+        files = _files(what, p)
     base = p.parent if named else p
     return Bundle(what=what, file=p.name if named else "", base=str(base), blobs=tuple(
         Blob(f.relative_to(base).as_posix(), _sha256(f), f.stat().st_size,

@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 
 from proofdiff.fleet.hosts import Host, Hosts
+from proofdiff.fleet.tls import RunCredentials
 
 __all__ = ["DASK_DIR", "HostCheck", "check_hosts", "cluster_spec", "scheduler_host", "ssh_run",
            "start_ssh_cluster", "usable_hosts"]
@@ -27,6 +28,8 @@ __all__ = ["DASK_DIR", "HostCheck", "check_hosts", "cluster_spec", "scheduler_ho
 #: A worker's scratch folder, relative to the SSH login's home: beside the shipped artifacts
 #: in the host's cache, not in /tmp (Dask purges a dead worker's folder at the next start).
 DASK_DIR = ".cache/proofdiff/dask"
+#: Where a host's Dask HTTP servers listen: nothing of the fleet needs them.
+LOOPBACK = "127.0.0.1"
 
 
 def _connect(host: Host, timeout_s: float) -> dict[str, Any]:
@@ -37,16 +40,21 @@ def scheduler_host(hosts: Hosts) -> Host:
     """The host the scheduler runs on: a fleet host when the addresses match (its key and
     Python too), else one named ``scheduler``."""
     return next((h for h in hosts.hosts if h.ssh == hosts.scheduler),
-                Host(name="scheduler", ssh=hosts.scheduler, known_hosts=hosts.known_hosts))
+                Host(name="scheduler", ssh=hosts.scheduler, known_hosts=hosts.known_hosts,
+                     accept_unknown_key=hosts.accept_unknown_keys))
 
 
 def cluster_spec(hosts: Hosts, timeout_s: float) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(workers, scheduler)`` specs for ``distributed.SpecCluster`` (the shape
     ``distributed.deploy.ssh.SSHCluster`` builds), without starting anything.
 
-    Worker ``h.name`` runs ``h.python -m distributed.cli.dask_spec`` on ``h.ssh`` with
-    ``nthreads = h.slots`` and, where ``h.gpus``, ``resources = {"GPU": h.gpus}``. The
-    dashboard is off; SSH connects give up after ``timeout_s``.
+    Worker ``h.name`` runs ``h.python -m distributed.cli.dask_spec`` on ``h.ssh`` (the Python
+    quoted for the remote shell, which runs the line as distributed builds it) with
+    ``nthreads = h.slots`` and, where ``h.gpus``, ``resources = {"GPU": h.gpus}``. Every
+    server speaks TLS (:mod:`proofdiff.fleet.tls` gives the run's credentials) on its host's SSH
+    address, where the others reach it; the HTTP servers that distributed starts beside them
+    (the dashboard's) listen on the host's loopback alone, with no dashboard. SSH connects give
+    up after ``timeout_s``.
     """
     from distributed.deploy.ssh import Scheduler, Worker
 
@@ -54,13 +62,15 @@ def cluster_spec(hosts: Hosts, timeout_s: float) -> tuple[dict[str, Any], dict[s
     scheduler = {"cls": Scheduler, "options": {
         "address": sched_host.ssh_host, "connect_options": _connect(sched_host, timeout_s),
         "kwargs": {"port": hosts.scheduler_port, "host": sched_host.ssh_host,
-                   "dashboard_address": f"{sched_host.ssh_host}:0"},
-        "remote_python": sched_host.python}}
+                   "protocol": "tls", "dashboard": False,
+                   "dashboard_address": f"{LOOPBACK}:0"},
+        "remote_python": shlex.quote(sched_host.python)}}
     workers = {h.name: {"cls": Worker, "options": {
         "address": h.ssh_host, "connect_options": _connect(h, timeout_s),
         "kwargs": {"nthreads": h.slots, "resources": {"GPU": h.gpus} if h.gpus else {},
-                   "name": h.name, "host": h.ssh_host, "local_directory": DASK_DIR},
-        "worker_class": "distributed.Nanny", "remote_python": h.python}}
+                   "name": h.name, "host": h.ssh_host, "protocol": "tls",
+                   "dashboard_address": f"{LOOPBACK}:0", "local_directory": DASK_DIR},
+        "worker_class": "distributed.Nanny", "remote_python": shlex.quote(h.python)}}
         for h in hosts.hosts}
     return workers, scheduler
 
@@ -93,8 +103,10 @@ def _asyncssh() -> Any:
                        error=FleetError)
 
 
-async def ssh_run(host: Host, command: str, timeout_s: float) -> str:
-    """``command``'s standard output on ``host``, run over SSH (``timeout_s`` for it all).
+async def ssh_run(host: Host, command: str, timeout_s: float, *,
+                  stdin: str | None = None) -> str:
+    """``command``'s standard output on ``host``, run over SSH (``timeout_s`` for it all),
+    with ``stdin`` on its standard input (the channel's, never its command line).
 
     Raises:
         asyncssh.Error, OSError: the host did not answer or refused the login.
@@ -102,7 +114,7 @@ async def ssh_run(host: Host, command: str, timeout_s: float) -> str:
     """
     asyncssh = _asyncssh()
     async with asyncssh.connect(host.ssh_host, **_connect(host, timeout_s)) as conn:
-        got = await asyncio.wait_for(conn.run(command), timeout_s)
+        got = await asyncio.wait_for(conn.run(command, input=stdin), timeout_s)
     return str(got.stdout or "")
 
 
@@ -117,15 +129,26 @@ async def _check(host: Host, want: str, timeout_s: float) -> HostCheck:
     if local_engine:  # an engine over TCP is not a file to look for
         probe += (f" && test -S {shlex.quote(host.docker_socket.removeprefix('unix://'))}"
                   " && echo has-docker")
+    known = host.known_hosts_file
+    scan = (f"ssh-keyscan {f'-p {host.port} ' if host.port else ''}{host.ssh_host} >> {known}, "
+            "then compare its fingerprint (ssh-keygen -lf) with the host's own")
+    if not host.accept_unknown_key and not known.is_file():
+        return HostCheck(host.name, f"no known_hosts file at {known} to check its host key "
+                         f"against", f"write one: {scan}; or name another file in the hosts "
+                         "file (known_hosts = ...), or give --accept-unknown-host-keys")
     try:
         async with asyncssh.connect(host.ssh_host, **_connect(host, timeout_s)) as conn:
             got = await asyncio.wait_for(conn.run(probe), timeout_s)
     except asyncssh.HostKeyNotVerifiable as exc:
+        if not host.key_known():
+            return HostCheck(host.name, f"its host key at {host.ssh} is unknown: {known} has no "
+                             f"line for it ({exc})", f"add it: {scan}; or give "
+                             "--accept-unknown-host-keys to let in a host the file does not "
+                             "name")
         return HostCheck(host.name, f"its host key at {host.ssh} is not the one "
-                         f"{host.known_hosts} holds for it ({exc})",
-                         f"if the host was rebuilt, replace its line in {host.known_hosts} "
-                         f"(ssh-keygen -R HOST, then ssh-keyscan [-p PORT] HOST >> FILE); "
-                         "else do not trust it")
+                         f"{known} holds for it ({exc})",
+                         f"if the host was rebuilt, replace its line in {known} "
+                         f"(ssh-keygen -R HOST, then {scan}); else do not trust it")
     except (OSError, asyncssh.Error, asyncio.TimeoutError) as exc:
         return HostCheck(host.name, f"did not answer over SSH at {host.ssh} within "
                          f"{timeout_s:.0f} s ({type(exc).__name__}: {exc})",
@@ -203,9 +226,11 @@ def usable_hosts(hosts: Hosts, *, timeout_s: float, every: bool,
              for c in bad})
 
 
-def start_ssh_cluster(hosts: Hosts, *, timeout_s: float,
+def start_ssh_cluster(hosts: Hosts, creds: RunCredentials, *, timeout_s: float,
                       log: Callable[[str], None] = lambda _l: None) -> Any:
-    """Start the cluster of :func:`cluster_spec` (blocks until every worker has started).
+    """Start the cluster of :func:`cluster_spec` with the run's TLS credentials ``creds``,
+    already on every host (:func:`~proofdiff.fleet.tls.install_credentials`); blocks until
+    every worker has started.
 
     Raises:
         proofdiff.fleet.executor.FleetError: ``asyncssh`` is not installed, or a host did not
@@ -221,14 +246,16 @@ def start_ssh_cluster(hosts: Hosts, *, timeout_s: float,
     # what matters (the hosts, the units, what was shipped)
     logging.getLogger("distributed.deploy.ssh").setLevel(logging.WARNING)
     workers, scheduler = cluster_spec(hosts, timeout_s)
-    log(f"starting a Dask SSHCluster: scheduler on {hosts.scheduler}, "
-        f"{len(workers)} worker(s) ({', '.join(workers)})")
+    log(f"starting a Dask SSHCluster (TLS, this run's own certificate): scheduler on "
+        f"{hosts.scheduler}, {len(workers)} worker(s) ({', '.join(workers)})")
     import dask.config
 
     try:
-        # the scheduler's scratch too (the config travels with each process started over SSH)
-        with dask.config.set({"temporary-directory": DASK_DIR}):
-            return spec_cluster(workers, scheduler, name="proofdiff-fleet")
+        # the configuration travels with each process started over SSH: its scratch folder,
+        # and TLS with the run's files on that host
+        with dask.config.set({"temporary-directory": DASK_DIR, **creds.remote_config()}):
+            return spec_cluster(workers, scheduler, name="proofdiff-fleet",
+                                security=creds.security())
     except Exception as exc:  # noqa: BLE001 - SSH, the remote Python, the network: all fatal
         raise FleetError(f"the SSHCluster of {hosts.source} did not start: "
                          f"{type(exc).__name__}: {exc}",

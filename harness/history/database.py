@@ -25,6 +25,7 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 
+from proofdiff.history.redaction import shown_url, without_secrets
 from proofdiff.model.errors import ProofdiffError
 
 __all__ = ["CONNECT_TIMEOUT_S", "DEFAULT_FILE", "LOCK_TIMEOUT_S", "History", "HistoryError",
@@ -53,7 +54,8 @@ class History:
     """An open history database.
 
     Attributes:
-        url: the URL as shown to people (password hidden). engine: SQLAlchemy's engine.
+        url: the URL as shown to people (every password masked:
+            :func:`~proofdiff.history.redaction.shown_url`). engine: SQLAlchemy's engine.
     """
 
     url: str
@@ -162,19 +164,16 @@ def open_history(url: str, *, lock_timeout_s: float = LOCK_TIMEOUT_S,
             :func:`proofdiff.model.extras.require`); the database is
             locked, corrupt, unreachable, or of a newer schema (module docstring).
     """
+    shown = shown_url(url)  # every message below names the database by this alone
     try:
         parsed = make_url(url)
-    except ArgumentError as exc:
-        raise HistoryError(f"--history {url!r} is not a database URL: {exc}",
+    except (ArgumentError, ValueError) as exc:  # ValueError: a port that is not a number
+        port = "; a port must be a number" if isinstance(exc, ValueError) else ""
+        raise HistoryError(f"--history {shown!r} is not a database URL: "
+                           f"{without_secrets(str(exc), url)}{port}",
                            fix="give a SQLite file path, sqlite:///PATH or "
-                               "postgresql://USER@HOST:PORT/DB") from None
-    except ValueError as exc:  # SQLAlchemy's int() of the port: the URL itself is not shown,
-        # as it may hold a password
-        raise HistoryError(f"--history is not a database URL: a part of it does not parse "
-                           f"({exc}); a port must be a number",
-                           fix="give postgresql://USER@HOST:PORT/DB with a numeric PORT (e.g. "
-                               "5432), a SQLite file path or sqlite:///PATH") from None
-    shown = parsed.render_as_string(hide_password=True)
+                               "postgresql://USER@HOST:PORT/DB with a numeric PORT (e.g. "
+                               "5432)") from None
     if migrate and parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "",
                                                                                       ":memory:"):
         # a new history file's folder is made, as a report dir is (not when only reading)
@@ -203,5 +202,6 @@ def open_history(url: str, *, lock_timeout_s: float = LOCK_TIMEOUT_S,
         raise
     except (DBAPIError, SQLAlchemyError, OSError) as exc:
         engine.dispose()
-        raise describe_failure(exc, shown) from None
+        err = describe_failure(exc, shown)  # the driver's words may quote its DSN
+        raise HistoryError(without_secrets(err.cause, url), fix=err.fix) from None
     return History(url=shown, engine=engine)

@@ -67,7 +67,11 @@ TIMING_METRICS = ("latency", "throughput", "in-progress", "lone-latency")
 #: Program names of the refprover build, found in the bin dir (``--bin-dir``) by the process
 #: runtime when the profile names no path.
 DEFAULT_BINARY, DEFAULT_VERIFIER = "refprover", "verify"
-NETWORKS = ("bridge", "host", "none")
+#: A daemon container's network: ``bridge`` (the default) is a network of the run's own whose
+#: containers reach each other and the loopback ports they publish, and nothing outside
+#: (proofdiff.runtime.networks); ``outbound`` is Docker's default bridge, with outbound access,
+#: for a profile that needs it; ``host`` shares this machine's; ``none`` has none.
+NETWORKS = ("bridge", "outbound", "host", "none")
 MOUNT_NAMES = ("params",)
 
 #: Every key a profile may set, with its meaning (shown in errors).
@@ -100,7 +104,9 @@ PROFILE_KEYS: dict[str, str] = {
     "mounts": "container paths by mount name: {params = '/data/zk/params'}",
     "ports": "container ports to publish on 127.0.0.1 by name: {grpc = 9820, status = 9821}",
     "gpus": "GPU request: 'all', a count, or a list of device ids (default none)",
-    "network": f"docker network mode, one of {NETWORKS} (default 'bridge')",
+    "network": f"docker network, one of {NETWORKS} (default 'bridge': the run's own network, "
+               "its published 127.0.0.1 ports and nothing outside; 'outbound' adds outbound "
+               "access)",
     "cpus": "CPU limit in cores (float; default none)",
     "mem_limit": "memory limit in docker's syntax, e.g. '4g' (default none)",
     "jobs": "how many workload jobs to run (int >= 1; default all)",

@@ -64,13 +64,18 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
         bisect_jobs: probes side by side (0, the default: a quarter of the cores, at least 1;
             :attr:`probe_jobs`).
     Fleet (:mod:`proofdiff.fleet`; both '' = threads on this machine):
-        cluster: a Dask scheduler's address (``tcp://HOST:PORT``) whose workers run the units.
+        cluster: a Dask scheduler's address (``tls://HOST:PORT``; ``tcp://`` with
+            ``insecure``) whose workers run the units.
         hosts: a hosts file (:mod:`proofdiff.fleet.hosts`) to start a Dask ``SSHCluster`` over.
         all_hosts: every host of ``hosts`` must pass its check, or nothing runs (default:
             the run goes on with those that do, each other one reported with its fix).
         retry_lost: a unit whose worker is lost mid-unit (its host went away) is run again
             on another worker, as Dask does; default: it is reported lost, its host named, and
             the run ends with what the other units gave.
+        insecure: ``cluster`` may be a ``tcp://`` scheduler (no authentication, no
+            encryption; default: refused).
+        accept_unknown_host_keys: a host of ``hosts`` whose SSH key its known_hosts file
+            does not name is let in (default: refused; a changed key is refused always).
     Schedule:
         side_by_side: whether the profiles' workload runs prove at the same time on disjoint
             CPU sets (:class:`~proofdiff.model.choices.SideBySide`; default ``auto``).
@@ -106,6 +111,8 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     hosts: str = ""
     all_hosts: bool = False
     retry_lost: bool = False
+    insecure: bool = False
+    accept_unknown_host_keys: bool = False
     cache_root: str = ""
     crate_dir: str = ""
     regressions_dir: str = ""

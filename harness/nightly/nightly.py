@@ -43,6 +43,7 @@ from proofdiff.history.database import (History, HistoryError, describe_failure,
                                         open_history)
 from proofdiff.history.fingerprint import machine_key
 from proofdiff.history.query import load_series
+from proofdiff.history.redaction import shown_url
 from proofdiff.history.schema import Machine, OracleRow, Run
 from proofdiff.history.store import store_result
 from proofdiff.history.view import SeriesView, analyse
@@ -141,7 +142,7 @@ def compare_night(diff: DifferentialResult, *, history: str, report_root: Path,
     errors = list(diff.errors)
     started = time.time()
     url = history_url(history, report_root)
-    shown, ids, past = url, list[str](), list[dict[Key, str]]()
+    shown, ids, past = shown_url(url), list[str](), list[dict[Key, str]]()
     slowdowns: list[Slowdown] = []
     confirmed: list[Slowdown] = []
     compared: list[SeriesCompare] = []

@@ -13,7 +13,8 @@
                 name and its digests table (a Rust build is not byte-reproducible across
                 toolchains, hosts and features: a CPU and a CUDA build of one commit differ)
     [workload]  name (a built workload, e.g. wpost-2k) or file (inputs shipped in the case
-                folder, in the workload format)
+                folder, in the workload format; a path that resolves outside the folder, a
+                link included, is refused)
     [expect]    profile, oracle (suite/oracle), and match: the bug's signature in the failing
                 record (message = a regex searched in its message; evidence = a table of
                 values the record's evidence must hold). What must hold: the oracle passes.
@@ -260,7 +261,7 @@ def load_case(folder: str | Path) -> RegressionCase:
         binaries={str(k): str(v) for k, v in digests.items()},
         binaries_build=str(bins.get("build", "")) if isinstance(bins, dict) else "",
         other_builds=builds, workload=str(wl.get("name", "")),
-        workload_file=str((Path(folder) / wl["file"]).resolve()) if wl.get("file") else "",
+        workload_file=_own_file(path, text, wl["file"]) if wl.get("file") else "",
         profile=expect_profile, oracle=need("expect", "oracle"),
         match=dict(match), fix=tuple(overrides),
         fix_note=str(fix.get("note", "")), bisect=dict(table("bisect")),
@@ -292,6 +293,29 @@ def _builds(path: Path, text: str, raw: Any) -> tuple[BinaryBuild, ...]:
         out.append(BinaryBuild(name=name.strip(),
                                digests={str(k): str(v) for k, v in b["digests"].items()}))
     return tuple(out)
+
+
+def _own_file(path: Path, text: str, name: Any) -> str:
+    """The absolute path of ``[workload] file = name`` in the folder of ``path`` (the
+    case.toml).
+
+    Raises:
+        CaseError: it is not a string, or it resolves (``..``, an absolute path, a symbolic
+            link) outside the case folder: a case's inputs are its own files, which a fleet
+            ships with it and a replay reads.
+    """
+    where = f"{path}:{_line(text, 'workload', 'file') or '?'}"
+    if not isinstance(name, str):
+        raise CaseError(f"{where}: [workload] file must be a path in the case folder, got "
+                        f"{name!r}", fix="write file = \"inputs.json\" (a file in the folder)")
+    folder = path.parent.resolve()
+    got = (folder / name).resolve()
+    if not got.is_relative_to(folder):
+        raise CaseError(f"{where}: [workload] file = {name!r} is outside the case folder "
+                        f"{folder} (it resolves to {got})",
+                        fix=f"copy the inputs into {folder} and name the copy, e.g. file = "
+                            f"\"{Path(name).name}\"")
+    return str(got)
 
 
 def write_case(folder: str | Path, doc: dict[str, Any]) -> Path:

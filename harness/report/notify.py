@@ -18,7 +18,8 @@ ignore the others).
 A webhook that fails (an HTTP status >= 400, a refused connection, a bad URL) or does not answer
 within the deadline (:data:`NOTIFY_TIMEOUT_S`, the whole request, not per socket read) raises
 :class:`NotifyError`; the commands print it and keep their exit code. Error messages name the
-webhook by scheme and host only: the path of a webhook URL is often its secret.
+webhook by scheme and host only: the path of a webhook URL is often its secret, as is a
+``user:password@`` in it.
 """
 
 from __future__ import annotations
@@ -62,8 +63,10 @@ def summary_of(view: ReportView, report: Path) -> dict[str, Any]:
 
 
 def _where(url: str) -> str:
+    """``scheme://host[:port]``: never the path, nor a ``user:password@`` (both secrets)."""
     parts = urllib.parse.urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
+    host = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host or ''}" + (f":{parts.port}" if parts.port else "")
 
 
 def post_json(url: str, body: dict[str, Any], *, timeout_s: float = NOTIFY_TIMEOUT_S) -> int:

@@ -3,12 +3,13 @@
 
 ``<run dir>/`` gets summary.json (first, so the machine-readable result survives a failure of a
 later file), index.html, junit.xml, allure-results/ and the view's other files. A file that
-fails to render is replaced by a note saying why; the others are still written: a report is
-never lost.
+fails to render is replaced by a note saying why (its text HTML-escaped); the others are still
+written: a report is never lost.
 """
 
 from __future__ import annotations
 
+import html
 import os
 import traceback
 from collections.abc import Callable
@@ -69,8 +70,10 @@ def _write(view: ReportView, run_dir: Path) -> Path:
     try:
         page = render_page(view)
     except Exception:  # noqa: BLE001 - a page that fails must not lose the rest of the report
-        page = (f"<pre>{view.decision}: {view.decision_line}\n\nthe page did not render:\n"
-                f"{traceback.format_exc()}</pre>")
+        # the decision line and the traceback hold text a daemon, a case file or an exception
+        # wrote: escaped, so that markup in them is shown, never run
+        page = ("<pre>" + html.escape(f"{view.decision}: {view.decision_line}\n\nthe page did "
+                                      f"not render:\n{traceback.format_exc()}") + "</pre>")
     (run_dir / "index.html").write_text(page, encoding="utf-8")
     junit_of(view).write(str(run_dir / "junit.xml"), pretty=True)
     write_allure(view, run_dir)

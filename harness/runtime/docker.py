@@ -5,11 +5,11 @@ Every container gets:
 
 * labels ``proofdiff.run`` (run id), ``proofdiff.owner`` (the owning process, see
   :mod:`proofdiff.runtime.watchdog`), ``proofdiff.role``, ``proofdiff.profile``,
-  ``proofdiff.image``, so :func:`reap` and the owner's watchdog can remove leftovers;
-* hardening: user ``65534:65534``, every capability dropped, ``no-new-privileges``, never
-  privileged, no host networking unless the spec asks (a profile's ``network = "host"``);
-* read-only mounts (params, inputs); files it needs are written into a private temp dir that
-  is bind-mounted file by file, read-only; only ``/out`` (when asked for) is writable;
+  ``proofdiff.image``, so :func:`reap` and the owner's watchdog can remove leftovers (the
+  run's network too: :mod:`proofdiff.runtime.networks`);
+* the settings of :mod:`proofdiff.runtime.hardening`: an unprivileged user, no capability,
+  ``no-new-privileges``, a pids limit, a read-only root where its image allows, the run's own
+  network with nothing outside, read-only mounts, private inputs and outputs;
 * cleanup on every path: a container that fails to start is removed, a short-lived one is
   removed after it exits or at its deadline, temp dirs are removed with it, and the watchdog
   removes all of it if the owner dies first.
@@ -19,9 +19,7 @@ Bind-mount sources are host paths: the Docker engine must run on this machine.
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -31,9 +29,10 @@ import docker
 import docker.errors
 import requests
 from docker.models.containers import Container as SdkContainer
-from docker.types import DeviceRequest
 
 from proofdiff.model.choices import Runtime
+from proofdiff.runtime.hardening import container_settings
+from proofdiff.runtime.networks import NETWORK_PREFIX, RUN_NETWORK, RunNetwork, reap_networks
 from proofdiff.runtime.spec import (BUILD_HINT, CONTAINER_USER, LABEL_IMAGE, LABEL_OWNER, LABEL_PROFILE,
                    LABEL_ROLE, LABEL_RUN, OUT_DIR, ContainerError, LaunchSpec, Mount,
                    ToolResult, Tracker)
@@ -82,19 +81,16 @@ def inspect_view(inspect: Mapping[str, Any]) -> dict[str, Any]:
         "security": {"privileged": host.get("Privileged"), "cap_drop": host.get("CapDrop"),
                      "cap_add": host.get("CapAdd"), "security_opt": host.get("SecurityOpt"),
                      "readonly_rootfs": host.get("ReadonlyRootfs")},
-        "network_mode": host.get("NetworkMode"),
+        # a run's own network has a name of its own (proofdiff.runtime.networks): shown as
+        # what it is, so two runs' containers compare equal on it
+        "network_mode": RUN_NETWORK if str(host.get("NetworkMode") or "").startswith(
+            NETWORK_PREFIX) else host.get("NetworkMode"),
         "ports": sorted((host.get("PortBindings") or {}).keys()),
     }
 
 
 def _text(raw: Any) -> str:
     return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-
-
-def _gpu_request(gpus: str | int | tuple[str, ...]) -> DeviceRequest:
-    if isinstance(gpus, tuple):
-        return DeviceRequest(device_ids=list(gpus), capabilities=[["gpu"]])
-    return DeviceRequest(count=-1 if gpus == "all" else int(gpus), capabilities=[["gpu"]])
 
 
 class Container:
@@ -152,11 +148,12 @@ class Container:
         return None
 
     def ip(self) -> str:
-        """The container's address on its docker network ('' when it has none)."""
+        """The container's address on its docker network, the one it is attached to ('' when
+        it has none)."""
         attrs = self.inspect()
         settings = attrs.get("NetworkSettings") or {}
         nets = settings.get("Networks") or {}
-        net = nets.get(self.spec.network or "") or {}
+        net: dict[str, Any] = next((n for n in nets.values() if n and n.get("IPAddress")), {})
         return str(net.get("IPAddress") or settings.get("IPAddress") or "")
 
     def exec(self, argv: list[str]) -> tuple[int, str]:
@@ -214,6 +211,13 @@ class DockerBackend:
                  tracker: Tracker | None = None) -> None:
         self.run_id, self.tracker = run_id, tracker
         self.client = client or docker_client()
+        #: the run's own network, made when a ``bridge`` container first needs it
+        self.network = RunNetwork(self.client, run_id,
+                                  tracker.owner if tracker else "unwatched")
+
+    def close(self) -> None:
+        """Remove the run's network (its containers are removed by their owners first)."""
+        self.network.remove()
 
     # -- images --------------------------------------------------------------------------
     def image(self, tag: str) -> Any:
@@ -237,8 +241,9 @@ class DockerBackend:
             ContainerError: the image is missing, or docker refused to create or start it
                 (the engine's words). Nothing is left behind.
         """
-        self.image(spec.image)
-        workdir, kwargs = self._kwargs(spec)
+        image = self.image(spec.image)
+        workdir, kwargs = self._kwargs(spec, (image.attrs.get("Config") or {}).get("Labels")
+                                       or {})
         try:
             sdk = self.client.containers.create(**kwargs)
         except docker.errors.DockerException as exc:
@@ -310,49 +315,11 @@ class DockerBackend:
                 else "unwatched", LABEL_ROLE: spec.role, LABEL_PROFILE: spec.profile,
                 LABEL_IMAGE: spec.image}
 
-    def _kwargs(self, spec: LaunchSpec) -> tuple[Path | None, dict[str, Any]]:
-        volumes = {str(m.source.resolve()): {"bind": m.container_path, "mode": "ro" if m.read_only
-                                             else "rw"} for m in spec.mounts}
-        workdir = None
-        if spec.files or spec.want_out:
-            workdir = Path(tempfile.mkdtemp(prefix=f"proofdiff-{spec.role}-"))
-            if self.tracker is not None:
-                self.tracker.track_dir(workdir)
-            os.chmod(workdir, 0o755)
-            for i, (target, data) in enumerate(spec.files.items()):
-                src = workdir / f"{i}-{Path(target).name}"
-                src.write_bytes(data)
-                os.chmod(src, 0o644)
-                volumes[str(src)] = {"bind": target, "mode": "ro"}
-            if spec.want_out:
-                (workdir / "out").mkdir()
-                os.chmod(workdir / "out", 0o777)  # written by the container user 65534
-                volumes[str(workdir / "out")] = {"bind": OUT_DIR, "mode": "rw"}
-        kwargs: dict[str, Any] = {
-            "image": spec.image, "command": list(spec.command), "environment": dict(spec.env),
-            "labels": self._labels(spec), "volumes": volumes, "detach": True,
-            "user": CONTAINER_USER, "privileged": False, "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges"],
-        }
-        if spec.entrypoint is not None:
-            kwargs["entrypoint"] = list(spec.entrypoint)
-        if spec.name:
-            kwargs["name"] = spec.name
-        if spec.network is None:
-            kwargs["network_disabled"] = True
-        else:
-            kwargs["network_mode"] = spec.network
-            if spec.network == "bridge" and spec.ports:
-                kwargs["ports"] = {f"{p}/tcp": ("127.0.0.1", None) for p in spec.ports.values()}
-        if spec.cpus is not None:
-            kwargs["nano_cpus"] = int(spec.cpus * 1e9)
-        if spec.cpuset:
-            kwargs["cpuset_cpus"] = ",".join(str(c) for c in spec.cpuset)
-        if spec.mem_limit is not None:
-            kwargs["mem_limit"] = spec.mem_limit
-        if spec.gpus is not None:
-            kwargs["device_requests"] = [_gpu_request(spec.gpus)]
-        return workdir, kwargs
+    def _kwargs(self, spec: LaunchSpec, image_labels: Mapping[str, str]
+                ) -> tuple[Path | None, dict[str, Any]]:
+        network = self.network.name() if spec.network == "bridge" else ""
+        return container_settings(spec, labels=self._labels(spec), image_labels=image_labels,
+                                  network=network, tracker=self.tracker)
 
     def _drop_dir(self, workdir: Path | None) -> None:
         if workdir is None:
@@ -362,15 +329,15 @@ class DockerBackend:
             self.tracker.untrack_dir(workdir)
 
 
-
 def _said(exc: BaseException) -> str:
     return str(getattr(exc, "explanation", None) or exc).strip()
 
 
 def reap(*, run_id: str | None = None, owner: str | None = None,
          client: docker.DockerClient | None = None) -> list[str]:
-    """Force-remove labelled proofdiff containers: one run's, one owner's, or every run's when
-    neither is given. Returns the removed containers' names.
+    """Force-remove labelled proofdiff containers, then their runs' networks
+    (:mod:`proofdiff.runtime.networks`): one run's, one owner's, or every run's when neither is
+    given. Returns the removed containers' names, then each network's as ``network NAME``.
 
     Raises:
         ContainerError: the engine does not answer.
@@ -388,4 +355,4 @@ def reap(*, run_id: str | None = None, owner: str | None = None,
         except docker.errors.APIError as exc:
             if "already in progress" not in str(exc):
                 raise
-    return removed
+    return removed + [f"network {n}" for n in reap_networks(client, label)]

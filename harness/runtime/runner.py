@@ -105,6 +105,8 @@ class Runner:
         return "-".join(p for p in ("proofdiff", self.run_id, *parts, secrets.token_hex(3)) if p)
 
     def close(self) -> None:
-        """Remove every process runtime still running (containers are removed by their
-        owners and the watchdog)."""
+        """Remove every process runtime still running, and the run's docker network where one
+        was made (containers are removed by their owners and the watchdog)."""
         self.processes.close()
+        if self._docker is not None:
+            self._docker.close()

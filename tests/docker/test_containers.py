@@ -14,6 +14,7 @@ from proofdiff.model.choices import Role
 from proofdiff.model.profile_file import load_profiles
 from msgspec.structs import replace
 
+from proofdiff.runtime.hardening import PIDS_LIMIT
 from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.spec import ContainerError, LaunchSpec, Mount
 from proofdiff.drivers.cuzk_client import status_probe
@@ -32,7 +33,10 @@ def test_a_tool_container_is_labelled_hardened_and_removed(artifacts: Any,
     tmp_path.chmod(0o755)
     (tmp_path / "ro.txt").chmod(0o644)
     script = ("id -u; echo $(cat /in/msg); echo $(cat /p/ro.txt); echo x > /p/ro.txt 2>/dev/null || echo ro; "
-              "echo out > /out/result; grep CapEff /proc/self/status")
+              "echo out > /out/result; grep CapEff /proc/self/status; "
+              # /out: its owner alone may enter; the root filesystem: read-only, /tmp a tmpfs
+              "echo out=$(stat -c '%a:%u' /out); touch /etc/x 2>/dev/null || echo rootfs=ro; "
+              "touch /tmp/x && echo tmp=rw")
     spec = LaunchSpec(image=artifacts.image_tag, role=Role.PREFLIGHT, profile="bench",
                          entrypoint=("sh", "-c"), command=(script,),
                          mounts=(Mount(tmp_path, "/p"),), files={"/in/msg": b"hello"},
@@ -42,6 +46,9 @@ def test_a_tool_container_is_labelled_hardened_and_removed(artifacts: Any,
     assert res.exit_code == 0 and lines[:4] == ["65534", "hello", "params", "ro"], res.output
     assert "CapEff:\t0000000000000000" in res.stdout  # every capability dropped
     assert res.out_files == {"result": b"out\n"}
+    # other users of this machine see neither /out (0700, the container user's) nor the root
+    # filesystem writable; refprover's image says it writes only temporary files
+    assert {"out=700:65534", "rootfs=ro", "tmp=rw"} <= set(lines), res.output
     assert not runner.client.api.containers(all=True, filters={"label": f"proofdiff.run={runner.run_id}"})
     assert _leftover_dirs("preflight") == before  # its temp dir went with it
 
@@ -60,6 +67,8 @@ def test_labels_carry_run_owner_role_profile_and_image(artifacts: Any,
         host = attrs["HostConfig"]
         assert host["Privileged"] is False and host["CapDrop"] == ["ALL"]
         assert host["SecurityOpt"] == ["no-new-privileges"]
+        assert host["PidsLimit"] == PIDS_LIMIT and host["ReadonlyRootfs"] is True
+        assert set(host["Tmpfs"]) == {"/tmp", "/var/tmp"}, host["Tmpfs"]
         assert attrs["Config"]["User"] == "65534:65534" and attrs["Config"]["NetworkDisabled"]
     finally:
         c.remove()
@@ -96,3 +105,68 @@ def test_a_daemon_that_exits_at_start_says_why_with_its_log(artifacts: Any,
     assert "exited with code 2 before answering GetStatus" in text
     assert "--- last log lines ---" in text and "--no-such-flag" in text
     assert ei.value.exit_code == 2 and ei.value.container_id
+
+
+def _default_gateway() -> str:
+    """This machine's default gateway (/proc/net/route): an address outside it that answers."""
+    import socket
+    import struct
+
+    for line in Path("/proc/net/route").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == "00000000":
+            return socket.inet_ntoa(struct.pack("<L", int(fields[2], 16)))
+    pytest.skip("this machine has no default route: nothing outside to try to reach")
+
+
+def _probe(runner: Runner, image: str, network: str, script: str) -> str:
+    res = runner.run(LaunchSpec(image=image, role=Role.BENCH, entrypoint=("bash", "-c"),
+                                command=(script,), network=network), timeout_s=30)
+    assert not res.timed_out, res.output
+    return res.output
+
+
+def test_a_bridge_container_reaches_its_daemon_and_nothing_outside(artifacts: Any,
+                                                                   runner: Runner) -> None:
+    # the run's own network (proofdiff.runtime.networks): the daemon's port published on
+    # 127.0.0.1 answers here, a neighbour (the bench tool's place) reaches the daemon, and an
+    # address outside this machine gets nothing back: no reply at all within 3 s (a refusal
+    # would be an answer from outside). Docker's default bridge (network "outbound"), the
+    # control, gets that outside answer, so the probe can see one
+    import socket
+
+    gateway = _default_gateway()
+    outside = (f"timeout 3 bash -c 'echo > /dev/tcp/{gateway}/80' 2>&1; "
+               "echo outside-rc=$?")
+    control = _probe(runner, artifacts.image_tag, "outbound", outside)
+    if "outside-rc=124" in control:
+        pytest.skip(f"{gateway}:80 does not answer even from Docker's own bridge: {control}")
+    daemon = runner.start(LaunchSpec(
+        image=artifacts.image_tag, role=Role.DAEMON, profile="bench",
+        entrypoint=("/usr/local/bin/refprover",), command=("--listen", "0.0.0.0:9820"),
+        network="bridge", ports={"grpc": 9820}))
+    try:
+        daemon.inspect()  # the engine's published ports, as of now
+        port = daemon.host_port("grpc")
+        assert port is not None
+        deadline = time.monotonic() + 30
+        while True:  # the daemon's published port, from this machine
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, daemon.logs(tail=20)
+                time.sleep(0.1)
+        got = _probe(runner, artifacts.image_tag, "bridge",
+                     f"timeout 5 bash -c 'echo > /dev/tcp/{daemon.ip()}/9820' && "
+                     f"echo neighbour=ok; {outside}")
+        assert "neighbour=ok" in got, got
+        assert "outside-rc=124" in got and "refused" not in got, (got, control)
+        net = daemon.inspect()["HostConfig"]["NetworkMode"]
+        opts = runner.client.networks.get(net).attrs["Options"]
+        assert opts.get("com.docker.network.bridge.enable_ip_masquerade") == "false", opts
+        assert daemon.view()["network_mode"] == "the run's own bridge (no outbound)"
+    finally:
+        daemon.remove()
+    runner.close()  # the run's network goes with the run
+    assert not runner.client.networks.list(filters={"label": f"proofdiff.run={runner.run_id}"})

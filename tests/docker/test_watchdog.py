@@ -1,5 +1,5 @@
-"""The watchdog: an owner killed with SIGKILL leaves nothing behind (its containers are removed
-and its temp dirs deleted by the owner's watchdog, within 10 s)."""
+"""The watchdog: an owner killed with SIGKILL leaves nothing behind (its containers and its run's
+network are removed and its temp dirs deleted by the owner's watchdog, within 10 s)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ from proofdiff.runtime.watchdog import Watchdog
 dog = Watchdog().start()
 runner = Runner(sys.argv[1], tracker=dog)
 c = runner.start(LaunchSpec(image=sys.argv[2], role=Role.DAEMON, profile="bench",
-                               entrypoint=("sleep",), command=("600",), files={"/in/x": b"x"}))
+                               entrypoint=("sleep",), command=("600",), files={"/in/x": b"x"},
+                               network="bridge"))
 print(json.dumps({"owner": dog.owner, "id": c.sdk.id, "dir": str(c.workdir)}), flush=True)
 time.sleep(600)
 """
@@ -48,6 +49,9 @@ def test_sigkill_of_the_owner_removes_its_containers_and_dirs(artifacts: Any,
             time.sleep(0.2)
         while Path(info["dir"]).exists():
             assert time.monotonic() - t0 < 10, "the watchdog did not remove the temp dir in 10 s"
+            time.sleep(0.2)
+        while api.networks(filters={"label": f"proofdiff.owner={info['owner']}"}):
+            assert time.monotonic() - t0 < 10, "the watchdog did not remove the network in 10 s"
             time.sleep(0.2)
     finally:
         if proc.poll() is None:

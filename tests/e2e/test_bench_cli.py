@@ -47,6 +47,15 @@ def test_cuzk_profiles_on_refprover_bench_cli_vs_grpc_agree(cli_run: Any, artifa
     ids = {j.request_id for j in prod.workload_flow.jobs}  # curio's wdpost ids, one a job
     assert len(ids) == 2 and all(i.startswith("wdpost-1000-0-[") for i in ids), ids
     assert prod.daemon and "ignored config key" in prod.daemon.log_tail
+    # both daemons proved under the hardening (proofdiff.runtime.hardening), and the bench
+    # tool reached its daemon on the run's own network, which has no outbound access
+    for run in (bench, prod):
+        assert run.daemon is not None
+        view = run.daemon.inspect_view
+        assert view["network_mode"] == "the run's own bridge (no outbound)", view
+        assert view["security"]["readonly_rootfs"] is True, view["security"]
+        assert view["security"]["security_opt"] == ["no-new-privileges"], view["security"]
+        assert view["limits"]["pids_limit"] == 4096, view["limits"]
     left = docker.from_env().api.containers(all=True, filters={"label": [
         f"proofdiff.run={r.result.run_id}", "proofdiff.role=bench"]})
     assert not left, "bench containers must be removed after each batch"

@@ -29,13 +29,29 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
-def cluster() -> Iterator[str]:
+def cluster(tmp_path_factory: pytest.TempPathFactory,
+            monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A LocalCluster: 2 worker processes (named 0 and 1), 1 thread each, on 127.0.0.1, no
-    dashboard; its scheduler's address."""
+    dashboard, TLS with a certificate of its own; its scheduler's address (``tls://``). The
+    proofdiff commands a test starts get that certificate as a user gives it to ``--cluster``:
+    Dask's environment variables (this process: Dask's configuration)."""
+    import dask.config
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None, worker_dashboard_address=None) as lc:
+    from proofdiff.fleet.cluster import TLS_ENV
+    from proofdiff.fleet.tls import new_credentials
+
+    creds = new_credentials()
+    pem = tmp_path_factory.mktemp("cluster-tls") / "cluster.pem"
+    pem.write_text(creds.cert_pem + creds.key_pem)
+    pem.chmod(0o600)
+    for var in TLS_ENV:  # the CA, the certificate and its key: one file holds all three
+        monkeypatch.setenv(var, str(pem))
+    with dask.config.set({f"distributed.comm.tls.{k}": str(pem)
+                          for k in ("ca-file", "client.cert", "client.key")}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                         protocol="tls", security=creds.security(), dashboard_address=None,
+                         worker_dashboard_address=None) as lc:
         yield str(lc.scheduler_address)
 
 

@@ -66,6 +66,9 @@ def _nothing_left(hosts: SshHosts) -> None:
         home = set(hosts.exec(name, "ls -A ~").split()) - {".bashrc", ".bash_logout",
                                                            ".profile"}
         assert home <= {".cache", ".config"}, (name, home)
+        # the run's TLS credentials are gone from the host with the run
+        assert hosts.exec(name, "ls -A ~/.cache/proofdiff/tls 2>/dev/null || true").strip() \
+            == "", name
     assert not _leftovers(), "daemon processes left here"
 
 
@@ -102,6 +105,8 @@ def test_a_gate_and_a_bisection_run_on_ssh_hosts_with_artifacts_shipped_once(
                                "--profile", "bench")
     res = serde.read(rdir / "summary.json", GateResult)
     assert rc == 1 and res.decision is Decision.FAIL, (res.decision_line, out)
+    # the run's cluster spoke TLS with a certificate of its own (proofdiff.fleet.tls)
+    assert "units on the Dask cluster tls://127.0.0.1:" in out, out
     # at concurrency 1 latency and throughput are one sample per round: both slower
     assert {(f.check, f.profile) for f in res.blocking()} == {("timing/latency", "bench"),
                                                               ("timing/throughput", "bench")}, (

@@ -120,3 +120,61 @@ def test_a_newer_schema_in_postgresql_is_refused(pg: PgServer) -> None:
     with pytest.raises(HistoryError, match="newer than this proofdiff knows"):
         open_history(url)
 
+
+
+def _refused_within(url: str, deadline_s: float) -> None:
+    """Return once the server refuses ``url`` (a reload takes effect for new connections
+    after the postmaster reads its SIGHUP: not at once)."""
+    import time
+
+    end = time.monotonic() + deadline_s
+    while True:
+        try:
+            open_history(url, migrate=False).close()
+        except HistoryError as exc:
+            assert "password authentication failed" in str(exc), str(exc)
+            return
+        assert time.monotonic() < end, f"pg_hba.conf's reload not seen within {deadline_s} s"
+        time.sleep(0.1)
+
+
+def test_a_password_is_masked_whether_the_server_takes_it_or_refuses_it(
+        pg: PgServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a role that must give its password (scram-sha-256 for it alone, ahead of trust): stored
+    # with the right one, refused with a wrong one; in both, the console, the report folder and
+    # the history command show the URL with the password masked
+    from proofdiff.cli import main
+
+    secret = "Pg-s3cret-w0rd"
+    h = open_history(pg.url, migrate=False)
+    try:
+        with h.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text(f"CREATE ROLE pwuser LOGIN PASSWORD '{secret}'"))
+            conn.execute(text('CREATE DATABASE "pw" OWNER pwuser'))
+    finally:
+        h.close()
+    hba = pg.data / "pg_hba.conf"
+    hba.write_text("host all pwuser 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+    pg._pg("pg_ctl", "-D", str(pg.data), "reload")
+    _refused_within(f"postgresql://pwuser:wrong@127.0.0.1:{pg.port}/pw", deadline_s=10)
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[profiles.bench\n", encoding="utf-8")
+    rep = tmp_path / "rep"
+    base = f"127.0.0.1:{pg.port}/pw"
+    # the password as libpq takes it, in the userinfo and as the password parameter
+    for rid, url, said in (
+            ("right", f"postgresql://pwuser@{base}?password={secret}",
+             f"history: stored run right (#1) in postgresql+psycopg://pwuser@{base}?password=***"),
+            ("wrong", f"postgresql://pwuser:{secret[::-1]}@{base}",
+             "password authentication failed")):
+        rc = main(["run", "--profiles", str(bad), "--report-dir", str(rep), "--run-id", rid,
+                   "--history", url])
+        out = capsys.readouterr().out
+        pw = url.split("password=")[-1] if rid == "right" else secret[::-1]
+        assert rc == 3 and said in out, out
+        assert pw not in out and not [p for p in rep.rglob("*")
+                                      if p.is_file() and pw.encode() in p.read_bytes()]
+    rc = main(["history", "--report-dir", str(rep), "--history",
+               f"postgresql://pwuser:{secret}@{base}"])
+    out = capsys.readouterr().out
+    assert secret not in out and f"pwuser:***@{base}" in out, out

@@ -22,7 +22,7 @@ from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.profile import Profile
 from proofdiff.model.profile_file import load_profiles
 from proofdiff.model.status import Outcome
-from proofdiff.runtime.docker import DockerBackend
+from proofdiff.runtime.hardening import container_settings
 from proofdiff.runtime.daemon import daemon_spec
 
 CUZK = "cuzk"
@@ -72,10 +72,10 @@ def test_preflight_catches_params_mounted_where_cuzk_does_not_read() -> None:
 
 
 def test_gpu_request_is_one_device_request_for_all_gpus(tmp_path: Path) -> None:
-    runner = DockerBackend("unit", client=object())  # type: ignore[arg-type]
-
     def kwargs(profile: Profile) -> dict[str, Any]:
-        workdir, kw = runner._kwargs(daemon_spec(replace(profile, image="cuzk:t"), tmp_path))
+        workdir, kw = container_settings(daemon_spec(replace(profile, image="cuzk:t"), tmp_path),
+                                         labels={}, image_labels={}, network="run-net",
+                                         tracker=None)
         shutil.rmtree(workdir or tmp_path / "none", ignore_errors=True)
         return kw
 

@@ -114,3 +114,32 @@ def test_history_of_a_series_too_short_to_judge_says_undecided_and_exits_2(
     assert "undecided: 3 valued run(s); a change point needs 4" in out
     assert "no change point" not in out
     assert "undecided: 1 of 1 series too short to judge" in out
+
+
+#: A password in every place a PostgreSQL URL can carry one: the user's, and libpq's
+#: ``password`` / ``sslpassword`` parameters.
+PW = "s3cret-Pw"
+URLS = (f"postgresql://proofdiff:{PW}@127.0.0.1:1/history?password={PW}x&sslpassword={PW}y",
+        f"postgres://proofdiff:{PW}@127.0.0.1:notaport/history")
+
+
+@pytest.mark.parametrize("url", URLS, ids=["unreachable", "unparsable"])
+@pytest.mark.parametrize("cmd", [
+    ["run"], ["nightly"], ["gate", "--candidate", "proofdiff/none:a", "--baseline",
+                           "proofdiff/none:b"], ["history"]])
+def test_a_postgresql_password_reaches_no_report_log_or_console(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture,
+        cmd: list[str], url: str) -> None:
+    # CI uploads the report folder and the console log as artifacts: the history's URL is
+    # shown everywhere with its password masked, on the path where the history fails too
+    rep = tmp_path / "rep"
+    extra = [] if cmd == ["history"] else ["--profiles", str(_bad_profiles(tmp_path)),
+                                           "--run-id", "r1"]
+    rc = main([*cmd, "--report-dir", str(rep), *extra, "--history", url])
+    out, err = capsys.readouterr()
+    assert rc == 3, out + err
+    assert "***" in out + err, out + err  # the history named, masked
+    leaks = [p for p in rep.rglob("*") if p.is_file() and PW.encode() in p.read_bytes()]
+    assert not leaks, leaks
+    assert cmd == ["history"] or (rep / "r1" / "summary.json").is_file()
+    assert PW not in out + err + caplog.text, out + err

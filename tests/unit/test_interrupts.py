@@ -64,7 +64,7 @@ def test_a_ctrl_c_stops_the_running_units_cancels_the_queued_and_is_raised(
         return "stopped"
 
     markers = [tmp_path / f"started-{i}" for i in range(3)]
-    with open_executor(RunOptions(cluster=cluster), connect_timeout_s=60) as ex:
+    with open_executor(RunOptions(cluster=cluster, insecure=True), connect_timeout_s=60) as ex:
         _ctrl_c_once(markers[0], markers[1])  # both workers busy, the third unit queued
         t0 = time.monotonic()
         with pytest.raises(UnitsInterrupted) as err:
@@ -85,7 +85,7 @@ def test_a_unit_that_comes_back_whole_after_a_ctrl_c_is_still_no_normal_result(
         return "ended whole"
 
     marker = tmp_path / "started"
-    with open_executor(RunOptions(cluster=cluster), connect_timeout_s=60) as ex:
+    with open_executor(RunOptions(cluster=cluster, insecure=True), connect_timeout_s=60) as ex:
         _ctrl_c_once(marker)
         with pytest.raises(UnitsInterrupted) as err:
             ex.map_placed(ends_whatever, [str(marker)], name="whole")
@@ -159,7 +159,7 @@ def test_a_ctrl_c_before_any_unit_started_ends_the_run_with_130_and_its_report(
         silent.settimeout(120)
         port = silent.getsockname()[1]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "proofdiff", "run", "--cluster", f"tcp://127.0.0.1:{port}",
+            [sys.executable, "-m", "proofdiff", "run", "--insecure", "--cluster", f"tcp://127.0.0.1:{port}",
              "--report-dir", str(tmp_path), "--run-id", rid],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))

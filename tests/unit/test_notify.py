@@ -139,6 +139,17 @@ def test_a_failing_webhook_is_reported_and_the_exit_code_stays(
     assert "answered HTTP 500" in out and SECRET not in out
 
 
+def test_a_webhook_password_in_the_url_is_never_printed(
+        hook: Hook, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hook.status = 500
+    url = hook.url.replace("http://", "http://bot:pa55word@")
+    rc = main(["run", "--profiles", str(_bad_profiles(tmp_path)), "--report-dir",
+               str(tmp_path / "rep"), "--run-id", "n6", "--notify", url])
+    out = " ".join(capsys.readouterr().out.split())
+    assert rc == 3 and "webhook http://127.0.0.1:" in out, out
+    assert "pa55word" not in out and "bot" not in out and SECRET not in out, out
+
+
 def test_a_webhook_that_does_not_answer_is_cut_at_the_deadline(hook: Hook,
                                                                tmp_path: Path) -> None:
     hook.hold = threading.Event()

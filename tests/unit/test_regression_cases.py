@@ -114,6 +114,30 @@ def test_one_malformed_case_is_its_own_error_and_the_others_are_replayed(
     assert "image must be a table" in got[0].message
 
 
+@pytest.mark.parametrize("where", ["../outside.json", "/etc/passwd", "link.json"])
+def test_a_case_workload_file_outside_its_folder_is_refused(tmp_path: Path, where: str) -> None:
+    # a case folder is shipped to fleet hosts and read by a replay: its inputs are its own
+    # files, never a path (or a link) that reaches elsewhere on the machine
+    import tomli_w
+
+    (tmp_path / "outside.json").write_text("{}")
+    folder = tmp_path / "c3"
+    folder.mkdir()
+    (folder / "link.json").symlink_to(tmp_path / "outside.json")
+    doc = _doc()
+    doc["workload"] = {"file": where}
+    (folder / "case.toml").write_text(tomli_w.dumps(doc))
+    with pytest.raises(CaseError) as err:
+        load_case(folder)
+    assert f"[workload] file = {where!r} is outside the case folder" in str(err.value)
+    assert str(err.value).startswith(f"{folder / 'case.toml'}:"), str(err.value)
+    assert "copy the inputs into" in err.value.fix
+    (folder / "inputs.json").write_text("{}")  # a file of its own is taken
+    doc["workload"] = {"file": "inputs.json"}
+    (folder / "case.toml").write_text(tomli_w.dumps(doc))
+    assert load_case(folder).workload_file == str((folder / "inputs.json").resolve())
+
+
 def test_the_signature_matches_its_record_and_not_another_failure() -> None:
     rec = OracleRecord(suite="validity", oracle="proofs", profile="prod", workload="wpost-2k",
                        outcome=Outcome.FAIL, message="3 of 4 proofs INVALID on prod: job "

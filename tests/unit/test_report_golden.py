@@ -161,3 +161,19 @@ def test_an_undecided_check_is_no_pass_in_junit() -> None:
     text = junit_of(view).tostring().decode()
     assert '<skipped message="undecided, not a pass: A/A bench: INCONCLUSIVE after 6+6 ' \
         'samples"' in text, text
+
+
+def test_a_page_that_fails_to_render_is_replaced_by_escaped_text(tmp_path: Path) -> None:
+    # the fallback page holds the decision line and the traceback, both from text a daemon, a
+    # case file or an exception wrote: markup in them is shown as text, never run
+    from proofdiff.report.view import ReportView
+    from proofdiff.report.writer import write_view
+
+    payload = "<script>alert('pwned')</script><img src=x onerror=alert(1)>"
+    view = ReportView(run_id="r-fallback", kind="run", result=None,
+                      template=f"no-such-template-{payload}.j2", decision="ERROR",
+                      decision_line=f"ERROR: {payload}", exit_code=3)
+    page = (write_view(view, tmp_path / "r") / "index.html").read_text(encoding="utf-8")
+    assert "the page did not render" in page and "TemplateNotFound" in page
+    assert "<script>" not in page and "<img" not in page, page
+    assert page.count("&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt;") == 2, page
