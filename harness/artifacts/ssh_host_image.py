@@ -23,6 +23,7 @@ host (:mod:`proofdiff.fleet.shipping`).
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 import subprocess
 import sys
@@ -89,9 +90,20 @@ def _deps_dockerfile(rootfs_tag: str) -> str:
     ]) + "\n"
 
 
+#: The extras a fleet worker needs beside proofdiff's own dependencies (a worker joins Dask).
+HOST_EXTRAS = ("fleet",)
+
+
 def _runtime_requirements() -> list[str]:
-    """proofdiff's own dependencies (its installed metadata, no extras)."""
-    return [r for r in metadata.requires("proofdiff") or [] if "extra ==" not in r]
+    """proofdiff's own dependencies and those of :data:`HOST_EXTRAS` (its installed metadata),
+    each without its environment marker."""
+    out = []
+    for req in metadata.requires("proofdiff") or []:
+        name, _, marker = req.partition(";")
+        extra = re.search(r"extra\s*==\s*[\"']([^\"']+)[\"']", marker)
+        if extra is None or extra.group(1) in HOST_EXTRAS:
+            out.append(name.strip())
+    return out
 
 
 def _wheels(root: Path, lock: Path, log: build_steps.Log) -> Path:

@@ -94,6 +94,22 @@ CATALOG: tuple[MatrixRow, ...] = (
     MatrixRow("host-memory", "host-memory", sets=HOST_MEMORY_SETS,
          meant=("behaviour", ("resources",)), targeted=("behaviour",),
          why="the memory budget read from the host, not the cgroup: OOM under mem_limit"),
+    MatrixRow("retain-witness", "retain-witness", meant=("behaviour", ("growth",)),
+         targeted=("isolation", "behaviour"), why="the pipeline keeps every partition's witness "
+         "in a retry cache nothing evicts: memory at rest grows with the jobs served (judged "
+         "over the default run's repeated work: isolation's flows and behaviour's)"),
+    MatrixRow("serialize-partitions", "serialize-partitions", meant=("behaviour", ("parallel",)),
+         targeted=("behaviour",), why="one partition of a job at a time: a lone job's "
+         "partitions one after another while workers stand idle"),
+    MatrixRow("compute-micros", "compute-micros", meant=("behaviour", ("timings",)),
+         targeted=("behaviour",), why="the partition path reports gpu_compute_ms in "
+         "microseconds: figures that do not add up"),
+    MatrixRow("status-waits", "status-waits", meant=("behaviour", ("control-plane",)),
+         targeted=("behaviour",), why="GetStatus waits for the pipeline to drain: no answer "
+         "under load"),
+    MatrixRow("early-release", "early-release", meant=("behaviour", ("in-flight",)),
+         targeted=("behaviour",), why="the in-flight slot given back when a worker takes the "
+         "item, before its proof: more items proving than the limit, its count within it"),
 )
 
 

@@ -44,6 +44,7 @@ from proofdiff.oracles.preflight import BLOCKING
 from proofdiff.oracles.suite_table import SUITES
 from proofdiff.runtime.daemon import Daemon, LaunchError, ReadyProbe, start_daemon
 from proofdiff.runtime.identity import program_identity
+from proofdiff.runtime.process_probe import Reading
 from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.spec import ContainerError
 from proofdiff.runtime.watchdog import Watchdog
@@ -300,11 +301,13 @@ class Session(PreflightLooks):
         (:mod:`proofdiff.core.preload`): from then on this thread waits on gRPC."""
         preload.start()
         clock, cpu = self.watch(profile)
+        daemon = self.daemon(profile)
         return verified(lambda on_answer: prove_many(
-            self.driver(profile), self.daemon(profile).address, wl, specs, name=name,
+            self.driver(profile), daemon.address, wl, specs, name=name,
             label=label, profile=profile, concurrency=concurrency, mode=mode,
             deadlines=self.deadlines(profile), log=lambda line: self.log(f"[{profile}] {line}"),
-            clock=clock, cpu=cpu, on_answer=on_answer), self.verifier(profile), wl, cross=cross,
+            clock=clock, cpu=cpu, probe=daemon.process, on_answer=on_answer),
+            self.verifier(profile), wl, cross=cross,
             names=list(dict.fromkeys(s.job for s in specs)), ahead=name not in TIMED_FLOWS)
 
     def flows(self, profile: str, workload: str) -> list[FlowRecord]:
@@ -323,6 +326,14 @@ class Session(PreflightLooks):
             return self._facts(self.daemon(profile))
         except LaunchError:
             return None
+
+    def look(self, profile: str) -> Reading | None:
+        """See :class:`proofdiff.oracles.evidence.Evidence`."""
+        try:
+            probe = self.daemon(profile).process
+        except LaunchError:
+            return None
+        return probe.read() if probe is not None else None
 
     def blocked(self, profile: str, workload: str) -> str | None:
         """Why proving checks skip ``profile``: a failed blocking preflight check, or a daemon

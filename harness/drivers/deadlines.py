@@ -10,11 +10,16 @@ import msgspec
 
 from proofdiff.model.profile import Profile
 
-__all__ = ["POLL_S", "SLACK_S", "SLICE_S", "SUBMIT_S", "Deadlines", "deadlines_for"]
+__all__ = ["POLL_S", "SLACK_S", "SLICE_S", "STATUS_DEADLINE_S", "SUBMIT_S", "Deadlines",
+           "deadlines_for"]
 
 #: The hang guard's ``GetStatus`` period, seconds: often enough to see how many work items a
 #: daemon really has in progress (a 2 KiB partition takes about a second).
 POLL_S = 0.25
+#: One status poll (``GetStatus``, ``GetMetrics``), seconds: curio's own deadline for
+#: ``GetStatus`` (``lib/cuzk/client.go``: ``context.WithTimeout(ctx, 5*time.Second)``), past which
+#: its backpressure query (``HasCapacity``) fails and the scheduler takes no proving task.
+STATUS_DEADLINE_S = 5.0
 #: Server-side ``AwaitProof`` slice, so a wait notices the guard between slices, seconds.
 SLICE_S = 2.0
 #: One ``SubmitProof`` call, seconds.

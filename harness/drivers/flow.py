@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from proofdiff.model.choices import DriverKind
 from proofdiff.model import interrupt, progress
@@ -22,13 +23,16 @@ from proofdiff.drivers.deadlines import POLL_S, Deadlines
 from proofdiff.drivers.hang_guard import CpuProbe, guarded
 from proofdiff.drivers.stall_rule import AnswerClock
 
+if TYPE_CHECKING:
+    from proofdiff.runtime.process_probe import ProcessProbe
+
 __all__ = ["prove_many"]
 
 
 def prove_many(driver: Driver, address: str, workload: Workload, specs: Sequence[JobSpec], *,
                name: str, label: str = "", profile: str = "", concurrency: int, mode: Mode = Mode.PROVE,
                deadlines: Deadlines, log: Log, clock: AnswerClock | None = None,
-               cpu: CpuProbe | None = None,
+               cpu: CpuProbe | None = None, probe: ProcessProbe | None = None,
                on_answer: Callable[[JobRecord], None] | None = None) -> FlowRecord:
     """Send ``specs`` through ``driver`` to the daemon at ``address`` and collect the flow.
 
@@ -40,6 +44,9 @@ def prove_many(driver: Driver, address: str, workload: Workload, specs: Sequence
     ``STUCK`` (a stall) or ``LOST`` (the deadline) with the reason; the record's ``stall`` says
     why. ``on_answer`` is told each record the driver shows as answered, on its thread, while
     the flow goes on (a job's, or one partition's where the driver sends them apart).
+    ``probe`` reads the daemon's process before the first request, every ``POLL_S`` and
+    after the last answer (the record's ``usage``; none without a probe). Every status poll's
+    latency is kept, and every poll that failed (``samples``, ``poll_failures``).
 
     Raises:
         ValueError: ``mode`` is one the driver does not support (a programming error: callers
@@ -59,12 +66,13 @@ def prove_many(driver: Driver, address: str, workload: Workload, specs: Sequence
     with progress.task("proofs", shown_as, total=len(real), quiet=True) as shown, \
             guarded(address, deadline_s=deadlines.flow_s(len(real), concurrency),
                     stall_s=deadlines.stall_s, poll_s=POLL_S, clock=clock, cpu=watched,
-                    on_done=shown.advance if shown.live else None,
+                    probe=probe, on_done=shown.advance if shown.live else None,
                     on_answer=on_answer) as guard:
         guard.add(len(real))
         got = driver.send(specs, workload=workload, concurrency=concurrency, mode=mode,
                           guard=guard, deadlines=deadlines, log=log)
         reason, status = guard.reason, guard.given_up()
+        wall_ms = (time.monotonic() - t0) * 1000.0  # not the guard's last poll, which may wait
     if guard.interrupted:  # a flow cut by the run's interrupt is no evidence: the run stops
         raise KeyboardInterrupt
     samples = tuple(guard.samples)
@@ -83,5 +91,6 @@ def prove_many(driver: Driver, address: str, workload: Workload, specs: Sequence
         log(f"{name}{f' {label}' if label else ''}: gave up on {len(stuck)} job(s) "
             f"{stuck}: {reason}")
     return FlowRecord(name=name, label=label, concurrency=concurrency, jobs=tuple(jobs),
-                      wall_ms=(time.monotonic() - t0) * 1000.0, stall=reason if stuck else "",
-                      samples=samples)
+                      wall_ms=wall_ms, stall=reason if stuck else "", samples=samples,
+                      poll_failures=tuple(guard.poll_failures), usage=tuple(guard.usage),
+                      started_unix_s=guard.started_unix_s)

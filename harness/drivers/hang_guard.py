@@ -9,7 +9,13 @@
 The watchdog thread polls ``GetStatus`` (and ``GetMetrics``) every ``poll_s`` seconds and keeps
 each answer as a :class:`~proofdiff.model.jobs.StatusSample`: what the daemon *says* it is doing
 (work items pending and in progress, ``cuzk_running_jobs``), for the behaviour oracles to
-cross-check. Whether it is stalled is decided from what proofdiff observes itself
+cross-check, with how long the call took to be answered; a poll that got no answer is kept as a
+:class:`~proofdiff.model.jobs.PollFailure` (behaviour/control-plane judges both). Each poll has
+:data:`~proofdiff.drivers.deadlines.STATUS_DEADLINE_S` to be answered, curio's own deadline for
+``GetStatus``. With a ``probe``, the daemon's process is read before the first request, every
+``poll_s`` on a thread of its own (a slow status answer never thins the readings) and when the
+block ends (:class:`~proofdiff.model.jobs.UsageSample`: memory, handles, CPU
+time, as the operating system counts them). Whether it is stalled is decided from what proofdiff observes itself
 (:mod:`proofdiff.drivers.stall_rule`): no answer for far longer than its proofs take (the
 :class:`~proofdiff.drivers.stall_rule.AnswerClock` of the daemon, kept across its flows), no
 CPU used while requests wait (``cpu``, the runtime's resource sampling), or no answer to
@@ -28,12 +34,14 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from proofdiff.model import interrupt
-from proofdiff.model.jobs import JobRecord, StatusSample
+from proofdiff.model.jobs import JobRecord, PollFailure, StatusSample, UsageSample
 from proofdiff.model.status import JobStatus
+from proofdiff.drivers.deadlines import STATUS_DEADLINE_S
 from proofdiff.drivers.stall_rule import IDLE_CORES, AnswerClock, Observed, stall_reason
 
 if TYPE_CHECKING:  # gRPC's stack loads on the guard's thread (a session's import: issue 18)
-    from proofdiff.drivers.cuzk_client import ProverClient
+    from proofdiff.drivers.cuzk_client import ClientError, ProverClient
+    from proofdiff.runtime.process_probe import ProcessProbe
 
 _RUNNING = re.compile(r"^cuzk_running_jobs(?:\{[^}]*\})?\s+([0-9.eE+-]+)\s*$", re.M)
 
@@ -64,10 +72,13 @@ class Guard:
         self.reason = ""
         self.stalled = False
         self.outstanding = 0
-        self.started = time.monotonic()
+        self.started, self.started_unix_s = time.monotonic(), time.time()
         self.last_progress = self.started
         self.clock = clock if clock is not None else AnswerClock()
         self.samples: list[StatusSample] = []
+        self.poll_failures: list[PollFailure] = []
+        self.usage: list[UsageSample] = []
+        self.answered_n = 0
         self.on_done = on_done
         self.on_answer = on_answer
         #: the interrupt of the work this flow belongs to (:mod:`proofdiff.model.interrupt`):
@@ -87,6 +98,8 @@ class Guard:
         if self.clock.answered(record):
             with self._lock:
                 self.last_progress = time.monotonic()
+        with self._lock:
+            self.answered_n += 1
         if self.on_answer is not None:
             self.on_answer(record)
 
@@ -142,6 +155,20 @@ class Guard:
         """Sleep up to ``timeout_s`` seconds, or until the guard trips; True if it tripped."""
         return self._stop.wait(timeout_s)
 
+    def elapsed_ms(self) -> float:
+        """Milliseconds since the guard started (the flow's clock)."""
+        return (time.monotonic() - self.started) * 1000.0
+
+    def look(self, probe: ProcessProbe | None) -> None:
+        """Read the daemon's process through ``probe`` and keep it (nothing when there is no
+        probe or the process is gone)."""
+        got = probe.read() if probe is not None else None
+        if got is not None:
+            with self._lock:
+                answered = self.answered_n
+            self.usage.append(UsageSample(self.elapsed_ms(), answered, got.rss_bytes, got.fds,
+                                          got.threads, got.cpu_s))
+
 
 def running_jobs(metrics_text: str) -> int | None:
     """The ``cuzk_running_jobs`` gauge of a Prometheus text (``None`` when absent)."""
@@ -153,22 +180,38 @@ def _sample(client: ProverClient, guard: Guard, metrics: list[bool]) -> StatusSa
     """One poll of the daemon's claims, kept on the guard: work items pending (its queues) and
     in progress (its queues, or the GPUs it says are busy, whichever says more: cuzk lists a
     queue only for kinds with waiting jobs, so a lone running job shows only on its GPU), and
-    ``cuzk_running_jobs``."""
+    ``cuzk_running_jobs``, with the ``GetStatus`` call's latency. A ``GetStatus`` that fails is
+    kept as a :class:`PollFailure` and raised again."""
     from proofdiff.drivers.cuzk_client import ClientError
 
-    st = client.get_status()
+    t0 = time.monotonic()
+    try:
+        st = client.get_status()
+    except ClientError as exc:
+        _failed(guard, "GetStatus", t0, exc)
+        raise
+    latency_ms = (time.monotonic() - t0) * 1000.0
     pending = sum(q.pending for q in st.queues)
     active = max(sum(q.in_progress for q in st.queues),
                  sum(1 for g in st.gpus if g.current_job_id))
     running = None
     if metrics[0]:
+        t1 = time.monotonic()
         try:
             running = running_jobs(client.get_metrics())
-        except ClientError:
+        except ClientError as exc:
             metrics[0] = False  # a daemon without GetMetrics: stop asking
-    sample = StatusSample((time.monotonic() - guard.started) * 1000.0, pending, active, running)
+            if exc.code != "UNIMPLEMENTED":  # one that has it and did not answer is a failure
+                _failed(guard, "GetMetrics", t1, exc)
+    sample = StatusSample(guard.elapsed_ms(), pending, active, running, round(latency_ms, 3))
     guard.samples.append(sample)
     return sample
+
+
+def _failed(guard: Guard, rpc: str, t0: float, exc: ClientError) -> None:
+    now = time.monotonic()
+    guard.poll_failures.append(PollFailure(guard.elapsed_ms(), round((now - t0) * 1000.0, 3),
+                                           rpc, exc.code))
 
 
 def _claims(sample: StatusSample | None) -> str:
@@ -177,6 +220,13 @@ def _claims(sample: StatusSample | None) -> str:
     return (f"it claims {sample.pending} pending, {sample.in_progress} in progress"
             + (f", cuzk_running_jobs {sample.running_jobs}" if sample.running_jobs is not None
                else ""))
+
+
+def _read(guard: Guard, poll_s: float, finished: threading.Event, probe: ProcessProbe) -> None:
+    """Reads the daemon's process every ``poll_s`` until the block ends: on a thread of its
+    own, so that a status poll the daemon is slow to answer never thins the readings."""
+    while not finished.wait(poll_s) and not guard.expired():
+        guard.look(probe)
 
 
 def _watch(address: str, guard: Guard, stall_s: float, poll_s: float,
@@ -190,7 +240,7 @@ def _watch(address: str, guard: Guard, stall_s: float, poll_s: float,
     # gRPC's stack is imported here, on the guard's thread, not with the session
     from proofdiff.drivers.cuzk_client import ClientError, ProverClient
 
-    with ProverClient(address, default_timeout_s=max(1.0, poll_s * 4)) as client:
+    with ProverClient(address, default_timeout_s=STATUS_DEADLINE_S) as client:
         while not finished.wait(poll_s) and not guard.expired():
             now = time.monotonic()
             try:
@@ -198,6 +248,7 @@ def _watch(address: str, guard: Guard, stall_s: float, poll_s: float,
                 unreachable = None
             except ClientError as exc:
                 unreachable, code = unreachable or now, exc.code
+            now = time.monotonic()  # a slow answer took its time: the stall rule counts from now
             got = cpu() if cpu is not None else None
             if got is not None and got[0] > seen_cpu:  # a new CPU sample
                 seen_cpu = got[0]
@@ -214,6 +265,7 @@ def _watch(address: str, guard: Guard, stall_s: float, poll_s: float,
 @contextmanager
 def guarded(address: str, *, deadline_s: float, stall_s: float = 15.0, poll_s: float = 0.5,
             clock: AnswerClock | None = None, cpu: CpuProbe | None = None,
+            probe: ProcessProbe | None = None,
             on_done: Callable[[int], None] | None = None,
             on_answer: Callable[[JobRecord], None] | None = None) -> Iterator[Guard]:
     """A :class:`Guard` whose watchdog thread polls ``address`` until the block ends.
@@ -225,17 +277,28 @@ def guarded(address: str, *, deadline_s: float, stall_s: float = 15.0, poll_s: f
         clock: the daemon's answers over its earlier flows (default: none seen yet).
         cpu: the daemon's CPU samples, for a daemon that proves on the CPU (default: not
             watched).
+        probe: reads the daemon's process (default: not read): before the block, every
+            poll period on a thread of its own, and when the block ends.
         on_done: told ``n`` each time ``n`` jobs were answered or given up (default: nobody).
         on_answer: told each record a driver shows as answered, on the driver's thread
             (default: nobody; the flow's early verification).
     """
     guard = Guard(deadline_s, clock, on_done, on_answer)
+    guard.look(probe)  # idle: before the first request of the block
     finished = threading.Event()
     thread = threading.Thread(target=_watch, args=(address, guard, stall_s, poll_s, finished, cpu),
                               name="proofdiff-hang-guard", daemon=True)
+    reader = threading.Thread(target=_read, args=(guard, poll_s, finished, probe),
+                              name="proofdiff-process-reader", daemon=True) if probe else None
     thread.start()
+    if reader is not None:
+        reader.start()
     try:
         yield guard
     finally:
         finished.set()
-        thread.join(timeout=poll_s * 8 + 5)
+        if reader is not None:
+            reader.join(timeout=poll_s * 8 + 5)
+        # a poll in flight may wait for its whole deadline (a daemon that answers slowly)
+        thread.join(timeout=STATUS_DEADLINE_S * 2 + poll_s * 8 + 5)
+        guard.look(probe)

@@ -60,6 +60,11 @@ def _throughput(rows: Sequence[SampleRow]) -> float | None:
     return 60000.0 / med if med > 0 else None
 
 
+def _idle_memory(rows: Sequence[SampleRow]) -> float | None:
+    xs = [r.value for r in rows if r.metric == "daemon_rss" and not r.warmup]
+    return max(xs) / 2 ** 20 if xs else None
+
+
 def _failure_rate(rows: Sequence[SampleRow]) -> float | None:
     jobs = [r for r in rows if r.metric == "latency" and r.flow in RATE_FLOWS]
     if not jobs:
@@ -95,9 +100,11 @@ METRICS: dict[str, MetricSpec] = {m.name: m for m in (
                "higher", ("gpu_compute",), _median_of("gpu_compute")),
     MetricSpec("queue-wait", "median queue_wait_ms the daemon reports (a claim)", "ms",
                "higher", ("queue_wait",), _median_of("queue_wait")),
+    MetricSpec("daemon-memory", "most memory the daemon held at rest (its RSS floor per flow, "
+               "after warm-up)", "MiB", "higher", ("daemon_rss",), _idle_memory),
 )}
 
 #: Every sample metric the store writes (``samples.metric``).
 SAMPLE_METRICS = ("latency", "per_proof_cost", "queue_wait", "srs_load", "synthesis",
                   "gpu_compute", "daemon_total", "gpu_util", "gpu_mem_used", "gpu_sm_clock",
-                  "gpu_temp", "gpu_power")
+                  "gpu_temp", "gpu_power", "daemon_rss", "daemon_fds", "daemon_threads")

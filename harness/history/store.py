@@ -28,7 +28,7 @@ from proofdiff.model.result import DifferentialResult
 from proofdiff.model.runs import RunRecord
 from proofdiff.model.status import JobStatus
 
-__all__ = ["DAEMON_FIGURES", "GPU_FIGURES", "StoreOutcome", "commit_info", "record_run", "samples_of",
+__all__ = ["DAEMON_FIGURES", "GPU_FIGURES", "IDLE_FIGURES", "StoreOutcome", "commit_info", "record_run", "samples_of",
            "store_result"]
 
 #: NVML readings stored per sample, where the run sampled a GPU: metric -> (GpuSample field,
@@ -36,6 +36,12 @@ __all__ = ["DAEMON_FIGURES", "GPU_FIGURES", "StoreOutcome", "commit_info", "reco
 GPU_FIGURES = {"gpu_util": ("util_pct", "%"), "gpu_mem_used": ("mem_used_bytes", "bytes"),
                "gpu_sm_clock": ("sm_clock_mhz", "MHz"), "gpu_temp": ("temp_c", "C"),
                "gpu_power": ("power_w", "W")}
+
+#: The daemon's process at rest in each flow (the floor of its memory and handles, as the
+#: operating system counts them), stored per flow: metric -> (UsageSample field, unit)
+#: (harness/model/jobs.py).
+IDLE_FIGURES = {"daemon_rss": ("rss_bytes", "bytes"), "daemon_fds": ("fds", "count"),
+                "daemon_threads": ("threads", "count")}
 
 #: The daemon's own timing figures stored per completed job: metric -> DaemonTimings field (ms).
 DAEMON_FIGURES = {"queue_wait": "queue_wait_ms", "srs_load": "srs_load_ms",
@@ -61,8 +67,9 @@ def samples_of(run: RunRecord) -> Iterator[dict[str, Any]]:
     for, its five figures (:data:`DAEMON_FIGURES`, ms: a claim, kept beside the observation).
     Per flow whose every job completed: ``per_proof_cost`` (flow wall / jobs, ms; 60000 / it =
     proofs per minute). The workload flow's first job loads the SRS: it and that flow's cost
-    are ``warmup``. Per NVML reading of the daemon's GPUs, where sampled: :data:`GPU_FIGURES`
-    (flow ``gpu``).
+    are ``warmup``. Per flow whose daemon was read, the floor of its memory and handles
+    (:data:`IDLE_FIGURES`). Per NVML reading of the daemon's GPUs, where sampled:
+    :data:`GPU_FIGURES` (flow ``gpu``).
     """
     for flow in run.flows:
         jobs = [j for j in flow.jobs if not j.await_only]
@@ -82,7 +89,25 @@ def samples_of(run: RunRecord) -> Iterator[dict[str, Any]]:
             yield {"flow": flow.name, "label": flow.label, "seq": 0, "job": "", "status": "",
                    "valid": None, "warmup": warm_flow, "t_unix_s": None,
                    "metric": "per_proof_cost", "unit": "ms", "value": flow.wall_ms / len(jobs)}
+    yield from _idle_samples(run)
     yield from _gpu_samples(run)
+
+
+def _idle_samples(run: RunRecord) -> Iterator[dict[str, Any]]:
+    """The daemon's process at rest in each flow, where it was read: the floor (the least read
+    during the flow, before its first request or between jobs) of each of :data:`IDLE_FIGURES`,
+    ``seq`` the flow's place in the run; the first flow's (before the SRS load) is ``warmup``."""
+    for seq, flow in enumerate(run.flows):
+        if not flow.usage:
+            continue
+        for metric, (field, unit) in IDLE_FIGURES.items():
+            got = [getattr(u, field) for u in flow.usage]
+            value = None if any(v is None for v in got) else min(got)
+            if value is not None:
+                yield {"flow": flow.name, "label": flow.label, "seq": seq, "job": "",
+                       "status": "", "valid": None, "warmup": seq == 0,
+                       "t_unix_s": flow.started_unix_s or None, "metric": metric, "unit": unit,
+                       "value": float(value)}
 
 
 def _gpu_samples(run: RunRecord) -> Iterator[dict[str, Any]]:

@@ -12,7 +12,7 @@ import msgspec
 from proofdiff.model.status import JobStatus
 
 __all__ = ["NO_TIMINGS", "PRIORITIES", "DaemonTimings", "FlowRecord", "JobRecord", "JobSpec",
-           "ProofVerdict", "StatusSample"]
+           "PollFailure", "ProofVerdict", "StatusSample", "UsageSample"]
 
 #: cuzk's ``Priority`` enum (docs/cuzk-interface.md): name -> wire value; UNSPECIFIED lets the
 #: daemon choose by kind (cuzk: WinningPoSt CRITICAL, WindowPoSt HIGH, PoRep/Snap NORMAL).
@@ -126,14 +126,45 @@ class JobRecord(msgspec.Struct, frozen=True, kw_only=True):
 
 class StatusSample(msgspec.Struct, frozen=True, array_like=True):
     """What the daemon said about itself at one moment of a flow (``GetStatus`` and
-    ``GetMetrics``, polled by the hang guard): ``t_ms`` since the flow started, work items
-    ``pending`` and ``in_progress`` (summed over proof kinds), and the ``cuzk_running_jobs``
-    gauge (``None`` when the daemon does not export it)."""
+    ``GetMetrics``, polled by the hang guard): ``t_ms`` since the flow started (when the answer
+    came), work items ``pending`` and ``in_progress`` (summed over proof kinds), the
+    ``cuzk_running_jobs`` gauge (``None`` when the daemon does not export it), and
+    ``latency_ms``: how long the ``GetStatus`` call took, from the call to its answer, as the
+    client observed it (``None`` in records made before it was kept)."""
 
     t_ms: float
     pending: int
     in_progress: int
     running_jobs: int | None = None
+    latency_ms: float | None = None
+
+
+class PollFailure(msgspec.Struct, frozen=True, array_like=True):
+    """One status poll of the hang guard that got no answer: ``t_ms`` since the flow started
+    (when the call gave up), ``latency_ms`` from the call to its failure, the ``rpc``
+    (``GetStatus``) and the gRPC ``code`` (``DEADLINE_EXCEEDED``, ``UNAVAILABLE``...)."""
+
+    t_ms: float
+    latency_ms: float
+    rpc: str
+    code: str
+
+
+class UsageSample(msgspec.Struct, frozen=True, array_like=True):
+    """What proofdiff observed of the daemon's process at one moment of a flow (the operating
+    system's accounting, not the daemon's word): ``t_ms`` since the flow started, ``answered``
+    (the flow's requests answered so far), resident memory (``rss_bytes``), open file
+    descriptors (``fds``, ``None`` where they cannot be read: another user's process) and
+    threads, and ``cpu_s``: the CPU time it has used since it started, user + system, seconds
+    (its children included). Taken before the first request (``t_ms`` 0, the daemon idle since
+    the flow before), every 0.25 s while it runs and after the last answer."""
+
+    t_ms: float
+    answered: int
+    rss_bytes: int
+    fds: int | None
+    threads: int
+    cpu_s: float
 
 
 class FlowRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -147,7 +178,14 @@ class FlowRecord(msgspec.Struct, frozen=True, kw_only=True):
         wall_ms: the flow's wall time, ms.
         stall: why the hang guard stopped the flow ('' when it did not).
         errors: flow-level errors (the verifier failed, ...), as text.
-        samples: the daemon's own queue figures while the flow ran (every ~0.25 s).
+        samples: the daemon's own queue figures while the flow ran (every ~0.25 s), each with
+            its poll's latency.
+        poll_failures: the status polls that got no answer (kept as evidence, never dropped).
+        usage: its process as the operating system saw it: before the first request, at every
+            poll and after the last answer (empty where the process cannot be observed: an
+            attached daemon, a container whose process is not on this host).
+        started_unix_s: wall clock when the flow started, seconds since the epoch (0.0 in
+            records made before it was kept): the origin of ``t_ms``.
     """
 
     name: str
@@ -158,6 +196,9 @@ class FlowRecord(msgspec.Struct, frozen=True, kw_only=True):
     stall: str = ""
     errors: tuple[str, ...] = ()
     samples: tuple[StatusSample, ...] = ()
+    poll_failures: tuple[PollFailure, ...] = ()
+    usage: tuple[UsageSample, ...] = ()
+    started_unix_s: float = 0.0
 
     def completed(self) -> list[JobRecord]:
         """The COMPLETED jobs (await-only probes left out)."""

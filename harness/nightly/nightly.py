@@ -66,8 +66,9 @@ __all__ = ["NIGHTS", "NIGHT_METRICS", "compare_night", "judge_night", "nightly_o
 NIGHTS = 10
 
 #: The history metrics whose steps are slowdowns: what proofdiff measured itself (a daemon's
-#: own figures are claims, not evidence).
-NIGHT_METRICS = ("latency", "throughput", "start-to-ready")
+#: own figures are claims, not evidence); ``daemon-memory`` is the idle daemon's memory as the
+#: operating system counts it, whose step up over nights is a leak's trend.
+NIGHT_METRICS = ("latency", "throughput", "start-to-ready", "daemon-memory")
 
 
 def nightly_options(opts: RunOptions) -> RunOptions:

@@ -17,15 +17,19 @@ silently changed proving path shows up in the default run:
   ``pipeline.max_parallel_synthesis`` and concurrency (a profile that asks for 4 partition
   workers and pipeline mode but is seen proving one partition at a time fails).
 * ``in-flight``: the work items in progress never exceed the limit the config sets
-  (``pipeline.max_parallel_synthesis``) or the daemon reports (``/status`` synthesis
-  max_concurrent, else its start log ``max_concurrent=``), over every flow so far, colliding-id
-  bursts included: judged on the daemon's own count (a claim; a count past the limit is its own
-  admission) and on the floor that the answers' proving intervals give, whatever it counts
-  (:mod:`proofdiff.oracles.observed_overlap`); skipped, with the reason, where none gives a
-  limit (nothing to judge against).
+  (``pipeline.max_parallel_synthesis``) or the daemon reports, over every flow so far and a
+  flow that offers more than the limit at once (:mod:`proofdiff.oracles.in_flight`).
 * ``lone-request``: one request alone on the idle daemon is answered within a bound derived
   from the same profile's proofs (:mod:`proofdiff.oracles.lone_request`: a delay that hits only
   a lone request, such as a batch waiting to fill, is what a WinningPoSt meets).
+* ``parallel`` (profiles whose config promises partitions side by side): a lone
+  multi-partition job has them in progress side by side (:mod:`proofdiff.oracles.lone_parallel`).
+* ``timings``: every answer's figures add up, against each other, the client's wall and the
+  daemon's log (:mod:`proofdiff.oracles.reported_timings`).
+* ``control-plane``: status polls answered promptly while the daemon proves
+  (:mod:`proofdiff.oracles.control_plane`).
+* ``growth``: the idle daemon's memory, descriptors and threads do not grow with the jobs it
+  served (:mod:`proofdiff.oracles.daemon_growth`).
 * ``resources`` (profiles with ``mem_limit`` or ``cpus``): the peak memory and CPU under the
   limits; an OOM kill fails with the limit and the peak, a peak above 90 % of the memory limit
   is a warning; skipped, with the reason, when nothing was sampled (no sample, or samples
@@ -44,12 +48,11 @@ from proofdiff.model.jobs import FlowRecord, JobRecord, JobSpec, StatusSample
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.profile import Profile
 from proofdiff.model.status import Outcome
-from proofdiff.runtime.daemon_status import max_concurrent_from_log
 
 from proofdiff.oracles.evidence import Evidence, Recorder
-from proofdiff.oracles import lone_request
-from proofdiff.oracles.suite_table import SUITES
-from proofdiff.oracles.observed_overlap import observed_floor
+from proofdiff.oracles import (control_plane, daemon_growth, in_flight, lone_parallel,
+                               lone_request, reported_timings)
+from proofdiff.oracles.suite_table import SUITES, applies
 
 __all__ = ["ORACLES", "PRIORITY_BOUND", "evaluate", "requested"]
 
@@ -65,7 +68,6 @@ PRIORITY_BOUND = 6.0
 SLACK_S = 0.05
 #: Lines of the daemon's log read for its start line (a run logs a few lines per job).
 LOG_LINES = 100_000
-INFLIGHT_KEYS = ("config.pipeline.max_parallel_synthesis", "job_ids", "concurrency")
 MODE_KEYS = ("config.pipeline.enabled", "config.synthesis.partition_workers",
              "config.pipeline.max_parallel_synthesis", "concurrency", "env")
 
@@ -220,57 +222,6 @@ def _mode(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
         rec("mode", name, Outcome.PASS, f"{head}; {seen_line}, as asked", evidence=ev_)
 
 
-def _in_flight(ev: Evidence, rec: Recorder, name: str, workload: str) -> None:
-    flows = ev.flows(name, workload)
-    seen, where, n, running = _peak(flows)
-    wl = ev.workload(workload)
-    obs = observed_floor(flows, lambda job: str(wl.job(job).shape.proof_kind))
-    cpu_prover = ev.profiles[name].gpus is None  # the floor bounds a limit on whole proofs
-    facts = ev.facts(name)
-    status = facts.status if facts and facts.status else {}
-    reported = (status.get("synthesis") or {}).get("max_concurrent")
-    limit, source = _limit(ev.profiles[name]), "pipeline.max_parallel_synthesis"
-    if not limit and reported:
-        limit, source = int(reported), "the daemon's /status synthesis.max_concurrent"
-    if not limit and (logged := max_concurrent_from_log(ev.daemon_log(name, LOG_LINES))):
-        limit, source = logged, "the daemon's start log (max_concurrent=)"
-    ev_ = {"limit": limit, "limit_source": source, "observed_max_in_progress": seen,
-           "where": where, "samples": n, "max_running_jobs": running, "flows": len(flows),
-           "observed_floor": obs.jobs, "observed_where": obs.where, "observed_ids": list(obs.ids),
-           "observed_intervals": obs.intervals, "floor_judged": cpu_prover}
-    head = f"in-flight work on profile {name!r} ({workload}, {len(flows)} flow(s), {n} samples)"
-    floor = (f"the answers' own proving intervals show at most {obs.jobs} job(s) proving at once"
-             + (f" ({obs.where})" if obs.jobs else "") + f" over {obs.intervals} answer(s)"
-             + ("" if cpu_prover else " (not a bound on a GPU daemon's synthesis limit)"))
-    judged = cpu_prover and obs.intervals > 0
-    if n == 0 and not judged:
-        rec("in-flight", name, Outcome.ERROR, f"{head}: nothing to judge: no GetStatus sample",
-            evidence=ev_)
-    elif seen == 0 and running == 0 and not judged:
-        rec("in-flight", name, Outcome.ERROR, f"{head}: nothing to judge: no sample showed any "
-            "work in progress (GetStatus queues, cuzk_running_jobs) while jobs were out, so the "
-            "daemon does not report what it proves at once", evidence=ev_)
-    elif not limit:
-        rec("in-flight", name, Outcome.SKIPPED, f"{head}: no limit to judge against: the profile "
-            "sets no pipeline.max_parallel_synthesis and the daemon reports none (/status "
-            "synthesis.max_concurrent, start log max_concurrent=); seen: at most "
-            f"{seen} work item(s) in progress, cuzk_running_jobs at most {running}; {floor}; set "
-            "the limit in the profile's config to check it", evidence=ev_)
-    elif seen > limit:
-        rec("in-flight", name, Outcome.FAIL, f"{head}: {seen} work items in progress ({where}) "
-            f"but {source} = {limit}; cuzk_running_jobs reached {running}; {floor}. The daemon "
-            "admits more than its configured limit (curio a3bb5641: MaxPending 15, 44 claimed)",
-            evidence=ev_, names=INFLIGHT_KEYS)
-    elif judged and obs.jobs > limit:
-        rec("in-flight", name, Outcome.FAIL, f"{head}: {floor}: "
-            f"{', '.join(obs.ids[:6])} at once, each holding at least one work item, but {source} "
-            f"= {limit}; the daemon's own count never went past {seen}: it admits more than its "
-            "limit and its accounting does not see it", evidence=ev_, names=INFLIGHT_KEYS)
-    else:
-        rec("in-flight", name, Outcome.PASS, f"{head}: at most {seen} work item(s) in progress "
-            f"by the daemon's count; {floor}; within {source} = {limit}", evidence=ev_)
-
-
 def _mib(n: int | float | None) -> str:
     return f"{(n or 0) / 2 ** 20:.0f} MiB"
 
@@ -322,12 +273,18 @@ def evaluate(ev: Evidence, workload: str) -> list[OracleRecord]:
         if why is not None:
             if limited:  # a daemon that died under its limit is what this oracle explains
                 _resources(ev, rec, name, workload)
-            rec.skip_all([o for o in ORACLES if o != "resources"], name, why)
+            rec.skip_all([o for o in ORACLES if o != "resources" and applies(
+                "behaviour", o, profile=p, baseline=False)], name, why)
             continue
         lones = lone_request.check(ev, rec, name, workload, "lone-request")  # on the idle daemon
+        if applies("behaviour", "parallel", profile=p, baseline=False):
+            lone_parallel.check(ev, rec, name, workload)  # the same lone requests
         _priority(ev, rec, name, workload, lones)
         _mode(ev, rec, name, workload)
-        _in_flight(ev, rec, name, workload)
+        in_flight.check(ev, rec, name, workload)
+        reported_timings.check(ev, rec, name, workload)
+        control_plane.check(ev, rec, name, workload)
+        daemon_growth.check(ev, rec, name, workload)  # last: after every flow of the run
         if limited:
             _resources(ev, rec, name, workload)
     return rec.records

@@ -25,6 +25,7 @@ from proofdiff.model.runs import DaemonFacts, RunRecord
 from proofdiff.model.status import Outcome
 from proofdiff.model.workload import Workload
 from proofdiff.runtime.daemon import Daemon
+from proofdiff.runtime.process_probe import Reading
 
 __all__ = ["Evidence", "Recorder", "SuiteFn"]
 
@@ -124,6 +125,12 @@ class Evidence(Protocol):
 
     def facts(self, profile: str) -> DaemonFacts | None:
         """What the profile's daemon shows now (``None`` when it never started)."""
+        ...
+
+    def look(self, profile: str) -> Reading | None:
+        """The profile's daemon process now, as the operating system counts it (memory,
+        handles, CPU time); ``None`` when it cannot be read (attached, not on this host, gone,
+        never started)."""
         ...
 
     def send(self, profile: str, workload: str, specs: Sequence[JobSpec], *, name: str,

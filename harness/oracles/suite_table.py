@@ -56,9 +56,12 @@ SUITES: dict[str, Suite] = {s.name: s for s in (
                         "distinct-inputs"), True,
           "colliding ids, a reused id, K inputs together: own proofs only, nothing shared, "
           "lost, stuck or returned twice"),
-    Suite("behaviour", ("priority", "mode", "in-flight", "lone-request", "resources"), True,
+    Suite("behaviour", ("priority", "mode", "in-flight", "lone-request", "parallel", "timings",
+                        "control-plane", "growth", "resources"), True,
           "what the daemon really does: priority first, the proving mode and workers asked "
-          "for, the in-flight limit kept, a lone request not held back, memory and CPU under "
+          "for, the in-flight limit kept under a flow that reaches it, a lone request not held "
+          "back and its partitions side by side, timings that add up, status answered under "
+          "load, idle memory and handles that do not grow with the jobs, memory and CPU under "
           "the container's limits"),
     Suite("timing", ("latency-throughput", "aa", "throughput", "concurrency", "lone-request"),
           False,
@@ -88,10 +91,16 @@ def applies(suite: str, oracle: str, *, profile: Profile, baseline: bool) -> boo
     """Whether ``suite/oracle`` has a record on ``profile`` (``baseline``: it is the first
     one): the timing A/A arm exists on the baseline only, the scaling arms on the other
     profiles only, the bench command-line check on bench-cli profiles only, the resources check
-    on profiles with ``mem_limit`` or ``cpus``."""
+    on profiles with ``mem_limit`` or ``cpus``, the parallel check on profiles whose config
+    promises work items side by side (the pipeline with more than one worker and a limit
+    above one: :func:`proofdiff.oracles.lone_parallel.promised`)."""
     driver = profile.driver
     if suite == "behaviour" and oracle == "resources":
         return profile.mem_limit is not None or profile.cpus is not None
+    if suite == "behaviour" and oracle == "parallel":
+        from proofdiff.oracles.lone_parallel import promised
+
+        return promised(profile) > 1
     if suite == "timing" and oracle == "aa":
         return baseline
     if suite == "timing" and oracle in ("throughput", "concurrency"):

@@ -31,6 +31,7 @@ from proofdiff.model.runs import DaemonFacts
 from proofdiff.runtime.attached import AttachedHandle
 from proofdiff.runtime.gpu_telemetry import GpuSampler, start_gpu_sampler
 from proofdiff.runtime.host import gpu_hint
+from proofdiff.runtime.process_probe import ProcessProbe, probe_for
 from proofdiff.runtime.resources import ProcessSampler, ResourceSampler, sampler_for
 from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.spec import CONTAINER_USER, ContainerError, LaunchSpec, Handle, Mount
@@ -89,6 +90,8 @@ class Daemon:
             attached one); reported as ``resources`` only under the profile's limits.
         gpu: NVML sampling of the GPUs while it runs, or the record of why there is none.
         cpuset: the host CPUs it is pinned to (() = not pinned).
+        process: reads its process's memory, handles and CPU time, for every flow's usage
+            samples (``None``: attached, or a container whose process is not on this host).
     """
 
     profile: Profile
@@ -99,6 +102,7 @@ class Daemon:
     sampler: ResourceSampler | ProcessSampler | None = None
     gpu: GpuSampler | GpuTelemetry | None = None
     cpuset: tuple[int, ...] = ()
+    process: ProcessProbe | None = None
 
     @property
     def started_here(self) -> bool:
@@ -264,6 +268,7 @@ def start_daemon(runner: Runner, profile: Profile, param_cache: Path, *, probe: 
             handle.remove()
             raise
     daemon.sampler = sampler_for(handle)  # the hang guard watches its CPU (drivers.stall_rule)
+    daemon.process = probe_for(handle)  # every flow reads its memory and handles (usage)
     daemon.gpu = start_gpu_sampler(profile.gpus if isinstance(profile.gpus, tuple) else ())
     return daemon
 

@@ -17,6 +17,7 @@ from proofdiff.model.profile import Profile
 from proofdiff.model.profile_file import load_profiles
 from proofdiff.model.runs import DaemonFacts, RunRecord
 from proofdiff.model.workload import Workload, load_workload
+from proofdiff.runtime.process_probe import Reading
 
 
 @dataclass
@@ -30,6 +31,7 @@ class FakeDriver:
 class FakeEvidence:
     """``runs[profile]``: the workload run; ``sent[name]``: the flow ``send`` returns for a flow
     of that name (recorded in ``calls``); ``status[profile]``: the daemon's /status JSON;
+    ``reading[profile]``: what ``look`` reads of its process now;
     ``host_digest`` / ``daemon_digest``: param digests of the verifier's copies and of the
     daemon's own (a file absent from ``daemon_digest`` was not hashed there)."""
 
@@ -46,6 +48,7 @@ class FakeEvidence:
     runner: Any = None
     host_digest: dict[str, str] = field(default_factory=dict)
     daemon_digest: dict[str, str] = field(default_factory=dict)
+    reading: dict[str, Reading] = field(default_factory=dict)
 
     def log(self, line: str) -> None:
         pass
@@ -81,6 +84,9 @@ class FakeEvidence:
 
     def blocked(self, profile: str, workload: str) -> str | None:
         return None
+
+    def look(self, profile: str) -> Reading | None:
+        return self.reading.get(profile)
 
     def daemon_log(self, profile: str, tail: int = 500) -> str:
         d = self.runs[profile].daemon if profile in self.runs else None

@@ -10,7 +10,7 @@ from msgspec.structs import replace
 from proofdiff.model.jobs import FlowRecord, JobRecord, NO_TIMINGS, StatusSample
 from proofdiff.model.runs import ResourceUsage
 from proofdiff.model.status import JobStatus, Outcome
-from proofdiff.oracles import behaviour
+from proofdiff.oracles import behaviour, in_flight
 from proofdiff.oracles.observed_overlap import max_overlap, observed_floor, proving_interval
 from proofdiff.oracles.evidence import Recorder
 from tests.conftest import job, run
@@ -25,8 +25,9 @@ def _ev(workload_file: Path, prod_in_progress: tuple[int, ...] = (1, 3, 3, 2),
         bench_in_progress: tuple[int, ...] = (1, 1, 1), **kw: object) -> FakeEvidence:
     runs = {}
     for name, seen in (("bench", bench_in_progress), ("prod", prod_in_progress)):
-        r = run(name, [job(i) for i in range(4)])
-        runs[name] = replace(r, flows=(replace(r.flows[0], samples=_samples(*seen)),))
+        r = run(name, [job(i) for i in range(4)])  # sent at once: more items than any limit
+        runs[name] = replace(r, flows=(replace(r.flows[0], samples=_samples(*seen),
+                                               concurrency=4),))
     return FakeEvidence(profiles=refprover_profiles("prod.config.pipeline.max_parallel_synthesis=3"),
                         workload_file=workload_file, runs=runs, **kw)  # type: ignore[arg-type]
 
@@ -73,20 +74,20 @@ def _untimed(ev: FakeEvidence, profile: str = "prod") -> FakeEvidence:
 def test_mode_and_in_flight_without_samples_are_errors(workload_file: Path) -> None:
     ev = _untimed(_ev(workload_file, prod_in_progress=()))
     assert _one(ev, behaviour._mode, "prod")[0].outcome is Outcome.ERROR
-    assert _one(ev, behaviour._in_flight, "prod")[0].outcome is Outcome.ERROR
+    assert _one(ev, in_flight.check, "prod")[0].outcome is Outcome.ERROR
 
 
 def test_in_flight_fails_past_the_configured_limit(workload_file: Path) -> None:
-    (ok,) = _one(_ev(workload_file), behaviour._in_flight, "prod")
+    (ok,) = _one(_ev(workload_file), in_flight.check, "prod")
     assert ok.outcome is Outcome.PASS and "within pipeline.max_parallel_synthesis = 3" in ok.message
-    (bad,) = _one(_ev(workload_file, prod_in_progress=(3, 4, 4)), behaviour._in_flight, "prod")
+    (bad,) = _one(_ev(workload_file, prod_in_progress=(3, 4, 4)), in_flight.check, "prod")
     assert bad.outcome is Outcome.FAIL
     assert "4 work items in progress (workload at 0.2 s) but pipeline.max_parallel_synthesis = 3" \
         in bad.message
 
 
 def test_in_flight_with_no_limit_configured_or_reported_is_skipped(workload_file: Path) -> None:
-    (free,) = _one(_ev(workload_file), behaviour._in_flight, "bench")
+    (free,) = _one(_ev(workload_file), in_flight.check, "bench")
     assert free.outcome is Outcome.SKIPPED
     assert "no limit to judge against: the profile sets no pipeline.max_parallel_synthesis" \
         in free.message
@@ -99,7 +100,7 @@ def test_in_flight_takes_the_limit_the_daemon_logged_at_start(workload_file: Pat
     ev.runs["bench"] = replace(r, daemon=replace(r.daemon, log_tail=(
         "2026-12-02T06:00:00Z INFO refprover::engine: scheduler workers=1 max_concurrent=1 "
         "inflight_limit=None budget_slots=None by_priority=true\n")))
-    (bad,) = _one(ev, behaviour._in_flight, "bench")
+    (bad,) = _one(ev, in_flight.check, "bench")
     assert bad.outcome is Outcome.FAIL
     assert "but the daemon's start log (max_concurrent=) = 1" in bad.message
 
@@ -208,7 +209,7 @@ def test_a_daemon_that_never_reports_work_in_progress_is_not_a_pass(workload_fil
     quiet = tuple(StatusSample(250.0 * i, 0, 0, 0) for i in range(5))
     ev.runs["prod"] = replace(r, flows=(replace(r.flows[0], samples=quiet),))
     (mode,) = _one(ev, behaviour._mode, "prod")
-    (inflight,) = _one(_untimed(ev), behaviour._in_flight, "prod")
+    (inflight,) = _one(_untimed(ev), in_flight.check, "prod")
     assert mode.outcome is Outcome.ERROR and "reported no work in progress" in mode.message
     assert inflight.outcome is Outcome.ERROR and "no sample showed any work" in inflight.message
 
@@ -232,7 +233,7 @@ def test_in_flight_fails_on_the_observed_overlap_though_the_daemons_count_is_wit
     # one-priority jobs in proving at once: each held at least one work item (FIFO, never
     # pre-empted), so at least 4 items were in progress
     ev = _overlapping(_ev(workload_file, prod_in_progress=(1, 3, 3, 2)))
-    (bad,) = _one(ev, behaviour._in_flight, "prod")
+    (bad,) = _one(ev, in_flight.check, "prod")
     assert bad.outcome is Outcome.FAIL, bad.message
     assert "show at most 4 job(s) proving at once (workload) over 4 answer(s): id-0, id-1, " \
         "id-2, id-3 at once" in bad.message
@@ -245,13 +246,13 @@ def test_the_observed_floor_leaves_out_mixed_priorities_and_gpu_daemons(
         workload_file: Path) -> None:
     # a NORMAL job may wait, holding nothing, behind a later HIGH one: no floor from that flow
     mixed = _overlapping(_ev(workload_file), ("NORMAL", "NORMAL", "NORMAL", "HIGH"))
-    (ok,) = _one(mixed, behaviour._in_flight, "prod")
+    (ok,) = _one(mixed, in_flight.check, "prod")
     assert ok.outcome is Outcome.PASS and ok.evidence["observed_intervals"] == 0, ok.message
     # cuzk's limit counts syntheses, a proving interval holds the GPU phase too: not judged
     gpu = _overlapping(_ev(workload_file))
     gpu.profiles = refprover_profiles("prod.config.pipeline.max_parallel_synthesis=3",
                                       'prod.gpus="all"')
-    (ok_gpu,) = _one(gpu, behaviour._in_flight, "prod")
+    (ok_gpu,) = _one(gpu, in_flight.check, "prod")
     assert ok_gpu.outcome is Outcome.PASS and ok_gpu.evidence["floor_judged"] is False
     assert "not a bound on a GPU daemon's synthesis limit" in ok_gpu.message
 
@@ -262,7 +263,7 @@ def test_a_daemon_that_reports_nothing_is_judged_from_its_answers(workload_file:
     r = ev.runs["prod"]
     quiet = tuple(StatusSample(250.0 * i, 0, 0, None) for i in range(3))
     ev.runs["prod"] = replace(r, flows=(replace(r.flows[0], samples=quiet),))
-    (bad,) = _one(ev, behaviour._in_flight, "prod")
+    (bad,) = _one(ev, in_flight.check, "prod")
     assert bad.outcome is Outcome.FAIL and "own count never went past 0" in bad.message
 
 

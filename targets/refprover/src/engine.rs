@@ -23,6 +23,7 @@ use blstrs::Bls12;
 use storage_proofs_core::parameter_cache::Bls12GrothParams;
 
 use crate::config::{Config, Effective};
+use crate::fault_state::{witness_bytes, RetryCache, StatusGate};
 use crate::faults::Faults;
 use crate::job::{Assembler, Job};
 use crate::memory::WorkingSet;
@@ -69,6 +70,10 @@ struct Policy {
     limit_counts_ids: bool,
     /// Items the memory budget admits at once (None = no gate).
     budget_slots: Option<usize>,
+    /// FAULT serialize-partitions: an item of a job with an item in progress waits.
+    one_per_job: bool,
+    /// FAULT early-release: the slot is given back as soon as a worker takes the item.
+    early_release: bool,
 }
 
 impl Policy {
@@ -79,6 +84,8 @@ impl Policy {
             inflight_limit: e.inflight_limit(),
             limit_counts_ids: faults.on("exceed-inflight"),
             budget_slots: e.budget_slots(),
+            one_per_job: faults.on("serialize-partitions") && e.pipeline_enabled,
+            early_release: faults.on("early-release") && e.inflight_limit().is_some(),
         }
     }
 
@@ -97,6 +104,8 @@ struct Queue {
     active: usize,
     /// Items being proved now, by request id (FAULT exceed-inflight counts these keys).
     active_ids: HashMap<String, usize>,
+    /// Items being proved now, by job (FAULT serialize-partitions).
+    active_jobs: HashMap<u64, usize>,
     shutdown: bool,
     /// FAULT serialize-pipeline: the one job whose partitions may be proved now.
     active_job: Option<u64>,
@@ -112,6 +121,7 @@ impl Queue {
             .iter()
             .enumerate()
             .filter(|(_, i)| !p.serialize || self.active_job.is_none_or(|seq| i.job.seq == seq))
+            .filter(|(_, i)| !p.one_per_job || !self.active_jobs.contains_key(&i.job.seq))
             .min_by_key(|(_, i)| p.key(i))
             .map(|(n, _)| n)
     }
@@ -141,11 +151,22 @@ impl Queue {
         }
         *self.in_progress.entry(item.job.kind).or_default() += 1;
         *self.active_ids.entry(item.job.id.clone()).or_default() += 1;
+        *self.active_jobs.entry(item.job.seq).or_default() += 1;
         self.active += 1;
         Some(item)
     }
 
-    /// Counts one item of this kind and request id out of progress.
+    /// Counts one item of job `seq` out of the per-job count, once its proof is done.
+    fn release_job(&mut self, seq: u64) {
+        if let Some(n) = self.active_jobs.get_mut(&seq) {
+            *n -= 1;
+            if *n == 0 {
+                self.active_jobs.remove(&seq);
+            }
+        }
+    }
+
+    /// Counts one item of this kind and request id out of progress (the admission counts).
     fn release(&mut self, kind: &'static str, id: &str) {
         if let Some(n) = self.in_progress.get_mut(kind) {
             *n = n.saturating_sub(1);
@@ -208,6 +229,10 @@ pub struct Engine {
     /// FAULT shared-witness: proofs cached by sectors and partition, ignoring the randomness
     /// and seed; emptied whenever no job is running.
     witness_cache: Mutex<HashMap<String, Vec<u8>>>,
+    /// FAULT retain-witness: every proved partition's witness, never evicted.
+    retry_cache: RetryCache,
+    /// FAULT status-waits: the partitioned jobs in progress, which a status snapshot awaits.
+    pub status_gate: StatusGate,
 }
 
 impl Engine {
@@ -241,6 +266,8 @@ impl Engine {
             srs: Mutex::new(HashMap::new()),
             vks: Mutex::new(HashMap::new()),
             witness_cache: Mutex::new(HashMap::new()),
+            retry_cache: RetryCache::default(),
+            status_gate: StatusGate::default(),
         });
         for w in 0..workers {
             let e = Arc::clone(&engine);
@@ -376,6 +403,10 @@ impl Engine {
             return vec![WorkItem { job: Arc::clone(job), inputs, work: Work::Whole, priority, partition: 0 }];
         }
         let partitions = inputs.partitions();
+        if self.faults.on("status-waits") {
+            self.status_gate.enter();
+            job.gated.store(true, Ordering::Relaxed);
+        }
         let shared = self.faults.on("shared-assembler");
         let assembler = if shared {
             // FAULT shared-assembler: keyed by request id, no duplicate guard.
@@ -412,9 +443,19 @@ impl Engine {
                     q = self.queue_cv.wait(q).expect("queue lock");
                 }
             };
-            let (kind, id) = (item.job.kind, item.job.id.clone());
+            let (kind, id, seq) = (item.job.kind, item.job.id.clone(), item.job.seq);
+            if self.policy.early_release {
+                // FAULT early-release: the slot counts the hand-off to a worker, not the proof.
+                self.queue.lock().expect("queue lock").release(kind, &id);
+                self.queue_cv.notify_all();
+            }
             self.run_item(worker, item);
-            self.queue.lock().expect("queue lock").release(kind, &id);
+            let mut q = self.queue.lock().expect("queue lock");
+            q.release_job(seq);
+            if !self.policy.early_release {
+                q.release(kind, &id);
+            }
+            drop(q);
             // A slot under the limits is free again.
             self.queue_cv.notify_all();
         }
@@ -480,7 +521,14 @@ impl Engine {
                 tracing::debug!(job_id = %job.id, seq = job.seq, partition = k, worker, "partition start");
                 let t = Instant::now();
                 let res = self.prove(&inputs, Some(k), &groth);
-                job.prove_ms.fetch_add(t.elapsed().as_millis() as u64, Ordering::Relaxed);
+                // FAULT compute-micros: the partition path adds microseconds to a millisecond field.
+                let took = if self.faults.on("compute-micros") { t.elapsed().as_micros() } else { t.elapsed().as_millis() };
+                job.prove_ms.fetch_add(took as u64, Ordering::Relaxed);
+                tracing::debug!(job_id = %job.id, seq = job.seq, partition = k, worker, "partition done");
+                if let (true, Ok(bytes)) = (self.faults.on("retain-witness"), &res) {
+                    // FAULT retain-witness: the witness kept for a retry, never evicted.
+                    self.retry_cache.keep(&job.id, k, witness_bytes(&groth), bytes.first().copied().unwrap_or(1));
+                }
                 let outcome = match res {
                     Ok(bytes) => assembler
                         .insert(k, self.through_scratch(bytes))
@@ -547,6 +595,9 @@ impl Engine {
         if !job.finish(status, proof, error) {
             return;
         }
+        if job.gated.swap(false, Ordering::Relaxed) {
+            self.status_gate.leave();
+        }
         if self.metrics.running.fetch_sub(1, Ordering::Relaxed) == 1 {
             self.witness_cache.lock().expect("witness lock").clear();
         }
@@ -605,7 +656,7 @@ mod tests {
     }
 
     fn policy() -> Policy {
-        Policy { by_priority: true, serialize: false, inflight_limit: None, limit_counts_ids: false, budget_slots: None }
+        Policy { by_priority: true, serialize: false, inflight_limit: None, limit_counts_ids: false, budget_slots: None, one_per_job: false, early_release: false }
     }
 
     /// Takes (and immediately releases) every item: the order a single worker proves them in.
@@ -736,6 +787,45 @@ mod tests {
         assert!(q.take(&p).is_none(), "one working set fits the budget");
         q.release(a.job.kind, &a.job.id);
         assert!(q.take(&p).is_some());
+    }
+
+    #[test]
+    fn serialize_partitions_takes_one_item_of_a_job_at_a_time() {
+        let mut q = Queue::default();
+        let p = Policy { one_per_job: true, ..policy() };
+        push(&mut q, 1, "a", 2, 2);
+        push(&mut q, 2, "b", 2, 2);
+        let a0 = q.take(&p).unwrap();
+        let b0 = q.take(&p).unwrap();
+        assert_eq!(((a0.job.seq, a0.partition), (b0.job.seq, b0.partition)), ((1, 0), (2, 0)));
+        assert!(q.take(&p).is_none(), "each job has its item in progress");
+        q.release(a0.job.kind, &a0.job.id);
+        q.release_job(a0.job.seq);
+        assert_eq!(q.take(&p).map(|i| (i.job.seq, i.partition)), Some((1, 1)));
+        assert!(Policy::of(&effective(false), &Faults::parse("serialize-partitions").unwrap()).one_per_job == false);
+        assert!(Policy::of(&effective(true), &Faults::parse("serialize-partitions").unwrap()).one_per_job);
+    }
+
+    #[test]
+    fn early_release_applies_under_an_inflight_limit_only() {
+        let f = Faults::parse("early-release").unwrap();
+        let mut e = effective(true);
+        assert!(!Policy::of(&e, &f).early_release, "no limit: nothing to release early");
+        e.max_parallel_synthesis = 3;
+        assert!(Policy::of(&e, &f).early_release);
+        assert!(!Policy::of(&e, &Faults::default()).early_release);
+    }
+
+    fn effective(pipeline: bool) -> Effective {
+        use crate::memory::{Budget, BudgetSource};
+        Effective {
+            pipeline_enabled: pipeline,
+            partition_workers: 4,
+            max_parallel_synthesis: 0,
+            budget: Budget { total_bytes: 1 << 30, source: BudgetSource::Config, detail: String::new() },
+            working_set: 0,
+            warnings: Vec::new(),
+        }
     }
 
     #[test]

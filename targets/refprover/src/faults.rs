@@ -24,6 +24,11 @@ pub const KNOWN_FAULTS: &[&str] = &[
     "slow-prove",
     "lenient-verify",
     "gpu-bound-ms",
+    "retain-witness",
+    "serialize-partitions",
+    "compute-micros",
+    "status-waits",
+    "early-release",
 ];
 
 /// Faults that take a value (`name=value`); the others take none.
@@ -119,6 +124,8 @@ mod tests {
         let err = Faults::parse("partition-rase").unwrap_err().to_string();
         assert!(err.contains("partition-rase") && err.contains("shared-assembler"));
         let f = Faults::parse("ignore-priority,exceed-inflight,host-memory,env-bool,ignore-deprecated").unwrap();
+        assert_eq!(f.names().len(), 5);
+        let f = Faults::parse("retain-witness,serialize-partitions,compute-micros,status-waits,early-release").unwrap();
         assert_eq!(f.names().len(), 5);
     }
 

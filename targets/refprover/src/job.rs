@@ -24,6 +24,8 @@ pub struct Job {
     /// Partition work items of this job not yet finished (pipeline mode).
     pub(crate) pending_partitions: AtomicU64,
     pub(crate) cancelled: AtomicBool,
+    /// Counted by the status gate while in progress (FAULT status-waits).
+    pub(crate) gated: AtomicBool,
     result: watch::Sender<Option<AwaitProofResponse>>,
 }
 
@@ -41,6 +43,7 @@ impl Job {
             prove_ms: AtomicU64::new(0),
             pending_partitions: AtomicU64::new(0),
             cancelled: AtomicBool::new(false),
+            gated: AtomicBool::new(false),
             result: tx,
         })
     }

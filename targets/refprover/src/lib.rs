@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod engine;
+pub mod fault_state;
 pub mod faults;
 pub mod metrics;
 pub mod job;

@@ -80,6 +80,10 @@ impl ProvingEngine for Service {
 
     async fn get_status(&self, _req: Request<GetStatusRequest>) -> Result<Response<GetStatusResponse>, Status> {
         let e = &self.engine;
+        if e.faults.on("status-waits") {
+            // FAULT status-waits: a "consistent snapshot" that waits for the pipeline to drain.
+            e.status_gate.drained().await;
+        }
         let c = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Relaxed);
         Ok(Response::new(GetStatusResponse {
             gpus: Vec::new(), // CPU only

@@ -54,6 +54,9 @@ pub async fn serve(addr: String, engine: Arc<Engine>) -> anyhow::Result<()> {
                 Ok(Ok(n)) => String::from_utf8_lossy(&buf[..n]).to_string(),
                 _ => return,
             };
+            if engine.faults.on("status-waits") {
+                engine.status_gate.drained().await; // FAULT status-waits, as GetStatus
+            }
             let (code, body) = if req.starts_with("GET /status") {
                 ("200 OK", status_json(&engine).to_string())
             } else {
