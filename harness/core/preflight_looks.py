@@ -9,9 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from proofdiff.core import probes
+from proofdiff.core.artifact_probe import ArtifactLook, look_artifacts
+from proofdiff.core.library_probe import LibraryLook, look_libraries
 from proofdiff.core.suite_result import once
 from proofdiff.drivers.bench_cli import BenchCliDriver
+from proofdiff.model.choices import DriverKind, Runtime
 from proofdiff.model.errors import ProofdiffError
+from proofdiff.model.profile import DEFAULT_BINARY
 from proofdiff.runtime.daemon_status import fetch_status
 from proofdiff.runtime.spec import ContainerError
 
@@ -36,6 +40,7 @@ class _Session(Protocol):
     param_cache: Path
     _param_files: dict[str, probes.ParamFiles | ProofdiffError]
     _bench_checks: dict[str, str | None]
+    _library_looks: dict[str, LibraryLook | ProofdiffError]
 
     @property
     def runner(self) -> Runner: ...
@@ -118,3 +123,56 @@ class PreflightLooks:
     def program_digest(self: _Session, profile: str) -> str:
         """The digest of what runs ``profile``'s daemon (:meth:`identity`)."""
         return self.identity(profile).digest
+
+    def programs(self: _Session, profile: str) -> list[tuple[str, str]]:
+        """``(role, program)`` for every program ``profile`` starts: the daemon (the image's
+        entrypoint, or the process runtime's ``binary``) and, for the bench-cli driver, its
+        bench tool; [] for an attached daemon.
+
+        Raises:
+            ContainerError: the image is not present.
+        """
+        p = self.profiles[profile]
+        if p.runtime is Runtime.ATTACH:
+            return []
+        if p.runtime is Runtime.PROCESS:
+            daemon = p.binary or DEFAULT_BINARY
+        else:
+            config = self.runner.image(p.image_tag).attrs.get("Config") or {}
+            argv = config.get("Entrypoint") or config.get("Cmd") or []
+            daemon = str(argv[0]) if argv else ""
+        out = [("daemon", daemon)] if daemon else []
+        if p.driver is DriverKind.BENCH_CLI:
+            out.append(("bench tool", p.bench_tool))
+        return out
+
+    def libraries(self: _Session, profile: str) -> LibraryLook:
+        """What the loader says of each program ``profile`` starts, where it runs, and where
+        the CUDA driver library is for a GPU profile (:mod:`proofdiff.core.library_probe`;
+        cached, errors too).
+
+        Raises:
+            ProofdiffError: the look could not run there (with the fix).
+        """
+        p = self.profiles[profile]
+
+        def look() -> LibraryLook:
+            try:
+                programs = PreflightLooks.programs(self, profile)
+            except ContainerError as exc:
+                raise ProofdiffError(exc.headline, fix=exc.fix) from None
+            return look_libraries(self.runner, programs=programs, image=p.program,
+                                  runtime=p.runtime, gpus=p.gpus, profile=profile,
+                                  timeout_s=self.deadlines(profile).tool_s)
+        return once(self._library_looks, profile, look, ProofdiffError)
+
+    def first_run_artifacts(self: _Session, profile: str, names: Sequence[str]) -> ArtifactLook:
+        """The files matching each of ``names`` beside ``profile``'s daemon (relative names in
+        the param cache it reads), with sizes and modification times, and its start time
+        (:func:`proofdiff.core.artifact_probe.look_artifacts`).
+
+        Raises:
+            ProofdiffError: nothing could be run beside it.
+        """
+        d = self.daemon(profile)
+        return look_artifacts(d, names, d.handle.see(d.profile.param_read_path()))

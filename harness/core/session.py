@@ -19,6 +19,7 @@ import msgspec
 
 from proofdiff.core import preload, probes
 from proofdiff.core.plan import Plan
+from proofdiff.core.library_probe import LibraryLook
 from proofdiff.core.preflight_looks import PreflightLooks
 from proofdiff.core.side_by_side import Placement
 from proofdiff.core.store import MemoryStore, Store
@@ -100,6 +101,7 @@ class Session(PreflightLooks):
         self._identities: dict[str, ImageInfo | ContainerError] = {}
         self._param_files: dict[str, probes.ParamFiles | ProofdiffError] = {}
         self._bench_checks: dict[str, str | None] = {}
+        self._library_looks: dict[str, LibraryLook | ProofdiffError] = {}
         self._flows: dict[tuple[str, str], list[FlowRecord]] = {}
         self._clocks: dict[str, AnswerClock] = {}
         self._verifiers: dict[str, ServedVerifier] = {}

@@ -118,6 +118,10 @@ PROFILE_KEYS: dict[str, str] = {
                   "entrypoint of a short-lived container (default 'bench', refprover's; "
                   "'cuzk-bench' in a cuzk image); a path or a bin-dir name for a process or "
                   "attach runtime",
+    "first_run_artifacts": "files the daemon's first run must leave (warmup/first-run-artifacts): "
+                           "names or globs relative to the param cache it reads, absolute paths, "
+                           "or '{tmp}/...' in its temp dir; [] = none (default: its daemon "
+                           "kind's, proofdiff.oracles.first_run.KIND_ARTIFACTS)",
     "bench_args": "bench-cli driver: extra args appended to `<bench_tool> -a ADDR batch -t TYPE "
                   "--c1 FILE --sector-num N --miner-id M -c COUNT -j CONCURRENCY` "
                   "(list of strings; default none)",
@@ -168,6 +172,8 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
         stall_s: the stall rule's floor, seconds (default 15;
             :mod:`proofdiff.drivers.stall_rule`).
         bench_tool, bench_args: the bench client of the ``bench-cli`` driver and its extra args.
+        first_run_artifacts: what the daemon's first run must leave behind (names or globs:
+            :mod:`proofdiff.oracles.first_run`); ``None`` = its daemon kind's; () = none.
         binary, verifier_binary: the daemon and verifier programs of a process runtime
             (``None``: the build's, by name in the bin dir).
         address, status_url: where an attached daemon answers (attach runtime).
@@ -201,6 +207,7 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
     stall_s: float = 15.0
     bench_tool: str = "bench"
     bench_args: tuple[str, ...] = ()
+    first_run_artifacts: tuple[str, ...] | None = None
     binary: str | None = None
     verifier_binary: str | None = None
     address: str = ""

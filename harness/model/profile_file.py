@@ -235,6 +235,10 @@ def _build(name: str, raw: Mapping[str, Any], source: str, overrides: tuple[str,
     bench_args = raw.get("bench_args", [])
     _expect(isinstance(bench_args, list) and all(isinstance(a, str) for a in bench_args),
             where, "bench_args", "a list of strings, e.g. ['--timeout', '1800']", bench_args)
+    artifacts = raw.get("first_run_artifacts")
+    _expect(artifacts is None or (isinstance(artifacts, list) and all(
+        isinstance(a, str) and a.strip() for a in artifacts)), where, "first_run_artifacts",
+        "a list of names or globs, e.g. ['pce-porep-32g.bin'] ([] = none)", artifacts)
     floor = raw.get("timing_floor", {})
     floor = {m: floor for m in TIMING_METRICS} if isinstance(floor, (int, float)) else floor
     _expect(isinstance(floor, Mapping) and set(floor) <= set(TIMING_METRICS) and all(
@@ -257,7 +261,8 @@ def _build(name: str, raw: Mapping[str, Any], source: str, overrides: tuple[str,
         timeout_s=float(raw.get("timeout_s", 600.0)),
         ready_timeout_s=float(raw.get("ready_timeout_s", 60.0)),
         stall_s=float(raw.get("stall_s", 15.0)), bench_tool=bench_tool,
-        bench_args=tuple(bench_args), timing_floor={str(k): float(v) for k, v in floor.items()},
+        bench_args=tuple(bench_args),
+        first_run_artifacts=None if artifacts is None else tuple(artifacts), timing_floor={str(k): float(v) for k, v in floor.items()},
         source=source, overrides=overrides)
 
 

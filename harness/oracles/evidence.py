@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from proofdiff.core.artifact_probe import ArtifactLook
+from proofdiff.core.library_probe import LibraryLook
 from proofdiff.drivers.protocol import Driver, Mode
 from proofdiff.drivers.deadlines import Deadlines
 from proofdiff.model.image import ImageInfo
@@ -92,6 +94,16 @@ class Evidence(Protocol):
 
     def host_digests(self, files: Sequence[str]) -> tuple[dict[str, str], int, int]:
         """The digests of the verifier's copies, with the counts cached and hashed."""
+        ...
+
+    def libraries(self, profile: str) -> LibraryLook:
+        """What the loader says of each program the profile starts, where it runs (raises
+        ``ProofdiffError``)."""
+        ...
+
+    def first_run_artifacts(self, profile: str, names: Sequence[str]) -> ArtifactLook:
+        """The files matching each name beside the daemon, and its start time (raises
+        ``ProofdiffError``)."""
         ...
 
     def daemon_status(self, profile: str) -> dict[str, Any] | None:

@@ -1,6 +1,8 @@
 """Preflight, per profile, before any proof: what must hold for proving to mean anything.
 
 * ``image``: the profile's image exists locally, with its id (the content digest).
+* ``libraries``: every program the profile starts finds its shared libraries where it runs,
+  and a GPU profile sees the CUDA driver library (:mod:`proofdiff.oracles.libraries`).
 * ``workload``: the workload file loads and matches its schema.
 * ``params``: every ``.params``/``.vk`` file the workload needs is readable INSIDE the running
   daemon container, as its user, in the directory the daemon will actually read: what the daemon
@@ -18,7 +20,7 @@
 * ``bench-cli``: a ``driver = "bench-cli"`` profile's command line is accepted by the image's
   tool (the driver's one dry parse, :meth:`~proofdiff.drivers.bench_cli.BenchCliDriver.check_command_line`).
 
-A failed ``image``, ``workload``, ``params``, ``params-integrity`` or ``bench-cli`` check (or
+A failed ``image``, ``libraries``, ``workload``, ``params``, ``params-integrity`` or ``bench-cli`` check (or
 a daemon that did not start) blocks the proving suites of that profile (:data:`BLOCKING`).
 """
 
@@ -38,6 +40,7 @@ from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.profile import Profile
 from proofdiff.model.status import Outcome
 from proofdiff.model.workload import WorkloadError
+from proofdiff.oracles import libraries
 from proofdiff.oracles.evidence import Evidence, Recorder
 from proofdiff.oracles.suite_table import SUITES
 from proofdiff.runtime.daemon import Daemon, LaunchError
@@ -51,7 +54,7 @@ __all__ = ["BLOCKING", "DEPRECATED_KEYS", "KNOWN_KEYS", "ORACLES", "evaluate",
 #: The oracles of this suite, stated once in the suite table.
 ORACLES = SUITES["preflight"].oracles
 #: Checks whose failure makes proving on that profile pointless.
-BLOCKING = ("image", "workload", "params", "params-integrity", "bench-cli")
+BLOCKING = ("image", "libraries", "workload", "params", "params-integrity", "bench-cli")
 #: The keys cuzk reads (cuzk-core/src/config.rs of curio e0294b0f: its Config structs), and
 #: refprover's own (``pipeline.self_check``, ``memory.partition_working_set``). Used to suggest
 #: a spelling, and as the list to check against when the daemon reports nothing itself.
@@ -236,6 +239,7 @@ def _image(ev: Evidence, rec: Recorder, p: Profile) -> None:
 def _judge_profile(ev: Evidence, rec: Recorder, name: str) -> None:
     p = ev.profiles[name]
     _image(ev, rec, p)
+    libraries.judge(ev, rec, p)
     try:
         workload = ev.workload(rec.workload)
         rec("workload", name, Outcome.PASS, f"workload {rec.workload} loads ({len(workload.jobs)} "

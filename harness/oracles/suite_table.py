@@ -43,15 +43,16 @@ class Suite:
 
 #: In run order: preflight before any proof, the cheap oracles before the expensive ones.
 SUITES: dict[str, Suite] = {s.name: s for s in (
-    Suite("preflight", ("image", "workload", "params", "params-integrity", "config-keys",
-                        "bench-cli"), True,
-          "image + digest, the workload file, params readable where the daemon reads, config "
+    Suite("preflight", ("image", "libraries", "workload", "params", "params-integrity",
+                        "config-keys", "bench-cli"), True,
+          "image + digest, the shared libraries of the programs it starts, the workload file, params readable where the daemon reads, config "
           "keys the daemon knows, a bench command line the tool accepts"),
     Suite("validity", ("proofs", "jobs"), True,
           "every COMPLETED proof verifies per partition against its own inputs; every job "
           "completes"),
-    Suite("warmup", ("first-proof", "liveness"), True,
-          "the first proof completes, verifies and took plausibly long; the daemon survives"),
+    Suite("warmup", ("first-proof", "first-run-artifacts", "liveness"), True,
+          "the first proof completes, verifies and took plausibly long; what a first run "
+          "leaves (cuzk's PCE) is there; the daemon survives"),
     Suite("isolation", ("hang", "lost-or-twice", "colliding-ids", "reused-id",
                         "distinct-inputs"), True,
           "colliding ids, a reused id, K inputs together: own proofs only, nothing shared, "

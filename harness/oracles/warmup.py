@@ -13,6 +13,9 @@ profile after the run (flow ``warmup-solo``) and takes the floor from it: 250 ms
 bound on a proof that takes seconds. When neither gives a sample, the plausibility is not
 judged and the record is an ERROR saying so.
 
+``first-run-artifacts``: what the daemon's first run must leave behind is there, fresh and
+non-empty (:mod:`proofdiff.oracles.first_run`).
+
 ``liveness``: the daemon is still running after the run, or its death is explained from
 ``docker inspect`` (exit code, OOMKilled, error) with the jobs lost with it, instead of a wall
 of connection errors.
@@ -30,6 +33,7 @@ from proofdiff.model.serde import to_builtins
 from proofdiff.model.status import JobStatus, Outcome
 from proofdiff.stats.unpaired import summarize
 
+from proofdiff.oracles import first_run as first_run_check
 from proofdiff.oracles.evidence import Evidence, Recorder
 from proofdiff.oracles.suite_table import SUITES
 
@@ -200,5 +204,6 @@ def evaluate(ev: Evidence, workload: str) -> list[OracleRecord]:
         else:
             first_proof(rec, run, profile.concurrency,
                         solo=_solo(ev, name, workload, run, profile.concurrency))
+        first_run_check.judge(ev, rec, run)
         liveness(rec, run)
     return rec.records

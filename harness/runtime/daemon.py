@@ -92,6 +92,8 @@ class Daemon:
         cpuset: the host CPUs it is pinned to (() = not pinned).
         process: reads its process's memory, handles and CPU time, for every flow's usage
             samples (``None``: attached, or a container whose process is not on this host).
+        started_unix_s: wall clock (Unix seconds) just before it was started (attach: before
+            the first readiness look); what its first run writes is newer.
     """
 
     profile: Profile
@@ -103,6 +105,7 @@ class Daemon:
     gpu: GpuSampler | GpuTelemetry | None = None
     cpuset: tuple[int, ...] = ()
     process: ProcessProbe | None = None
+    started_unix_s: float = 0.0
 
     @property
     def started_here(self) -> bool:
@@ -235,11 +238,11 @@ def start_daemon(runner: Runner, profile: Profile, param_cache: Path, *, probe: 
         raise LaunchError("; ".join(cause for cause, _ in problems),
                           fix="; ".join(fix for _, fix in problems), role=Role.DAEMON,
                           profile=profile.name)
-    t0 = time.monotonic()
+    t0, started = time.monotonic(), time.time()
     if profile.runtime is Runtime.ATTACH:
         daemon = Daemon(profile=profile, handle=AttachedHandle(
             profile.address, profile.status_url, profile.name, probe=probe),
-            address=profile.address)
+            address=profile.address, started_unix_s=started)
         _wait_ready(daemon, t0, profile.ready_timeout_s, probe)
         return daemon
     spec = daemon_spec(profile, Path(param_cache), name, cpuset)
@@ -253,7 +256,7 @@ def start_daemon(runner: Runner, profile: Profile, param_cache: Path, *, probe: 
                               profile=profile.name) from None
         daemon = Daemon(profile=profile, handle=handle,
                         config_text=spec.files[DEFAULT_CONFIG_PATH].decode("utf-8"),
-                        cpuset=cpuset)
+                        cpuset=cpuset, started_unix_s=started)
         try:
             _wait_ready(daemon, t0, profile.ready_timeout_s, probe)
             break

@@ -10,7 +10,9 @@ from typing import Any
 
 from msgspec.structs import replace
 
+from proofdiff.core.artifact_probe import ArtifactLook
 from proofdiff.drivers.protocol import Mode
+from proofdiff.model.errors import ProofdiffError
 from proofdiff.drivers.deadlines import Deadlines
 from proofdiff.model.jobs import FlowRecord, JobSpec
 from proofdiff.model.profile import Profile
@@ -32,7 +34,8 @@ class FakeEvidence:
     """``runs[profile]``: the workload run; ``sent[name]``: the flow ``send`` returns for a flow
     of that name (recorded in ``calls``); ``status[profile]``: the daemon's /status JSON;
     ``reading[profile]``: what ``look`` reads of its process now;
-    ``host_digest`` / ``daemon_digest``: param digests of the verifier's copies and of the
+    ``artifacts[profile]``: what ``first_run_artifacts`` sees beside it (absent: nothing could be
+    run there); ``host_digest`` / ``daemon_digest``: param digests of the verifier's copies and of the
     daemon's own (a file absent from ``daemon_digest`` was not hashed there)."""
 
     profiles: Mapping[str, Profile]
@@ -49,6 +52,7 @@ class FakeEvidence:
     host_digest: dict[str, str] = field(default_factory=dict)
     daemon_digest: dict[str, str] = field(default_factory=dict)
     reading: dict[str, Reading] = field(default_factory=dict)
+    artifacts: dict[str, ArtifactLook] = field(default_factory=dict)
 
     def log(self, line: str) -> None:
         pass
@@ -97,6 +101,11 @@ class FakeEvidence:
 
     def daemon_digests(self, profile: str, directory: str, files: Sequence[str]) -> dict[str, str]:
         return {n: self.daemon_digest[n] for n in files if n in self.daemon_digest}
+
+    def first_run_artifacts(self, profile: str, names: Sequence[str]) -> ArtifactLook:
+        if profile not in self.artifacts:
+            raise ProofdiffError("this fake has no daemon to look beside")
+        return self.artifacts[profile]
 
 
 def refprover_profiles(*overrides: str) -> dict[str, Profile]:

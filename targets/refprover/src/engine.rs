@@ -233,6 +233,8 @@ pub struct Engine {
     retry_cache: RetryCache,
     /// FAULT status-waits: the partitioned jobs in progress, which a status snapshot awaits.
     pub status_gate: StatusGate,
+    /// The first-run artifact, written after the first COMPLETED proof (crate::first_run).
+    first_run: crate::first_run::FirstRun,
 }
 
 impl Engine {
@@ -268,6 +270,7 @@ impl Engine {
             witness_cache: Mutex::new(HashMap::new()),
             retry_cache: RetryCache::default(),
             status_gate: StatusGate::default(),
+            first_run: crate::first_run::FirstRun::default(),
         });
         for w in 0..workers {
             let e = Arc::clone(&engine);
@@ -614,6 +617,11 @@ impl Engine {
             self.metrics.completed.fetch_add(1, Ordering::Relaxed);
             self.metrics.observe_duration(job.kind, total);
             tracing::info!(job_id = %job.id, seq = job.seq, total_ms = (total * 1000.0) as u64, "job completed");
+            // FAULT no-first-run-artifact: the first run leaves nothing behind
+            if !self.faults.on("no-first-run-artifact") {
+                let loaded: Vec<_> = self.srs_entries().into_iter().map(|e| (e.circuit_id, e.size_bytes, e.load_ms)).collect();
+                self.first_run.record(&loaded);
+            }
         } else {
             self.metrics.failed.fetch_add(1, Ordering::Relaxed);
         }

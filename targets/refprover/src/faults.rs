@@ -29,6 +29,7 @@ pub const KNOWN_FAULTS: &[&str] = &[
     "compute-micros",
     "status-waits",
     "early-release",
+    "no-first-run-artifact",
 ];
 
 /// Faults that take a value (`name=value`); the others take none.
@@ -127,6 +128,7 @@ mod tests {
         assert_eq!(f.names().len(), 5);
         let f = Faults::parse("retain-witness,serialize-partitions,compute-micros,status-waits,early-release").unwrap();
         assert_eq!(f.names().len(), 5);
+        assert!(Faults::parse("no-first-run-artifact").unwrap().on("no-first-run-artifact"));
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod config;
 pub mod engine;
 pub mod fault_state;
 pub mod faults;
+pub mod first_run;
 pub mod metrics;
 pub mod job;
 pub mod memory;
