@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -43,7 +44,8 @@ ALL = tuple(SUITES)
 @dataclass(frozen=True)
 class MatrixRow:
     """One row: ``name``; ``faults`` = REFPROVER_FAULTS on the faulty profile ('' = clean);
-    extra ``--set`` overrides (``{p}`` = the faulty profile); the suite and oracle names
+    extra ``--set`` overrides (``{p}`` = the faulty profile, ``{without_library}`` = the
+    reference image variant without a library its programs need); the suite and oracle names
     (alternatives) meant to catch it; the suites of a ``--targeted`` run; why."""
 
     name: str
@@ -107,6 +109,14 @@ CATALOG: tuple[MatrixRow, ...] = (
     MatrixRow("status-waits", "status-waits", meant=("behaviour", ("control-plane",)),
          targeted=("behaviour",), why="GetStatus waits for the pipeline to drain: no answer "
          "under load"),
+    MatrixRow("missing-library", sets=("{p}.image={without_library}",),
+         meant=("preflight", ("libraries",)), targeted=("preflight",),
+         why="an image variant without libgcc_s.so.1, which every refprover program needs "
+         "(proofdiff.artifacts.variant_images): the daemon cannot start"),
+    MatrixRow("no-first-run-artifact", "no-first-run-artifact",
+         meant=("warmup", ("first-run-artifacts",)), targeted=("warmup",),
+         why="the first proof leaves no circuit summary, as a cuzk warmup that extracted no "
+         "PCE"),
     MatrixRow("early-release", "early-release", meant=("behaviour", ("in-flight",)),
          targeted=("behaviour",), why="the in-flight slot given back when a worker takes the "
          "item, before its proof: more items proving than the limit, its count within it"),
@@ -117,7 +127,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of ``catch-matrix``."""
     add_run_options(p, ("select", "artifacts", "report", "deadlines"))
     p.add_argument("--fault", metavar="NAME", action="append", default=[],
-                   choices=[c.name for c in CATALOG if c.faults],
+                   choices=[c.name for c in CATALOG if c.meant],
                    help="fault to run (repeatable). Default: every fault of the catalog")
     p.add_argument("--repeat-clean", metavar="N", type=int, default=1,
                    help="clean-image runs (A/A false alarms are counted over them). Default: 1")
@@ -183,6 +193,21 @@ def judge_row(case: MatrixRow, cells: dict[str, list[dict[str, str]]], *, baseli
     return True, f"caught by {suite}/{'|'.join(oracles)}{how}"
 
 
+def _variant(opts: RunOptions, console: Console) -> str:
+    """The reference image without the library its programs need (built on first use)."""
+    from proofdiff.artifacts.engine import connect
+    from proofdiff.artifacts.variant_images import ensure_without_library
+    from proofdiff.core.plan import run_artifacts
+
+    art = run_artifacts(opts, opts.workloads or ("wpost-2k",), docker=True, log=console.print)
+    client = connect()
+    try:
+        return ensure_without_library(client, Path(art.cache_root or opts.cache_root),
+                                      art.image_tag, log=console.print)
+    finally:
+        client.close()
+
+
 def _row(case: MatrixRow, label: str, args: argparse.Namespace, opts: RunOptions, mid: str,
          console: Console) -> dict[str, Any]:
     import msgspec
@@ -191,9 +216,11 @@ def _row(case: MatrixRow, label: str, args: argparse.Namespace, opts: RunOptions
     from proofdiff.core.differential import run_differential
 
     p = args.faulty_profile
+    fmt = {"p": p, "without_library": _variant(opts, console) if any(
+        "{without_library}" in s for s in case.sets) else ""}
     sets = [*opts.overrides, *([f"{p}.env.REFPROVER_FAULTS={case.faults}"] if case.faults else []),
-            *(s.format(p=p) for s in case.sets)]
-    suites = case.targeted if (args.targeted and case.faults) else ALL
+            *(s.format(**fmt) for s in case.sets)]
+    suites = case.targeted if (args.targeted and case.meant) else ALL
     console.print(Text(f"{label}: suites {', '.join(suites)}; --set {' --set '.join(sets) or '-'}",
                        style="bold"))
     t0 = time.monotonic()
@@ -234,10 +261,10 @@ def run_matrix(args: argparse.Namespace, console: Console) -> int:
     opts = run_options(args)
     mid = opts.run_id or f"matrix-{new_run_id()}"
     wanted = (set() if args.clean_only else set(args.fault) if args.fault
-              else {c.name for c in CATALOG if c.faults})
+              else {c.name for c in CATALOG if c.meant})
     cases = [CATALOG[0]] * max(1, args.repeat_clean) + [c for c in CATALOG if c.name in wanted]
     t_all = time.monotonic()
-    rows = [_row(case, case.name if case.faults or args.repeat_clean <= 1 else f"clean-{i + 1}",
+    rows = [_row(case, case.name if case.meant or args.repeat_clean <= 1 else f"clean-{i + 1}",
                  args, opts, mid, console) for i, case in enumerate(cases)]
     total = time.monotonic() - t_all
     shown = [*ALL, *(["errors"] if any("errors" in r["cells"] for r in rows) else [])]
@@ -252,7 +279,7 @@ def run_matrix(args: argparse.Namespace, console: Console) -> int:
     console.print(table)
     console.print(Text("cells: the oracles that failed [profile] ('error': could not judge); "
                        "'-' = suite not run (--targeted)"))
-    cleans = [r for r in rows if not r["faults"]]
+    cleans = [r for r in rows if not r["meant"]]
     alarms = sum(1 for r in cleans if r["aa"] == Outcome.FAIL.value)
     console.print(Text(f"clean runs: {sum(1 for r in cleans if r['ok'])}/{len(cleans)} passed "
                        f"every suite; A/A false alarms {alarms} of "

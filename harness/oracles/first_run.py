@@ -2,7 +2,9 @@
 the warmup: every declared artifact matches at least one file where the daemon sees its files,
 non-empty and modified after the daemon started (a file from an earlier run is no evidence that
 this one wrote it). When the warmup proof did not complete, nothing could be extracted, and the
-record says so with the warmup's error at once, instead of waiting for the files.
+record says so with the warmup's error at once, instead of waiting for the files. A profile
+whose blocking preflight failed, or whose daemon did not start or died, is skipped with that
+reason (:meth:`~proofdiff.oracles.evidence.Evidence.blocked`).
 
 Source: the seed incident of a cuzk benchmark whose warmup proof was to extract the
 pre-compiled constraint evaluator (PCE; 2-5 minutes on a first run). The warmup failed in 1 s
@@ -92,6 +94,10 @@ def judge(ev: Evidence, rec: Recorder, run: RunRecord) -> None:
         rec("first-run-artifacts", name, Outcome.SKIPPED, f"{source} declares no first-run "
             f"artifact for workload {rec.workload}{why}; declare them with the profile's "
             "first_run_artifacts")
+        return
+    blocked = ev.blocked(name, rec.workload)
+    if blocked:
+        rec("first-run-artifacts", name, Outcome.SKIPPED, blocked)
         return
     flow = run.workload_flow
     first = next((j for j in flow.jobs if j.index == 0), None) if flow else None
