@@ -1,9 +1,10 @@
 //! Fault switches read from `REFPROVER_FAULTS` (comma list), for proofdiff's self-tests.
 //! Each is latent in a bench-style config and triggered by a prod-style one (docs/fault-catalog.md),
 //! except `slow-prove=<factor>`, which slows every config alike (a slower candidate image for
-//! the gate's timing verdict), and `gpu-bound-ms=<N>`, which makes every partition wait N ms
+//! the gate's timing verdict), `gpu-bound-ms=<N>`, which makes every partition wait N ms
 //! idle, standing in for GPU time while the host's cores are free (the fleet's scale-out
-//! benchmark on a machine without a GPU).
+//! benchmark on a machine without a GPU), and `no-first-run-artifact`, which keeps every
+//! config's first run from leaving its artifact (crate::first_run).
 
 use std::collections::BTreeMap;
 
