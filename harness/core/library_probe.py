@@ -124,6 +124,11 @@ class LibraryLook:
     cuda: tuple[str, ...] = ()
     cuda_dirs: tuple[str, ...] = ()
 
+    @property
+    def at(self) -> str:
+        """``in image TAG`` or ``on this host``, for messages."""
+        return f"{'in' if self.where.startswith('image') else 'on'} {self.where}"
+
 
 def parse_look(out: str, roles: dict[str, str], where: str, cuda_checked: bool) -> LibraryLook:
     """The script's output as a :class:`LibraryLook` (``roles``: program name -> role).

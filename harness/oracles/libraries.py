@@ -29,12 +29,12 @@ def problems(look: LibraryLook) -> list[str]:
     for prog in look.programs:
         who = f"{prog.name} (the {prog.role})"
         if not prog.path:
-            out.append(f"{who}: not found in {look.where}")
+            out.append(f"{who}: not found {look.at}")
         elif prog.ldd is not None:
-            out += [f"{who} needs {lib}: not found in {look.where}" for lib in prog.ldd.missing]
-            out += [f"{who} needs version {v}: not in {look.where}" for v in prog.ldd.versions]
+            out += [f"{who} needs {lib}: not found {look.at}" for lib in prog.ldd.missing]
+            out += [f"{who} needs version {v}: not {look.at}" for v in prog.ldd.versions]
     if look.cuda_checked and not look.cuda:
-        out.append(f"{CUDA_LIBRARY} (the CUDA driver library) is not visible in {look.where} "
+        out.append(f"{CUDA_LIBRARY} (the CUDA driver library) is not visible {look.at} "
                    f"(looked in LD_LIBRARY_PATH, {', '.join(look.cuda_dirs)} and ldconfig -p)")
     return out
 
@@ -70,12 +70,12 @@ def judge(ev: Evidence, rec: Recorder, p: Profile) -> None:
         return
     if not checked:
         rec("libraries", p.name, Outcome.ERROR, f"profile {p.name!r}: no program could be "
-            f"checked in {look.where} (no ldd nor loader there, or no program named)",
+            f"checked {look.at} (no ldd nor loader there, or no program named)",
             evidence=ev_)
         return
     static = [g.name for g in checked if g.ldd is not None and not g.ldd.dynamic]
     cuda = f"; {CUDA_LIBRARY} at {look.cuda[0]}" if look.cuda else ""
     rec("libraries", p.name, Outcome.PASS, f"{len(checked)} program(s) find every shared "
-        f"library in {look.where} ({', '.join(g.path for g in checked)})"
+        f"library {look.at} ({', '.join(g.path for g in checked)})"
         + (f"; not dynamic (static or a script): {', '.join(static)}" if static else "")
         + cuda, evidence=ev_)

@@ -67,7 +67,7 @@ def test_the_look_names_each_program_and_where_it_sought_the_cuda_library() -> N
     assert absent.role == "bench tool" and absent.path == ""
     assert "/usr/lib/x86_64-linux-gnu" in look.cuda_dirs
     bad = problems(look)
-    assert "no-such-program-pdx (the bench tool): not found in this host" in bad
+    assert "no-such-program-pdx (the bench tool): not found on this host" in bad
     has_cuda = any(Path(d, CUDA_LIBRARY).exists() for d in look.cuda_dirs)
     assert (CUDA_LIBRARY in " ".join(bad)) is (not has_cuda and not look.cuda)
 
