@@ -27,10 +27,14 @@ impl FirstRun {
     /// [`artifact_path`] on the first call; later calls do nothing. A write error is logged,
     /// never fatal: the proof is already done.
     pub fn record(&self, circuits: &[(String, u64, u64)]) {
+        self.record_to(&artifact_path(), circuits);
+    }
+
+    /// [`FirstRun::record`] into `path`.
+    pub fn record_to(&self, path: &std::path::Path, circuits: &[(String, u64, u64)]) {
         if self.done.swap(true, Ordering::SeqCst) {
             return;
         }
-        let path = artifact_path();
         let body = serde_json::json!({
             "circuits": circuits.iter().map(|(id, size, ms)| serde_json::json!(
                 {"circuit_id": id, "size_bytes": size, "load_ms": ms})).collect::<Vec<_>>(),
@@ -38,7 +42,7 @@ impl FirstRun {
         let written = path
             .parent()
             .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::write(&path, body.to_string()));
+            .and_then(|()| std::fs::write(path, body.to_string()));
         match written {
             Ok(()) => tracing::info!(path = %path.display(), circuits = circuits.len(), "first-run artifact written"),
             Err(e) => tracing::warn!(path = %path.display(), error = %e, "first-run artifact not written"),
@@ -51,16 +55,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn writes_once_into_the_temp_dir() {
+    fn writes_once() {
         let dir = std::env::temp_dir().join(format!("refprover-first-run-test-{}", std::process::id()));
-        std::env::set_var("TMPDIR", &dir);
+        let path = dir.join("refprover").join("circuits.json");
         let f = FirstRun::default();
-        f.record(&[("c1".into(), 10, 2)]);
-        let text = std::fs::read_to_string(artifact_path()).unwrap();
+        f.record_to(&path, &[("c1".into(), 10, 2)]);
+        let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains("\"circuit_id\":\"c1\""), "{text}");
-        std::fs::remove_file(artifact_path()).unwrap();
-        f.record(&[("c2".into(), 10, 2)]);
-        assert!(!artifact_path().exists(), "a second call writes nothing");
+        std::fs::remove_file(&path).unwrap();
+        f.record_to(&path, &[("c2".into(), 10, 2)]);
+        assert!(!path.exists(), "a second call writes nothing");
         std::fs::remove_dir_all(dir).unwrap();
+        assert!(artifact_path().ends_with("refprover/circuits.json"));
     }
 }
