@@ -35,7 +35,7 @@ def build_key(crate_dir: Path, argv: Sequence[str], cargo: str) -> str:
     """What a build's output depends on, as one SHA-256 hex: every file of the crate (bar
     ``target/``) with its bytes, the cargo arguments, ``rustc -vV`` of cargo's toolchain and
     the environment cargo reads (:data:`_CARGO_ENV`). Equal keys and untouched binaries mean
-    cargo would do nothing: its no-op takes 1-2 s per call, paid by every run (issue 18)."""
+    cargo would do nothing: its no-op still takes seconds per call, which every run would pay."""
     h = hashlib.sha256()
     for path in sorted(crate_dir.rglob("*")):
         rel = path.relative_to(crate_dir)

@@ -32,8 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "one after another: each gets what is left, no probe starts after "
                         "it, and a divergence not reached is reported as not bisected "
                         "(budget spent); 0 disables bisection. Default: "
-                        f"{RunOptions().bisect_budget_s:.0f}, the single bisection's (one of "
-                        "partition-race on wpost-2k took 68-198 s on 2 cores, README)")
+                        f"{RunOptions().bisect_budget_s:.0f}, the single bisection's")
     p.add_argument("--allure-history", metavar="DIR", type=_allure_dir, default="",
                    help="the previous night's Allure history, copied into tonight's "
                         "allure-results/history/ so that `allure generate` continues each "

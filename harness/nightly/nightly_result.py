@@ -25,7 +25,7 @@ NIGHTLY_SCHEMA_VERSION = 3
 
 
 class NightDecision(StrEnum):
-    """What the night says, with its exit code (README "CI recipes", ``proofdiff nightly
+    """What the night says, with its exit code (docs/guide/nightly.md, ``proofdiff nightly
     --help``)."""
 
     CLEAN = "clean"              #: nothing new: exit 0

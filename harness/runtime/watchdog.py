@@ -111,7 +111,8 @@ class Watchdog:
 def _engine_possible() -> bool:
     """Whether a Docker engine could hold the owner's containers: ``DOCKER_HOST`` set or the
     default socket present. Without one (a GPU host running processes) the sweep skips the
-    docker SDK, whose import and failed connect cost 0.5-0.7 s at every run's end (issue 18)."""
+    docker SDK, whose import and failed connect would cost most of a second at every run's
+    end."""
     return bool(os.environ.get("DOCKER_HOST")) or os.path.exists("/var/run/docker.sock")
 
 

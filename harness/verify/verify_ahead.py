@@ -1,8 +1,7 @@
-"""Verifying a flow's proofs while the flow is still in flight (issue 18).
+"""Verifying a flow's proofs while the flow is still in flight.
 
-A flow's proofs were verified in one batch once its last job was answered: the run's main
-thread waited for the verifier between one flow and the next (0.13-0.28 s of a default run on
-a GPU host, 0.27 s here, 2 cores). :class:`VerifyAhead` sends each proof to the verifier as
+Verified in one batch once a flow's last job is answered, the proofs would make the run's main
+thread wait for the verifier between one flow and the next. :class:`VerifyAhead` sends each proof to the verifier as
 its job is answered, on one thread of its own, while the rest of the flow proves; at the
 flow's end :func:`~proofdiff.verify.tool_verifier.attach_verdicts` finds those verdicts made
 and asks only for the rest. Verdicts are the verifier's own, item for item: the same item (its
