@@ -283,7 +283,7 @@ def test_only_new_divergences_are_bisected_within_the_budget(tmp_path: Path) -> 
     off = bisect_new(diff, checks, RunOptions(), budget_s=0, run_dir=tmp_path)
     assert [(b.check, b.status) for b in off] == [
         (A[0], "disabled"), (C[0], "not-bisectable"), (D[0], "not-bisectable")]
-    assert off[0].line == "not bisected: --bisect-budget-s 0"
+    assert off[0].line == "not bisected: --bisect-budget 0"
     assert off[1].line == "not bisected: prod is error, not a failure to isolate"
     assert off[2].line == "not bisected: bench has no record of warmup/first-proof"
     # a budget spent before the first probe: no bisection starts, none is guessed
