@@ -18,7 +18,8 @@ from proofdiff.artifacts.content_keys import file_digest
 #: The binaries the image ships, all built from targets/refprover.
 BINARIES: tuple[str, ...] = ("refprover", "paramgen", "seal", "verify", "bench")
 
-#: Deadline of one cargo build in seconds (a cold release build takes ~25 min on 2 cores).
+#: Deadline of one cargo build in seconds (a cold release build takes tens of minutes on a
+#: small machine).
 CARGO_TIMEOUT_S = 3600.0
 
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 __all__ = ["main"]
 
 _PR_SET_PDEATHSIG = 1
-#: SIGKILL on Linux (the signal module imports enum: 9 ms at every start)
+#: SIGKILL on Linux (not from the signal module, which imports enum at every start)
 _SIGKILL = 9
 #: Options without a value, and with one (``--name VALUE`` or ``--name=VALUE``). Parsed by
 #: hand: this runs before every daemon and tool a process runtime starts, and argparse with

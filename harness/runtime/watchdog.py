@@ -87,8 +87,8 @@ class Watchdog:
         """End the watchdog now (it sweeps once more: nothing, when the owner cleaned up) and
         wait for it, at most ``timeout_s`` seconds (default 30), then kill it. ``wait=False``
         (an owner that removed everything itself): reap it on a daemon thread instead, so the
-        owner does not wait for a sweep that finds nothing (0.17 s at a process run's end, the
-        watchdog's own start and sweep; 0.7 s where the sweep lists an engine's containers)."""
+        owner does not wait for a sweep that finds nothing (the watchdog's own start and sweep,
+        and where it lists an engine's containers, that listing)."""
         with self._lock:
             pipe, proc, self._pipe = self._pipe, self._proc, None
         if pipe is not None:

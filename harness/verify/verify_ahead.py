@@ -8,8 +8,8 @@ and asks only for the rest. Verdicts are the verifier's own, item for item: the 
 id, public inputs and proof) gets the same verdict whenever it is asked.
 
 Only where a batch is cheap: one ``verify --serve`` process
-(:class:`~proofdiff.verify.served_verifier.ServedVerifier`, about 5 ms of one core for a
-2-partition WindowPoSt proof, against seconds for the proof). A verifier container per batch
+(:class:`~proofdiff.verify.served_verifier.ServedVerifier`, a small fraction of one core
+beside the proof's own time). A verifier container per batch
 (the docker runtime) would start one container per proof: there the flow's batch stays one.
 """
 
