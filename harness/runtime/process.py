@@ -118,6 +118,10 @@ class ProcessHandle:
         """``127.0.0.1``: a process listens on loopback."""
         return "127.0.0.1"
 
+    def network(self) -> str:
+        """'': a process is on no docker network."""
+        return ""
+
     def see(self, path: str) -> str:
         """The host path a container path of the spec is given as (rewritten)."""
         return self.host_view.text(path)
