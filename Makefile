@@ -58,12 +58,12 @@ test-slow: setup image-full
 	$(BIN)/pytest tests -q -p no:cacheprovider -m slow $(ARGS)
 
 # The Python environment, pinned by requirements.lock; reinstalled when the lock changes.
-# uv installs the lock (its wheel cache, ~/.cache/uv, is outside the clone): 1-2 s from a warm
-# cache where pip took 39 s, most of a fresh clone's set-up.
+# uv installs the lock (its wheel cache, ~/.cache/uv, is outside the clone): seconds from a
+# warm cache, where pip would take most of a fresh clone's set-up.
 # Bytecode is compiled here, once, as pip would at install (uv does not unless asked): where
-# PYTHONDONTWRITEBYTECODE is set (these machines set it), no import ever writes a .pyc, so every
-# Python process compiled matplotlib, scipy, grpc, dask and proofdiff from source again: 3.9 s
-# to import a run's modules against 1.4 s compiled, in each `proofdiff` a test starts. Our own
+# PYTHONDONTWRITEBYTECODE is set (CI machines often set it), no import ever writes a .pyc, so
+# every Python process would compile matplotlib, scipy, grpc, dask and proofdiff from source
+# again, in each `proofdiff` a test starts, at a multiple of the compiled import time. Our own
 # sources are compiled on every `make setup` (only what changed: compileall compares mtimes).
 UV_VERSION := 0.13.9
 setup: $(VENV)/.installed

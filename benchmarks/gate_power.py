@@ -8,7 +8,7 @@
 
 Runs ``--aa`` gates of the reference image against itself (A/A: any FAIL is a false alarm, and
 the gate must PASS) and ``--slow`` gates of a candidate with ``slow-prove=<factor>`` baked in
-(every proof takes ``factor`` x as long, by real work: docs/fault-catalog.md) against the
+(every proof takes ``factor`` x as long, by real work: docs/design/fault-catalog.md) against the
 reference image, and ``--fast`` gates of the reference image against the slow one (a candidate
 ``1/factor`` as fast: faster never fails). Each is the whole :func:`proofdiff.gate.run_gate` as
 ``proofdiff gate`` runs it
@@ -20,8 +20,8 @@ the end. The caches must be warm (``make image``).
 
 Printed: per condition, the gates' decisions (PASS / FAIL / INCONCLUSIVE / ERROR), how many had
 a DIFFERENT-slower timing metric on every profile, the median and largest gate wall time, the
-median rounds per profile, and every gate's one line. The full table (20 + 10 gates, about
-two hours on the 2-core host) is what the README's power table reports; ``--aa 1 --slow 1``
+median rounds per profile, and every gate's one line. The full table (20 + 10 gates, hours of
+proving) is what the gate-power records of docs/measurements.md report; ``--aa 1 --slow 1``
 checks that the script works.
 
 ``--host-bins DIR`` gates host binaries instead, with no Docker (``proofdiff gate

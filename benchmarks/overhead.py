@@ -9,7 +9,7 @@ default suites) ``--repeat`` times from ``--repo`` (default: this checkout) and 
 * proving: the wall-clock union over every flow in summary.json of its span (its first job's
   send time to that plus the flow's wall time, first submit to last answer): the time some
   proof was in flight on a daemon. Concurrent flows (isolation, profiles side by side) overlap,
-  so their sum would overstate it (a negative overhead on the H200);
+  so their sum would overstate it (down to a negative overhead);
 * overhead = wall - proving, in s and as a share of wall: daemon starts, preflight, the
   independent verification, the behaviour sampling, report writing, interpreter start.
 

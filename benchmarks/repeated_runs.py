@@ -1,5 +1,5 @@
-"""Repeated default runs: their verdicts, what each of issue 43's checks decided, and what each
-check cost.
+"""Repeated default runs: their verdicts, what each of the behaviour suite's checks of
+repeated work (:data:`CHECKS`) decided, and what each check cost.
 
     python benchmarks/repeated_runs.py --runs 5 [--expect behaviour/in-flight@prod] \\
         [--lock /tmp/proofdiff-heavy.lock] [--topic T] [-- PROOFDIFF RUN ARGS...]
@@ -39,7 +39,8 @@ from pathlib import Path
 from record import write_record
 
 HERE = Path(__file__).resolve().parents[1]
-#: The checks issue 43 added or changed (suite/oracle).
+#: The checks of repeated work and load (suite/oracle): memory and handles across repeated
+#: jobs, a lone job's parallelism, timings that add up, the control plane under load, admission.
 CHECKS = ("behaviour/growth", "behaviour/parallel", "behaviour/timings",
           "behaviour/control-plane", "behaviour/in-flight")
 

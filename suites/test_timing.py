@@ -1,5 +1,6 @@
-"""Timing within one run (docs/timing.md): steady latency and throughput per profile; A/A on
-the baseline; throughput and jobs really in progress at once, each profile vs the baseline.
+"""Timing within one run (docs/design/statistics.md): steady latency and throughput per
+profile; A/A on the baseline; throughput and jobs really in progress at once, each profile vs
+the baseline.
 Samples are interleaved through each profile's own driver; each arm describes the ratio with
 its interval (``proofdiff.oracles.timing``) and fails only where the interval shows a property
 broken (a throughput that collapsed, jobs that never overlap): never undecided."""

@@ -17,11 +17,10 @@ __all__ = ["CodeLine", "Prose", "anchors", "code_lines", "markdown_files", "pros
            "slug"]
 
 #: Folders never scanned: tools' and builds' output, the runs' report folders under reports/,
-#: the tests' data, and the fragments under docs/_incoming/ that are folded into the pages
-#: (their links are relative to where they will live).
+#: and the tests' data.
 SKIP_DIRS = {".git", ".venv", ".typecheck", "node_modules", "target", "__pycache__",
              ".pytest_cache", ".mypy_cache"}
-SKIP_PREFIXES = ("docs/_incoming/", "tests/data/", "reports/")
+SKIP_PREFIXES = ("tests/data/", "reports/")
 
 
 def _skipped(rel_dir: str) -> bool:

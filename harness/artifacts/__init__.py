@@ -9,8 +9,8 @@ Steps (each cached under the cache root, ``$PROOFDIFF_CACHE`` or ``~/.cache/proo
 content, see content_keys.py): ``binaries`` (cargo build of targets/refprover), ``rootfs`` (debootstrap +
 docker import -> proofdiff/base), ``image`` (proofdiff/refprover:<version>-<key12>; no shared tag
 such as ``:latest`` is ever re-pointed), ``verifier`` (the pinned verifier image, verifier.py),
-``params`` (paramgen), ``workloads`` (seal). Cold: minutes (a cold cargo build ~25 min on 2
-cores); warm: seconds. Safe to call from several processes at once (file locks).
+``params`` (paramgen), ``workloads`` (seal). Cold: minutes (a cold cargo build takes tens of
+minutes on a small machine); warm: seconds. Safe to call from several processes at once (file locks).
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ from proofdiff.artifacts.content_keys import file_digest
 #: The binaries the image ships, all built from targets/refprover.
 BINARIES: tuple[str, ...] = ("refprover", "paramgen", "seal", "verify", "bench")
 
-#: Deadline of one cargo build in seconds (a cold release build takes ~25 min on 2 cores).
+#: Deadline of one cargo build in seconds (a cold release build takes tens of minutes on a
+#: small machine).
 CARGO_TIMEOUT_S = 3600.0
 
 
@@ -35,7 +36,7 @@ def build_key(crate_dir: Path, argv: Sequence[str], cargo: str) -> str:
     """What a build's output depends on, as one SHA-256 hex: every file of the crate (bar
     ``target/``) with its bytes, the cargo arguments, ``rustc -vV`` of cargo's toolchain and
     the environment cargo reads (:data:`_CARGO_ENV`). Equal keys and untouched binaries mean
-    cargo would do nothing: its no-op takes 1-2 s per call, paid by every run (issue 18)."""
+    cargo would do nothing: its no-op still takes seconds per call, which every run would pay."""
     h = hashlib.sha256()
     for path in sorted(crate_dir.rglob("*")):
         rel = path.relative_to(crate_dir)

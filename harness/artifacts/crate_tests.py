@@ -2,8 +2,8 @@
 crate at one path per machine under the build cache, kept equal to the clone's files.
 
 cargo fingerprints a path crate by its absolute path and its files' mtimes, so in each fresh
-clone ``cargo test --release`` compiled the crate and its test harnesses again: about a minute
-of every CI run on 2 cores. The copy keeps one path, and a file whose bytes did not change keeps
+clone ``cargo test --release`` would compile the crate and its test harnesses again, a cost
+every CI run would pay. The copy keeps one path, and a file whose bytes did not change keeps
 its old mtime, so cargo compiles what changed and nothing else, then runs every test.
 
     python -m proofdiff.artifacts.crate_tests CRATE_DIR CACHE_ROOT
@@ -23,7 +23,8 @@ from proofdiff.artifacts.cache_dir import locked
 
 __all__ = ["main", "mirror"]
 
-#: Deadline of the tests, their build included, in seconds (a cold build is ~25 min here).
+#: Deadline of the tests, their build included, in seconds (a cold build takes tens of
+#: minutes on a small machine).
 TIMEOUT_S = 3600.0
 
 
@@ -72,7 +73,7 @@ def main(argv: list[str]) -> int:
     except subprocess.TimeoutExpired:
         print(f"rust-test: cargo test ran past {TIMEOUT_S:.0f} s", file=sys.stderr)
     except FileNotFoundError:
-        print("rust-test: `cargo` is not on PATH: install Rust (README, 'Setup')", file=sys.stderr)
+        print("rust-test: `cargo` is not on PATH: install Rust (docs/guide/run.md, 'Set-up')", file=sys.stderr)
     return 1
 
 

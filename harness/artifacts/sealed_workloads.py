@@ -38,7 +38,7 @@ class WorkloadSpec:
     takes_param_cache: bool = True
 
 
-#: The known workloads (README, "Workloads").
+#: The known workloads (docs/guide/profiles.md, "Workloads").
 WORKLOADS: dict[str, WorkloadSpec] = {
     "wpost-2k": WorkloadSpec(
         "wpost-2k",

@@ -1,7 +1,7 @@
 """The fleet's SSH host image, ``proofdiff/ssh-host:<key12>``: what a rented GPU host without
 Docker offers (Debian's Python 3.11 with proofdiff installed, an SSH server, no Docker), built
-here without a registry. The fleet's tests start three of them as "hosts" (README: A fleet of
-hosts); a user can try ``--hosts`` on one machine the same way.
+here without a registry. The fleet's tests start three of them as "hosts" (docs/design/fleet.md,
+"How it is tested"); a user can try ``--hosts`` on one machine the same way.
 
 Three images, each found by its content key before anything is built:
 

@@ -137,8 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def finish(code: int) -> NoReturn:
     """Exit with ``code`` without the interpreter's teardown of every module (grpc, the docker
-    SDK, rich: 0.15-0.45 s here, most of the "interpreter" row on the H200; issue 18): the
-    ``atexit`` handlers run and the streams are flushed first. Where a non-daemon thread is
+    SDK, rich: a large part of a short command's wall time): the ``atexit`` handlers run and the streams are flushed first. Where a non-daemon thread is
     still alive, the ordinary exit waits for it."""
     if any(t is not threading.main_thread() and t.is_alive() and not t.daemon
            for t in threading.enumerate()):

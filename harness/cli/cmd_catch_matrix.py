@@ -1,7 +1,8 @@
 """``proofdiff catch-matrix``: the fault catalog self-test as one command (fault x suite).
 
-One differential run on the clean image and one per fault switch (docs/fault-catalog.md), the
-fault on the faulty profile only (``--set prod.env.REFPROVER_FAULTS=...``), each through
+One differential run on the clean image and one per fault switch
+(docs/design/fault-catalog.md), the fault on the faulty profile only (``--set
+prod.env.REFPROVER_FAULTS=...``), each through
 :func:`~proofdiff.core.differential.run_differential` with its own report. A fault row passes when
 the suite and oracle meant for it failed on the faulty profile and the baseline stayed clean;
 the clean row passes when every check was judged and passed: nothing failed, and nothing was

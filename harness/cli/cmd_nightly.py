@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from proofdiff.cli.cmd_run import console_log, notify_webhook
 from proofdiff.cli.exit_codes import exit_help
@@ -24,16 +24,20 @@ EXIT_HELP = exit_help("nightly")
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of ``proofdiff nightly``: every run option (``--history`` defaults to
     REPORT_DIR/history.sqlite, ``--suite`` to the default suites and timing) but the single
-    bisection's ``--bisect-budget``, which the night's ``--bisect-budget-s`` replaces."""
-    p.add_argument("--bisect-budget-s", metavar="SECONDS", type=_seconds_or_zero,
-                   default=RunOptions().bisect_budget_s,
+    bisection's ``--bisect-budget``, which the night's own ``--bisect-budget`` replaces: the
+    same budget, spent over every bisection of the night, and 0 allowed (no bisection).
+    ``--bisect-budget-s`` is its other spelling, as on the commands of one bisection."""
+    budget: dict[str, Any] = {"dest": "bisect_budget_s", "metavar": "SECONDS",
+                              "type": _seconds_or_zero, "default": RunOptions().bisect_budget_s}
+    p.add_argument("--bisect-budget", **budget,
                    help="wall-clock budget of the bisections of tonight's NEW divergences "
                         "(each from its baseline to its profile, its check as the oracle), "
                         "one after another: each gets what is left, no probe starts after "
                         "it, and a divergence not reached is reported as not bisected "
-                        "(budget spent); 0 disables bisection. Default: "
-                        f"{RunOptions().bisect_budget_s:.0f}, the single bisection's (one of "
-                        "partition-race on wpost-2k took 68-198 s on 2 cores, README)")
+                        "(budget spent); 0 disables bisection; --bisect-budget-s is the same "
+                        f"option. Default: {RunOptions().bisect_budget_s:.0f}, the single "
+                        "bisection's")
+    p.add_argument("--bisect-budget-s", **budget, help=argparse.SUPPRESS)
     p.add_argument("--allure-history", metavar="DIR", type=_allure_dir, default="",
                    help="the previous night's Allure history, copied into tonight's "
                         "allure-results/history/ so that `allure generate` continues each "

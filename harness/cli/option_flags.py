@@ -49,6 +49,8 @@ def add_run_options(p: argparse.ArgumentParser, groups: Sequence[str], *,
         if spec.bare is not None:
             kw.update(nargs="?", const=spec.bare)
         g.add_argument(f"--{spec.flag}", **kw)
+        for alias in spec.aliases:  # the same option under another spelling, not listed apart
+            g.add_argument(f"--{alias}", **{**kw, "help": argparse.SUPPRESS})
 
 
 def run_options(args: argparse.Namespace, **fixed: Any) -> RunOptions:

@@ -1,9 +1,9 @@
 """What each setting of a profile controls: its subsystem, and which subsystems each check
 exercises. The suspect ranking (:mod:`proofdiff.core.suspects`) reads this map after the
-evidence; it is documented in docs/cuzk-interface.md ("What each key controls").
+evidence; it is documented in docs/design/cuzk-interface.md ("What each key controls").
 
 Sources: cuzk's config structs, one table per subsystem (curio ``extern/cuzk/cuzk-core/src/
-config.rs``, as docs/cuzk-interface.md "Daemon configuration" lists them: ``[daemon]``,
+config.rs``, as docs/design/cuzk-interface.md "Daemon configuration" lists them: ``[daemon]``,
 ``[srs]``, ``[memory]``, ``[gpus]``, ``[scheduler]``, ``[synthesis]``, ``[pipeline]``,
 ``[logging]``); the daemon sets ``FIL_PROOFS_PARAMETER_CACHE`` from ``srs.param_cache``
 (the same source); the profile's client and container keys (harness/model/profile.py
@@ -26,7 +26,7 @@ SUBSYSTEMS: dict[str, tuple[str, tuple[str, ...]]] = {
     "proof-assembly": ("how one proof is put together, [pipeline] and [synthesis]",
                        ("config.pipeline.enabled", "config.synthesis.partition_workers",
                         "config.pipeline", "config.synthesis")),
-    # cuzk does not deduplicate ids (docs/cuzk-interface.md, "Semantics")
+    # cuzk does not deduplicate ids (docs/design/cuzk-interface.md, "Semantics")
     "client-load": ("how many requests meet in the daemon, with which ids",
                     ("concurrency", "job_ids", "miner_id", "jobs")),
     "scheduler": ("which requests share a GPU batch and in what order, [scheduler]",
@@ -48,8 +48,8 @@ SUBSYSTEMS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 #: Check (``suite/oracle``) or suite -> the subsystems its failures come from, most likely
-#: first. What each check exercises: README "Suites and the fault catalog" and the oracle
-#: modules' docstrings (harness/oracles/).
+#: first. What each check exercises: docs/design/oracles.md, docs/design/fault-catalog.md and
+#: the oracle modules' docstrings (harness/oracles/).
 CHECK_SUBSYSTEMS: dict[str, tuple[str, ...]] = {
     # a proof that does not verify is put together wrongly, mixed with another request's, or
     # proved with other params

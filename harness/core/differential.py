@@ -39,7 +39,7 @@ from proofdiff.runtime.host import machine_facts
 from proofdiff.runtime.spec import ContainerError
 
 if TYPE_CHECKING:  # the session pulls in the suites, scipy, docker and grpc: imported when a
-    # run has profiles to start, so a bad profile file is reported at once (issue 18)
+    # run has profiles to start, so a bad profile file is reported at once
     from proofdiff.core.session import Session
 
 __all__ = ["assemble", "interrupted_result", "run_differential"]

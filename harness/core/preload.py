@@ -1,20 +1,20 @@
-"""Heavy imports off a run's critical path (issue 18).
+"""Heavy imports off a run's critical path.
 
 A run's result assembly and report need scipy (the oracles' statistics), deepdiff (the config
 delta), matplotlib with its SVG backend (the report's plots), jinja2, allure-python-commons
-and junitparser (the report's files): seconds of imports on a busy
-host, 0.6-1.1 s each on the H200. :func:`start`, called as the run's first flow goes out
+and junitparser (the report's files): a large part of a second each, seconds on a busy
+host. :func:`start`, called as the run's first flow goes out
 (:meth:`proofdiff.core.session.Session._prove`), imports them on a daemon thread while the main
 thread waits on gRPC for proofs. Not before: a thread importing holds the GIL for most of its
-time, and the plan, the daemon starts (their readiness polls) and preflight, all Python, took
-twice as long beside it (0.75 s to the first proof instead of 0.40 s, 2 cores). When the main
+time, and the plan, the daemon starts (their readiness polls) and preflight, all Python, would
+take about twice as long beside it. When the main
 thread later imports one, it finds it loaded, or waits on Python's per-module import lock for
 the thread to finish it (a module is never imported twice). Only third-party libraries are
 listed: they never import proofdiff, so the two threads cannot take module locks in opposite
 orders. Once they are in, the thread draws one throwaway figure shaped like the report's (two
 axes, titles, a legend, SVG): matplotlib's first figure reads its fonts and fills its text
-caches (here, 2 cores: 0.11 s for a first figure, 0.06 s for the next), and that too can
-happen while daemons prove.
+caches (a first figure costs about twice the next), and that too can happen while daemons
+prove.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ HEAVY: tuple[str, ...] = (
     "matplotlib.figure",  # proofdiff.report.figures
     "matplotlib.backends.backend_svg",  # Figure.savefig(format="svg")
     "matplotlib.font_manager",  # the font list, read on the first text drawn
-    "allure_commons.model2",  # proofdiff.report.allure_results: attrs classes, 0.12 s here
+    "allure_commons.model2",  # proofdiff.report.allure_results: attrs classes, slow to import
     "allure_commons.logger",
     "jinja2",  # proofdiff.report.writer
     "junitparser",  # proofdiff.report.junit_xml
@@ -71,7 +71,7 @@ def _warm_figure() -> None:
     left.set_title("warm-up", fontsize=9)
     left.legend(fontsize=7)
     # a box plot, as the latency figure draws: its rcParams lookup imports matplotlib.pyplot
-    # (0.08 s here), which would otherwise fall to the report, after the proofs
+    # once, which would otherwise fall to the report, after the proofs
     right.boxplot([[1.0, 2.0, 3.0]], positions=[0], widths=0.5, showfliers=False)
     figures.svg_of(fig, "warm-up")
 

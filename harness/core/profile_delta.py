@@ -4,7 +4,7 @@
 difference (``config.pipeline.enabled: False -> True``); :func:`inspect_delta` does the same for
 two ``docker inspect`` snapshots (env, command, mounts, limits).
 
-deepdiff's import (numpy with it: 0.6 s on the H200, 1.3 s here) is taken off a run's critical
+deepdiff's import (numpy with it: about a second) is taken off a run's critical
 path by :mod:`proofdiff.core.preload`, which loads it while the daemons prove.
 """
 

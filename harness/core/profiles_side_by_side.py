@@ -1,10 +1,10 @@
 """Every suite of a workload proving for each profile at the same time, each profile on a thread
-of its own: the run's wall falls toward that of the slower profile (issue 18, goal 3).
+of its own: the run's wall falls toward that of the slower profile.
 
-Before 2026-12-05 only the workload runs went side by side; the isolation, warmup and behaviour
-flows that followed still took one profile at a time, on daemons still pinned to their half of
-the cores, so a side-by-side run was slower than one after the other (49.3 s against 34.7 s
-on the H200). Now each profile's thread runs its workload run and then every suite on a
+The daemons are pinned to their share of the cores, so every flow of a profile, not its
+workload run alone, goes side by side: a suite taken one profile at a time on half the cores
+would make a side-by-side run slower than one after the other. Each profile's thread runs its
+workload run and then every suite on a
 :class:`ProfileView` that shows the suite that profile alone: the suites other than timing
 judge each profile on its own evidence (their ``evaluate`` loops over ``ev.profiles``), so the
 records are the ones a run one profile after the other makes, in the same order. Timing

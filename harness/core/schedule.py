@@ -2,9 +2,9 @@
 
 Every profile's daemon starts at once, each on a thread of its own, with the program's or
 image's identity (preflight's image check) and the param-file lists that
-preflight reads made beside them (a daemon's start is mostly waiting for it to answer:
-0.15-0.25 s each on the H200; the param-file list is a tool run, 0.5 s on a GPU host; in a row
-they were the run's fixed cost). Then, per workload: where the host allows
+preflight reads made beside them (a daemon's start is mostly waiting for it to answer, and the
+param-file list is a tool run: one after the other, these waits would be the run's fixed
+cost). Then, per workload: where the host allows
 (:mod:`proofdiff.core.side_by_side`), preflight first and then every profile's suites at the
 same time, each profile on its own CPUs (:mod:`proofdiff.core.profiles_side_by_side`); else
 each suite in order, one profile after the other.

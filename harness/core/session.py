@@ -62,8 +62,9 @@ TIMED_FLOWS = ("timing", "gate", "noise")
 
 
 
-# gRPC's stack (grpc, the cuzk stubs: 0.2-0.3 s) is imported by the first daemon's readiness
-# probe, on its start thread while the daemon boots, not with this module (issue 18)
+# gRPC's stack (grpc, the cuzk stubs: a noticeable import) is imported by the first daemon's
+# readiness probe, on its start thread while the daemon boots, not with this module, so that
+# no run waits for it on its critical path
 def _status_probe(address: str) -> ReadyProbe:
     from proofdiff.drivers.cuzk_client import status_probe
 

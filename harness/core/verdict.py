@@ -1,4 +1,4 @@
-"""Divergences and the verdict, computed once from the oracle records (README, "Architecture").
+"""Divergences and the verdict, computed once from the oracle records (docs/design/architecture.md).
 
 A divergence: an oracle is FAIL or ERROR on a profile but PASS (or INCONCLUSIVE) on the
 baseline (the first profile) for the same workload and image; a comparison oracle the baseline
@@ -96,7 +96,7 @@ def unverifiable(records: Sequence[OracleRecord]) -> tuple[list[OracleRecord],
     ``evidence["unverifiable"]``, :mod:`proofdiff.oracles.validity`), split into ``(covered,
     uncovered)``: covered when a record of another profile on the same workload and image
     PASSed with at least one proof verified valid. The one rule for the run's verdict and the
-    gate's (issue 17: at least one profile's proofs verified, and which could not be)."""
+    gate's (at least one profile's proofs verified, and which could not be)."""
     def key(r: OracleRecord) -> tuple[str, str]:
         return r.workload, r.image
     verified = {key(r) for r in records if (r.suite, r.oracle) == ("validity", "proofs")

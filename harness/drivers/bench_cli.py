@@ -239,6 +239,16 @@ class BenchCliDriver:
                                  fix="is it still running? see its log")
         return f"http://{ip}:{port}"
 
+    def _tool_network(self) -> str | None:
+        """The network a bench tool container joins: the daemon container's own for a
+        ``bridge`` profile (the address :meth:`_daemon_url` gives is on it; a run's sessions
+        each have a network of their own, and a daemon may outlive the session that started
+        it), else the profile's network mode."""
+        if (self.profile.network == "bridge" and self.daemon is not None
+                and self.daemon.runtime is Runtime.DOCKER):
+            return self.daemon.network() or self.profile.network
+        return self.profile.network
+
     def _tool(self, argv: tuple[str, ...], *, network: str | None, files: dict[str, bytes],
               timeout_s: float, want_out: bool = False, guard: Guard | None = None) -> ToolResult:
         process = self.profile.runtime is not Runtime.DOCKER
@@ -269,7 +279,7 @@ class BenchCliDriver:
         log(shown)
         started = time.time()
         try:
-            res = self._tool(tuple(argv), network=self.profile.network, want_out=True, guard=guard,
+            res = self._tool(tuple(argv), network=self._tool_network(), want_out=True, guard=guard,
                              timeout_s=deadlines.flow_s(len(group), workers),
                              files={input_path(job): bench_input(job)})
         except BenchToolError as exc:
@@ -325,7 +335,7 @@ class BenchCliDriver:
             log(shown)
             started = time.time()
             try:
-                res = self._tool(tuple(argv), network=self.profile.network, guard=guard,
+                res = self._tool(tuple(argv), network=self._tool_network(), guard=guard,
                                  timeout_s=deadlines.flow_s(1, 1),
                                  files={input_path(job, k): bench_input(job, k)})
                 bad = usage_error(res.exit_code, res.stdout, res.stderr)

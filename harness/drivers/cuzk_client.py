@@ -72,9 +72,9 @@ class ProverClient:
             # which would quantise start-to-ready time; gRPC core clamps both to >= 100 ms).
             # Never grpc.min_reconnect_backoff_ms: gRPC core reads it as the *connect timeout*
             # of every attempt (subchannel.cc ParseArgsForBackoffValues: min_connect_timeout,
-            # default 20 s), so a low one gave each connection 100 ms to get the daemon's
-            # SETTINGS frame, and a loaded host failed calls with UNAVAILABLE "connection
-            # attempt timed out before receiving SETTINGS frame" (three fleet hosts on 2 cores).
+            # default 20 s), so a low one gives each connection 100 ms to get the daemon's
+            # SETTINGS frame, and a loaded host fails calls with UNAVAILABLE "connection
+            # attempt timed out before receiving SETTINGS frame".
             ("grpc.initial_reconnect_backoff_ms", 20),
             ("grpc.max_reconnect_backoff_ms", 100),
         ])
@@ -116,8 +116,8 @@ class ProverClient:
         Why: a tonic server (cuzk's, refprover's) enforces the call's ``grpc-timeout`` header
         itself and answers ``CANCELLED: Timeout expired`` when it passes (tonic's server timeout
         layer), and that answer can reach the client before its own deadline fires, so the
-        same missed deadline came back as one code or the other (here in about 1 run in 6 of
-        a test whose daemon leaves two calls unanswered)."""
+        same missed deadline can come back as one code or the other (the oracle-bounds
+        records of docs/measurements.md count how often)."""
         code = exc.code().name if hasattr(exc, "code") and exc.code() else "UNKNOWN"
         details = (exc.details() if hasattr(exc, "details") else str(exc)) or ""
         if (code == "CANCELLED" and elapsed_s is not None and timeout_s is not None
@@ -174,8 +174,8 @@ class StatusProbe:
     Until the daemon's port first accepts a TCP connection, each :meth:`ask` only tries that
     connection, and the gRPC channel is left alone: a channel whose first connection is
     refused waits out gRPC core's reconnect backoff (clamped to >= 100 ms) before it tries
-    again, so a daemon that binds its port 3 ms after its start (refprover here) answered
-    ~100 ms later, in half of the starts measured, on the critical path of every run.
+    again, so a daemon that binds its port milliseconds after its start would often answer a
+    backoff later, on the critical path of every run.
     A port that accepts is not yet an answer (Docker's userland proxy accepts for a container
     whose daemon is not listening yet): only ``GetStatus`` says ready."""
 

@@ -18,7 +18,7 @@ def driver_for(profile: Profile, daemon: Daemon, runner: Runner) -> Driver:
     daemon gets WindowPoSt one partition per request (it proves no more in one)."""
     if profile.driver == "bench-cli":
         return BenchCliDriver(runner, profile, daemon.handle)
-    # gRPC's stack is imported when a driver needs it, not with every session (issue 18)
+    # gRPC's stack is imported when a driver needs it, not with every session
     from proofdiff.drivers.grpc_driver import GrpcDriver
 
     return GrpcDriver(daemon.address, per_partition=profile.daemon == "cuzk")

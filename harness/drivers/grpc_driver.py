@@ -1,4 +1,4 @@
-"""The ``grpc`` driver: the cuzk API (docs/cuzk-interface.md) at the flow's concurrency.
+"""The ``grpc`` driver: the cuzk API (docs/design/cuzk-interface.md) at the flow's concurrency.
 
 ``PROVE`` mode: one ``Prove`` call per job on a pool of ``concurrency`` threads, each started
 as a gRPC future with the job deadline and polled every 0.5 s so the hang guard can stop it.

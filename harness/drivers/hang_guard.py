@@ -39,7 +39,7 @@ from proofdiff.model.status import JobStatus
 from proofdiff.drivers.deadlines import STATUS_DEADLINE_S
 from proofdiff.drivers.stall_rule import IDLE_CORES, AnswerClock, Observed, stall_reason
 
-if TYPE_CHECKING:  # gRPC's stack loads on the guard's thread (a session's import: issue 18)
+if TYPE_CHECKING:  # gRPC's stack loads on the guard's thread, never with a session's import
     from proofdiff.drivers.cuzk_client import ClientError, ProverClient
     from proofdiff.runtime.process_probe import ProcessProbe
 

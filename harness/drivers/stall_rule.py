@@ -40,10 +40,10 @@ from proofdiff.model.status import JobStatus
 __all__ = ["IDLE_CORES", "STALL_FACTOR", "AnswerClock", "Observed", "stall_reason"]
 
 #: How many times the bound of the first rule a daemon may take before it is stalled: the
-#: property gives 1; the longest proof was measured under the load of its own time, and a later
-#: one can meet more: a 2 KiB proof on the 2-core CI machine took up to 4.07x its solo time
-#: beside another Docker-heavy job (README, 'Suites', behaviour/priority's measured ratios);
-#: 1.5x that, as behaviour/priority's bound.
+#: property gives 1; the longest proof was timed under the load of its own time, and a later
+#: one can meet more (a small proof on a shared 2-core machine beside another Docker-heavy job:
+#: the oracle-bounds records of docs/measurements.md); half again the largest such ratio, as
+#: behaviour/priority's bound.
 STALL_FACTOR = 6.0
 #: Less CPU than this, in cores, is a process that proves nothing (a proving 2 KiB partition
 #: takes about one core; an idle refprover answering the guard's polls uses under 0.01).

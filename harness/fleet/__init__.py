@@ -1,5 +1,5 @@
 """A fleet of hosts: one executor for every workflow's units (threads, or a Dask cluster), and
-the hosts file an SSHCluster starts over. README: A fleet of hosts."""
+the hosts file an SSHCluster starts over. docs/guide/fleet.md."""
 
 from __future__ import annotations
 

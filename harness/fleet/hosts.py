@@ -272,7 +272,7 @@ def parse_hosts(text: str, where: str = "<hosts>") -> Hosts:
         line = getattr(exc, "lineno", None) or re.search(r"line (\d+)", str(exc))
         n = line if isinstance(line, int) else int(line.group(1)) if line else 1
         raise HostsError(f"{where}:{n}: not valid TOML: {exc}",
-                         fix="fix the syntax (README: A fleet of hosts shows a hosts file)"
+                         fix="fix the syntax (docs/guide/fleet.md, 'The hosts file', shows one)"
                          ) from None
     for key in doc:
         if key not in TOP_KEYS:

@@ -1,5 +1,5 @@
 """Images to the fleet's Docker hosts with no registry: ``docker save`` here, shipped as one
-blob keyed by content, ``docker load`` on each host that lacks it (issue 20, artifacts).
+blob keyed by content, ``docker load`` on each host that lacks it.
 
 For each image a run's units need (its image slots or its profiles' images, and the pinned
 verifier's), every host whose hosts-file runtime is ``docker`` is asked, on its own engine (its

@@ -3,7 +3,7 @@
 ``SpecCluster.close`` ends each remote process by an SSH signal and closes the connection, but
 does not wait for the host to agree: a Nanny busy shutting down on a loaded host (or one that
 missed the signal) can outlive the caller, with its worker process beside it, and a host must
-hold nothing of a run once the run has ended (README, "A fleet of hosts"). So after the close,
+hold nothing of a run once the run has ended (docs/design/fleet.md). So after the close,
 each host is asked over SSH for the Dask processes of this run's cluster, found by the
 scheduler's whole address on their command line: a worker's ``dask_spec tcp://HOST:PORT``
 (``tls://`` too), the scheduler's spec holding both ``"host": "HOST"`` and ``"port": PORT``.

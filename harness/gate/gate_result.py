@@ -27,7 +27,7 @@ GATE_SCHEMA_VERSION = 4
 
 
 class Decision(StrEnum):
-    """What the gate decided, with its exit code (README "Gate an image push")."""
+    """What the gate decided, with its exit code (docs/guide/gate.md)."""
 
     PASS = "pass"                  #: candidate clean and not slower than tolerated: push
     FAIL = "fail"                  #: a divergence, a failing check or a regression: block

@@ -37,7 +37,7 @@ __all__ = ["PREDICATE_TYPE", "SCHEMA_FILE", "gate_view", "intoto_statement", "sc
 PREDICATE_TYPE = "https://github.com/proofdiff/proofdiff/gate/v1"
 SCHEMA_FILE = "gate.schema.json"
 _STATEMENT = "https://in-toto.io/Statement/v1"
-#: What each exit code of ``proofdiff gate`` means (README "Gate an image push").
+#: What each exit code of ``proofdiff gate`` means (docs/guide/gate.md).
 EXIT_MEANING = {0: "the candidate is clean and not slower: push it",
                 1: "a divergence, a failing check or a regression: the push is blocked",
                 2: "timing undecided within the budget: blocked, retry",

@@ -1,5 +1,5 @@
 """A gate's two builds as host binaries, for a host without Docker (``proofdiff gate
---candidate-bin-dir DIR --baseline-bin-dir DIR``; issue 17, gate item 6).
+--candidate-bin-dir DIR --baseline-bin-dir DIR``).
 
 Each side is a folder holding the build's programs by the names the profiles give them
 (``binary``: the daemon, ``refprover`` by default or ``cuzk-daemon``; ``bench_tool`` for a

@@ -1,6 +1,6 @@
 """The gate's timing rounds as units of the fleet: each round holds both builds on one host, so
 its pair stays a pair, and rounds on several hosts run at once (``proofdiff gate --hosts`` or
-``--cluster``; README "A fleet of hosts").
+``--cluster``; docs/design/fleet.md, "A gate over the fleet").
 
 An arm (one profile on one workload, :func:`proofdiff.gate.timing_rounds.measure_profile`) keeps
 one session of the profile on both sides on each host it reaches (:func:`open_pair`): the

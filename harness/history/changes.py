@@ -8,8 +8,9 @@ while its two-sided Student's t-test between the neighbouring segments has p >= 
 The candidates come from ruptures' binary segmentation (``ruptures.Binseg``, least-squares
 cost), which adds a split while it lowers the cost by more than a BIC-like penalty
 (:data:`PENALTY` x the noise variance x log n, the noise estimated from the first differences,
-robust to the steps), rather than from Otava's E-Divisive windows: Otava 0.8.0 pins ``numpy==2.2.*`` and
-``scipy<1.17`` and cannot be installed beside requirements.lock (README, "Run history").
+robust to the steps), rather than from Otava's E-Divisive windows: Otava 0.8.0 pins
+``numpy==2.2.*`` and ``scipy<1.17`` and cannot be installed beside requirements.lock
+(docs/design/statistics.md, "The nightly").
 Otava's defaults are kept: ``max_pvalue`` 0.001, ``min_magnitude`` 0.
 
 A step needs :data:`MIN_SIZE` runs on each side: a new step is flagged from its second run on.

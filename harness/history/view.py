@@ -36,7 +36,7 @@ class Change:
     regression: bool | None
 
     def headline(self, unit: str) -> str:
-        """``run R (2026-12-02 05:10): +10.2 % (regression); image A -> B``."""
+        """``run R (YYYY-MM-DD HH:MM): +10.2 % (regression); image A -> B``."""
         what = ("regression" if self.regression else "improvement"
                 if self.regression is not None else "change")
         imgs = (f"image {self.before.image_tag} -> {self.after.image_tag}"

@@ -7,7 +7,7 @@ the same way by ``proofdiff run``, ``gate`` and ``nightly`` (the run option ``--
     match = "partition [0-9]+ invalid"   # a regular expression searched in the message
     reason = "cuzk#123: known race, fixed in 0.4"
     link = "https://github.com/filecoin-project/curio/issues/123"
-    expires = 2027-01-31             # a TOML date
+    expires = YYYY-MM-DD             # a TOML date, unquoted
 
 An entry matches a finding (the gate's :class:`~proofdiff.gate.gate_result.Finding`) or a
 failing oracle record (a run's :class:`~proofdiff.model.oracle_records.OracleRecord`) by its

@@ -14,8 +14,9 @@ from proofdiff.model.status import JobStatus
 __all__ = ["NO_TIMINGS", "PRIORITIES", "DaemonTimings", "FlowRecord", "JobRecord", "JobSpec",
            "PollFailure", "ProofVerdict", "StatusSample", "UsageSample"]
 
-#: cuzk's ``Priority`` enum (docs/cuzk-interface.md): name -> wire value; UNSPECIFIED lets the
-#: daemon choose by kind (cuzk: WinningPoSt CRITICAL, WindowPoSt HIGH, PoRep/Snap NORMAL).
+#: cuzk's ``Priority`` enum (docs/design/cuzk-interface.md): name -> wire value; UNSPECIFIED
+#: lets the daemon choose by kind (cuzk: WinningPoSt CRITICAL, WindowPoSt HIGH, PoRep/Snap
+#: NORMAL).
 PRIORITIES: dict[str, int] = {"UNSPECIFIED": 0, "LOW": 1, "NORMAL": 2, "HIGH": 3, "CRITICAL": 4}
 
 
@@ -63,7 +64,7 @@ class ProofVerdict(msgspec.Struct, frozen=True, kw_only=True):
 
 class DaemonTimings(msgspec.Struct, frozen=True, kw_only=True):
     """How long the daemon says one job took, ms (``AwaitProofResponse`` fields 10-14,
-    docs/cuzk-interface.md; 0 when not reported): waiting in its queue, loading the SRS,
+    docs/design/cuzk-interface.md; 0 when not reported): waiting in its queue, loading the SRS,
     synthesis, GPU (or CPU) proving, and in all. A claim, to cross-check with the client's wall
     time."""
 

@@ -1,4 +1,4 @@
-"""A profile: one named way to run the prover under test (README, "Profiles").
+"""A profile: one named way to run the prover under test (docs/guide/profiles.md).
 
 A profile is built and validated by :mod:`proofdiff.model.profile_file`; here are its shape and
 what derives from it (the effective daemon config, the param paths, the gRPC port).
@@ -32,7 +32,8 @@ __all__ = [
 
 #: Where the merged daemon config is mounted in the container (the daemon's ``-c`` default).
 DEFAULT_CONFIG_PATH = "/data/zk/cuzk.toml"
-#: Where cuzk reads params unless ``srs.param_cache`` says otherwise (docs/cuzk-interface.md).
+#: Where cuzk reads params unless ``srs.param_cache`` says otherwise
+#: (docs/design/cuzk-interface.md).
 DEFAULT_PARAM_PATH = "/data/zk/params"
 
 #: The refprover daemon's defaults (targets/refprover/README.md).

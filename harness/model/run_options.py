@@ -246,6 +246,8 @@ class OptionSpec:
         parse: argparse ``type``. repeat: repeatable (``action=append``). bare: the value of
             the flag given alone (``nargs='?'``, ``const=bare``); ``None`` = a value is required.
         switch: a flag with no value, true when given (``action=store_true``).
+        aliases: other spellings of the flag, without dashes, accepted on the command line as
+            the same option and not listed apart in ``--help`` (the flag's help names them).
     """
 
     flag: str
@@ -257,6 +259,7 @@ class OptionSpec:
     repeat: bool = False
     bare: str | None = None
     switch: bool = False
+    aliases: tuple[str, ...] = ()
 
     @property
     def dest(self) -> str:
@@ -291,7 +294,8 @@ def _load_table() -> tuple[OptionSpec, ...]:
                               help=e["help"].replace("{profile_sets}", sets),
                               parse=PARSERS[e["parse"]] if "parse" in e else None,
                               repeat=bool(e.get("repeat", False)), bare=e.get("bare"),
-                              switch=bool(e.get("switch", False))))
+                              switch=bool(e.get("switch", False)),
+                              aliases=tuple(e.get("aliases", ()))))
     return tuple(out)
 
 

@@ -18,7 +18,7 @@ class JobStatus(StrEnum):
     """Outcome of one job as the client saw it.
 
     ``COMPLETED``, ``FAILED``, ``CANCELLED`` and ``TIMEOUT`` are the daemon's own answers
-    (``AwaitProofResponse.Status``, docs/cuzk-interface.md). The others are the client's:
+    (``AwaitProofResponse.Status``, docs/design/cuzk-interface.md). The others are the client's:
 
     * ``ERROR``: a transport error (a gRPC status other than OK), or a driver that could not run
       the job (the bench tool rejected its command line, ...).
@@ -118,7 +118,7 @@ class Verdict(StrEnum):
 
     @property
     def exit_code(self) -> int:
-        """The CLI's exit code for this verdict (README 'Exit codes')."""
+        """The CLI's exit code for this verdict (docs/reference/exit-codes.md)."""
         return EXIT_CODES[self]
 
 

@@ -93,7 +93,7 @@ class TimingVerdict(msgspec.Struct, frozen=True, kw_only=True):
             the paired ratios); ratio_ci: its (1 - alpha_look) interval (unpaired); paired: the
             bound that the WORSE question reads on the better side and the bound that the
             WITHIN question reads on the worse side, each at its own level (the gate's
-            boundaries, :mod:`proofdiff.stats.paired`); equivalence_ci: unused since the gate
+            boundaries, :mod:`proofdiff.stats.paired`); equivalence_ci: unused, as the gate
             asks one-sided (``None``).
         p_value, statistic (U or t), df (paired), effect_size (rank-biserial, unpaired),
             log_ratio_sd (paired: the pair noise).

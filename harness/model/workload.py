@@ -9,7 +9,7 @@ A workload is JSON written by the image's ``seal`` tool. WindowPoSt (``seal wpos
                "vanilla_proofs": ["<base64 bincode>"]}]}
 
 PoRep C2 (``seal porep``; one job per sealed sector; ``c1`` is the cuzk C1 envelope as JSON
-text, docs/cuzk-interface.md)::
+text, docs/design/cuzk-interface.md)::
 
     {"schema": 1, "workload": "porep-2k", "proof_kind": "POREP_SEAL_COMMIT",
      "sector_size": 2048, "registered_proof": 5, "partitions": 1,

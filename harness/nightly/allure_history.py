@@ -7,7 +7,7 @@ proofdiff does not generate reports (that is Allure's CLI, run by CI): the night
 previous night's history into tonight's results. Where it comes from:
 
 * ``--allure-history DIR``: the previous generated report's history, DIR being that report or
-  its ``history/`` folder (what a CI recipe keeps between jobs; README "CI recipes"). A DIR that
+  its ``history/`` folder (what a CI recipe keeps between jobs; docs/guide/ci-recipes.md). A DIR that
   does not exist yet is the first night: nothing to carry, said so.
 * otherwise the latest earlier night (on this machine, from the history) whose report folder in
   the report root holds ``allure-report/history/`` (CI generated it there), else the history

@@ -7,7 +7,7 @@ the same machine fingerprint (:mod:`proofdiff.history.fingerprint`) decide its s
   broke), so it is neither new nor still failing nor flaky, and the night is at best ERROR.
 * **flaky**: it fails tonight and its outcome flipped pass <-> fail at least
   :data:`FLAKY_FLIPS` times over the nights compared and tonight: reported as flaky, never as
-  new (issue 19: "oracles that flip between nights").
+  new.
 * **still failing**: it fails tonight and failed the last night that judged it.
 * **new**: it fails tonight and passed the last night that judged it, or no night judged it
   (the first night on a machine: every failure is new).

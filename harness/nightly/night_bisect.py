@@ -2,7 +2,7 @@
 the baseline, whose standing against the earlier nights is new: :mod:`proofdiff.nightly.compare`)
 is bisected from the baseline to that profile with its check as the oracle
 (:func:`proofdiff.bisect.on_divergence.bisect_divergence`, the core ``proofdiff bisect`` and
-``run --bisect`` use), one after another, within the night's ``--bisect-budget-s``.
+``run --bisect`` use), one after another, within the night's ``--bisect-budget``.
 
 The budget is wall-clock seconds over all of them: each bisection gets what is left (no probe
 starts after it); once it is spent, the divergences not yet bisected are ``budget-spent``. A
@@ -78,7 +78,7 @@ def bisect_new(diff: DifferentialResult, checks: Sequence[CheckStanding], opts: 
                 if d.baseline_outcome is not None else
                 f"not bisected: {d.baseline} has no record of {d.suite}/{d.oracle}")))
         elif budget_s <= 0:
-            out.append(_record(d, "disabled", "not bisected: --bisect-budget-s 0"))
+            out.append(_record(d, "disabled", "not bisected: --bisect-budget 0"))
         elif left <= 0:
             out.append(_record(d, "budget-spent", f"not bisected: the night's bisection "
                                                   f"budget ({budget_s:.0f} s) was spent"))

@@ -17,7 +17,7 @@ before it on the same machine.
    error, missing); :mod:`proofdiff.nightly.night_timing`: tonight against the recent nights per
    timing series, and the change points new tonight; the decision and its exit code.
 4. :mod:`proofdiff.nightly.night_bisect`: each new divergence bisected within the night's
-   budget (``--bisect-budget-s``), so the decision names the proven minimal change, or says
+   budget (``--bisect-budget``), so the decision names the proven minimal change, or says
    why there is none; an interrupted bisection makes the night INTERRUPTED.
 5. The report (summary.json, index.html, junit.xml, allure-results with the previous night's
    Allure ``history/`` carried over: :mod:`proofdiff.nightly.allure_history`).

@@ -25,7 +25,7 @@ NIGHTLY_SCHEMA_VERSION = 3
 
 
 class NightDecision(StrEnum):
-    """What the night says, with its exit code (README "CI recipes", ``proofdiff nightly
+    """What the night says, with its exit code (docs/guide/nightly.md, ``proofdiff nightly
     --help``)."""
 
     CLEAN = "clean"              #: nothing new: exit 0
@@ -141,7 +141,7 @@ class NightBisection(msgspec.Struct, frozen=True, kw_only=True):
             (:class:`~proofdiff.bisect.bisect_result.BisectResult`: ``found``, ``unresolved``,
             ``budget``, ``good-fails``, ``bad-passes``, ``error``, ``interrupted``), or the
             night's reason for not starting one: ``budget-spent`` (the night's
-            ``--bisect-budget-s`` was spent), ``disabled`` (``--bisect-budget-s 0``),
+            ``--bisect-budget`` was spent), ``disabled`` (``--bisect-budget 0``),
             ``not-bisectable`` (an ERROR, or a comparison the baseline has no record of).
         line: the one-line conclusion. change: the proven 1-minimal change (``found`` only;
             never a ranking). run_id: the bisection's report folder beside the night's

@@ -89,7 +89,7 @@ def _checks(r: NightlyResult) -> list[Check]:
     return out
 
 
-#: What each exit code of ``proofdiff nightly`` means (README "CI recipes").
+#: What each exit code of ``proofdiff nightly`` means (docs/guide/nightly.md, "Exit codes").
 EXIT_MEANING = {0: "nothing new since the last night",
                 1: "a new failure or a new slowdown since the last night",
                 2: "nothing new, but a check was skipped, undecided or missing, or none passed",

@@ -60,9 +60,10 @@ __all__ = ["ORACLES", "PRIORITY_BOUND", "evaluate", "requested"]
 ORACLES = SUITES["behaviour"].oracles
 #: A high-priority job's latency under queued lower-priority work, over its solo latency, that
 #: a correct non-preemptive scheduler stays within: it waits at most for the items already being
-#: proved, sharing the CPU with them. Measured on the clean image, 2 cores (README, 'Suites'):
-#: 1.97-2.12 one job at a time, 2.0-2.65 with 4 in flight, up to 4.07 with another Docker-heavy
-#: job beside it; 1.5x that. (A FIFO scheduler was at 4.94: its start order is what fails it.)
+#: proved, sharing the CPU with them. The bound is half again the largest ratio a clean
+#: image reaches on a shared 2-core machine beside another Docker-heavy job (record
+#: oracle-bounds, docs/measurements.md); a FIFO scheduler can stay under it, and its start
+#: order is what fails it.
 PRIORITY_BOUND = 6.0
 #: Clock slack when comparing start times (daemon-reported queue waits are whole ms), seconds.
 SLACK_S = 0.05

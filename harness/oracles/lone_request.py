@@ -12,8 +12,9 @@ concurrency fill at once and never show it; only a request sent alone does.
 
 Judged by two bounds, both derived from the same profile's proofs, not fixed numbers. The
 *proving time* of a proof is what its answer's own timings give, ``total_ms - queue_wait_ms -
-srs_load_ms`` (``AwaitProofResponse`` fields 10-14, docs/cuzk-interface.md), capped by the wall
-time the client observed from send to answer (a claim never widens a bound past what was seen);
+srs_load_ms`` (``AwaitProofResponse`` fields 10-14, docs/design/cuzk-interface.md), capped by
+the wall time the client observed from send to answer (a claim never widens a bound past what
+was seen);
 the basis is the median proving time of the profile's other proofs (its workload run):
 
 * **its wait**: a lone request's wall time less its own proving time (what it spent waiting,
@@ -23,9 +24,9 @@ the basis is the median proving time of the profile's other proofs (its workload
   the queue) fails here.
 * **its wall**: the lone request's wall time, proofdiff's own observation, stays within
   :data:`LONE_FACTOR` x the basis, so a daemon whose timings hide the hold still fails when the
-  hold is long; wide, because the basis was measured a minute earlier, and a shared machine's
-  load changes in a minute (a clean bench's lone requests took 3.1x its workload's proofs in
-  one nightly here, 2026-12-02, every other figure clean).
+  hold is long; wide, because the basis was timed a minute earlier, and a shared machine's
+  load changes in a minute (a clean bench's lone requests can take three times its
+  workload's proofs in a nightly whose every other figure is clean).
 
 Both are judged on the median over the lone requests: two are sent, and a third only when the
 two fall on either side of a bound. The median of three values is within a bound exactly when
@@ -60,8 +61,8 @@ LONE_REQUESTS = 3
 #: waits milliseconds; a hold of a whole proof's time or more is the defect.
 WAIT_FACTOR = 1.0
 #: A lone request's wall over the basis: 1 by the property; 5 for the load of a shared machine,
-#: which changed 3.1x between the basis and the lone requests in one clean nightly here
-#: (2026-12-02). A 10 s batch wait (cuzk's default) beside ~1-2 s proofs still shows.
+#: which can change threefold between the basis and the lone requests of a clean nightly. A
+#: 10 s batch wait (cuzk's default) beside proofs of a second or two still shows.
 LONE_FACTOR = 5.0
 
 

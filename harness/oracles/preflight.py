@@ -276,7 +276,7 @@ def evaluate(ev: Evidence, workload: str) -> list[OracleRecord]:
     """The preflight records of every profile on ``workload`` (``bench-cli`` only for profiles
     that use that driver), in profile order. The profiles are judged at once, one thread each:
     each looks at its own daemon (tool runs beside it, its status and log), and in a row their
-    waits added up on the run's path to its first proof (issue 18)."""
+    waits would add up on the run's path to its first proof."""
     names = list(ev.profiles)
     recs = [Recorder(ev, "preflight", workload) for _ in names]
     with ThreadPoolExecutor(max_workers=max(1, len(names)),

@@ -1,7 +1,7 @@
 """Timings that add up: the figures every answer carries against each other, the client's
 clock and the daemon's own log.
 
-``AwaitProofResponse`` fields 10-14 (docs/cuzk-interface.md) are unsigned milliseconds: queue
+``AwaitProofResponse`` fields 10-14 (docs/design/cuzk-interface.md) are unsigned milliseconds: queue
 wait, SRS load, synthesis, GPU compute and total, counted by the daemon from its receipt of the
 request. Schedulers and dashboards read them (curio logs them per proof; cuzk-bench prints
 ``prove=`` and ``queue=``), so a figure in the wrong unit or from a wrapped subtraction misleads

@@ -4,7 +4,7 @@ by default (``--suite all`` adds the rest) and what each checks. The pytest suit
 
 The table is data: a suite's module (``proofdiff.oracles.<name>``, which pulls in scipy, the
 docker SDK and grpc) is imported only when the suite is evaluated, so ``proofdiff --help`` and
-a bad profile file answer without loading them (issue 18).
+a bad profile file answer without loading them.
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ __all__ = ["DEFAULT_SUITES", "SUITES", "Suite", "applies", "select_suites"]
 @dataclass(frozen=True)
 class Suite:
     """One suite: ``name`` (its module is ``proofdiff.oracles.<name>``), its ``oracles`` (record
-    names), ``default`` (run without ``--suite``) and what it checks, in one line (``doc``:
-    ``--help`` and the README read it)."""
+    names), ``default`` (run without ``--suite``) and what it checks, in one line (``doc``)."""
 
     name: str
     oracles: tuple[str, ...]

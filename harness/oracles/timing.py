@@ -1,7 +1,7 @@
-"""Timing within one run (docs/timing.md): interleaved samples through each profile's own
-driver, described side by side. Bench and prod are two configurations that are expected to
-differ, so this suite states how they differ, the ratio with its interval, and is never a
-reason for a run (or a night) to be undecided; a timing regression is a claim about one build
+"""Timing within one run (docs/design/statistics.md): interleaved samples through each
+profile's own driver, described side by side. Bench and prod are two configurations that are
+expected to differ, so this suite states how they differ, the ratio with its interval, and is
+never a reason for a run (or a night) to be undecided; a timing regression is a claim about one build
 against another (``proofdiff gate``) or against its own history (``proofdiff nightly``).
 
 Sides of one round, in this order so that all see the same machine: the baseline ``A1`` (one

@@ -63,7 +63,7 @@ def _check(result: DifferentialResult, r: OracleRecord, start_ms: int) -> Check:
                                         .encode()).hexdigest())
 
 
-#: What each exit code of ``proofdiff run`` means (README "Exit codes").
+#: What each exit code of ``proofdiff run`` means (docs/guide/run.md, "Exit codes").
 EXIT_MEANING = {0: "every selected check passed on every profile",
                 1: "a check fails on a profile but not on the baseline",
                 2: "failures on every profile alike, or a check skipped or undecided",

@@ -34,8 +34,7 @@ _RENDERING = threading.Lock()
 
 #: Margins around the axes, inches: room for tick labels and an axis label at 7-9 pt on the
 #: left and bottom, a title on top. Fixed, not ``layout="tight"``, which draws every figure
-#: twice to measure it: 0.10 -> 0.05 s a figure here, 0.37 s a GPU figure on a 16-core GPU host
-#: (issue 18: the report's plots were most of a run's fixed cost there).
+#: twice to measure it, and the report's plots are a large part of a run's fixed cost.
 MARGINS_IN = {"left": 0.75, "right": 0.15, "bottom": 0.5, "top": 0.3, "between": 0.75}
 
 

@@ -1,10 +1,10 @@
-"""The run page's plots drawn while the run still proves (issue 18: the harness's fixed cost).
+"""The run page's plots drawn while the run still proves, off the harness's fixed cost.
 
 The latency and jobs-in-flight plots (:func:`proofdiff.report.run_plots.run_plots`) read only
 the profile order and each profile's workload flow, which are final once every profile's
-workload run is made, long before the warmup, isolation and behaviour suites end. Drawing them
-at the report cost 0.4 s of matplotlib on the main thread after the last proof (2 cores; the
-figures are most of the report's time). :func:`draw` starts them on a thread as soon as those
+workload run is made, long before the warmup, isolation and behaviour suites end. Drawn at the
+report, they would cost matplotlib time on the main thread after the last proof (the figures
+are most of the report's time). :func:`draw` starts them on a thread as soon as those
 inputs exist (the session's ``on_runs_made``), while the main thread waits on gRPC; the report
 takes them with :func:`plots`, which uses them only when its own inputs are exactly those
 (compared by their msgspec encoding), and otherwise draws them itself. So a drawing made

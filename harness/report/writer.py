@@ -35,8 +35,8 @@ def _bytecode_dir() -> str:
     return str(path / "jinja2")
 
 
-#: The pages' templates. Compiling index.html.j2 takes about 0.3 s on 2 cores, more than the
-#: rest of a failed run's report; the compiled code is kept in jinja2's bytecode cache
+#: The pages' templates. Compiling index.html.j2 costs more than the rest of a failed run's
+#: report; the compiled code is kept in jinja2's bytecode cache
 #: (:func:`_bytecode_dir`, checked against each template's source checksum).
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("proofdiff.report", "templates"),

@@ -77,6 +77,10 @@ class AttachedHandle:
         """The host part of ``address``."""
         return self.host
 
+    def network(self) -> str:
+        """'': an attached daemon is on no docker network of proofdiff's."""
+        return ""
+
     def see(self, path: str) -> str:
         """``path``: the profile describes the attached daemon's own paths."""
         return path

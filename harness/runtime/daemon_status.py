@@ -1,6 +1,6 @@
 """What a running daemon says about itself: its HTTP ``GET /status`` JSON and its log lines.
 
-cuzk offers an optional ``GET /status`` on ``daemon.status_listen`` (docs/cuzk-interface.md);
+cuzk offers an optional ``GET /status`` on ``daemon.status_listen`` (docs/design/cuzk-interface.md);
 refprover's carries ``param_cache`` (the directory the proof crates read params from),
 ``ignored_keys`` (config keys it does not know) and ``faults``. A daemon without a status
 listener still logs both facts at start (``refprover starting ... param_cache=...`` and

@@ -147,14 +147,20 @@ class Container:
                 return int(b["HostPort"])
         return None
 
+    def _attachment(self) -> tuple[str, dict[str, Any]]:
+        """(name, settings) of the docker network it has an address on (``('', {})``: none)."""
+        nets = (self.inspect().get("NetworkSettings") or {}).get("Networks") or {}
+        return next(((k, n) for k, n in nets.items() if n and n.get("IPAddress")), ("", {}))
+
     def ip(self) -> str:
         """The container's address on its docker network, the one it is attached to ('' when
         it has none)."""
-        attrs = self.inspect()
-        settings = attrs.get("NetworkSettings") or {}
-        nets = settings.get("Networks") or {}
-        net: dict[str, Any] = next((n for n in nets.values() if n and n.get("IPAddress")), {})
-        return str(net.get("IPAddress") or settings.get("IPAddress") or "")
+        settings = self.inspect().get("NetworkSettings") or {}
+        return str(self._attachment()[1].get("IPAddress") or settings.get("IPAddress") or "")
+
+    def network(self) -> str:
+        """The name of the docker network :meth:`ip` is on ('' when it has none)."""
+        return self._attachment()[0]
 
     def exec(self, argv: list[str]) -> tuple[int, str]:
         """Run ``argv`` inside the container as its user; (exit code, output).

@@ -25,11 +25,11 @@ from collections.abc import Sequence
 __all__ = ["main"]
 
 _PR_SET_PDEATHSIG = 1
-#: SIGKILL on Linux (the signal module imports enum: 9 ms at every start)
+#: SIGKILL on Linux (not from the signal module, which imports enum at every start)
 _SIGKILL = 9
 #: Options without a value, and with one (``--name VALUE`` or ``--name=VALUE``). Parsed by
 #: hand: this runs before every daemon and tool a process runtime starts, and argparse with
-#: what it imports (re, enum, pathlib, shutil) was 25 of its 40 ms (2 cores, issue 18).
+#: what it imports (re, enum, pathlib, shutil) would be most of its start time.
 _FLAGS = ("--pdeathsig",)
 _VALUED = ("--parent", "--cgroup", "--rlimit-as", "--cpuset", "--affinity-cores")
 _USAGE = ("usage: python -m proofdiff.runtime.launch [--pdeathsig] [--parent PID] "
@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("launch: no program given", file=sys.stderr)
         return 2
     if "--pdeathsig" in a:
-        import ctypes  # only here: 3 ms, and no other option needs it
+        import ctypes  # only here: no other option needs it
 
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0) != 0:

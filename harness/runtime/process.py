@@ -118,6 +118,10 @@ class ProcessHandle:
         """``127.0.0.1``: a process listens on loopback."""
         return "127.0.0.1"
 
+    def network(self) -> str:
+        """'': a process is on no docker network."""
+        return ""
+
     def see(self, path: str) -> str:
         """The host path a container path of the spec is given as (rewritten)."""
         return self.host_view.text(path)
@@ -276,7 +280,7 @@ class ProcessBackend:
         settle = [*(["--pdeathsig", "--parent", str(os.getpid())] if tie else []),
                   *limits.launcher_args(),
                   *(["--cpuset", ",".join(str(c) for c in spec.cpuset)] if spec.cpuset else [])]
-        # the launcher is an interpreter's start (10-20 ms): only where it has something to do
+        # the launcher costs an interpreter's start: only where it has something to do
         wrapper = ([sys.executable, "-I", "-S", str(Path(launch.__file__)), *settle, "--", *argv]
                    if settle else argv)
         out = open(workdir / ("stderr.log" if pipes else "stdout.log"), "wb")

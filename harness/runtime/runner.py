@@ -18,7 +18,7 @@ from proofdiff.model.choices import Runtime
 from proofdiff.runtime.process import ProcessBackend
 from proofdiff.runtime.spec import ContainerError, LaunchSpec, Handle, ToolResult, Tracker
 
-if TYPE_CHECKING:  # the docker SDK is imported on first docker use only (0.1-0.3 s)
+if TYPE_CHECKING:  # the docker SDK, a slow import, is imported on first docker use only
     from docker import DockerClient
 
     from proofdiff.runtime.docker import DockerBackend

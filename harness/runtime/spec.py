@@ -97,6 +97,11 @@ class Handle(Protocol):
         """The address another client on its network reaches it at ('' when none)."""
         ...
 
+    def network(self) -> str:
+        """The docker network :meth:`ip` is an address on ('' for a process or an attached
+        daemon): a client container joins it to reach that address."""
+        ...
+
     def exec(self, argv: list[str]) -> tuple[int, str]:
         """Run ``argv`` where it sees its files; (exit code, output).
 

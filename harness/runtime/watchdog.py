@@ -87,8 +87,8 @@ class Watchdog:
         """End the watchdog now (it sweeps once more: nothing, when the owner cleaned up) and
         wait for it, at most ``timeout_s`` seconds (default 30), then kill it. ``wait=False``
         (an owner that removed everything itself): reap it on a daemon thread instead, so the
-        owner does not wait for a sweep that finds nothing (0.17 s at a process run's end, the
-        watchdog's own start and sweep; 0.7 s where the sweep lists an engine's containers)."""
+        owner does not wait for a sweep that finds nothing (the watchdog's own start and sweep,
+        and where it lists an engine's containers, that listing)."""
         with self._lock:
             pipe, proc, self._pipe = self._pipe, self._proc, None
         if pipe is not None:
@@ -111,7 +111,8 @@ class Watchdog:
 def _engine_possible() -> bool:
     """Whether a Docker engine could hold the owner's containers: ``DOCKER_HOST`` set or the
     default socket present. Without one (a GPU host running processes) the sweep skips the
-    docker SDK, whose import and failed connect cost 0.5-0.7 s at every run's end (issue 18)."""
+    docker SDK, whose import and failed connect would cost most of a second at every run's
+    end."""
     return bool(os.environ.get("DOCKER_HOST")) or os.path.exists("/var/run/docker.sock")
 
 

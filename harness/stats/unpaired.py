@@ -1,4 +1,4 @@
-"""Timing comparisons (docs/timing.md): distributions, not single numbers.
+"""Timing comparisons (docs/design/statistics.md): distributions, not single numbers.
 
 Two samples of durations (ms) are compared on the log scale, so an effect is a ratio:
 

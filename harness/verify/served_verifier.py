@@ -1,7 +1,7 @@
 """One long-running verifier per run: ``verify --serve`` as a process, asked once per flow.
 
-Starting ``verify`` for every flow cost a process start (the launcher included) and the ``.vk``
-loads each time: about 60 ms a flow, 1 s of a default run on the H200 (issue 18). Here one
+Starting ``verify`` for every flow would cost a process start (the launcher included) and the
+``.vk`` loads each time, for every flow of the run. Here one
 ``verify --param-cache DIR --serve`` lives as long as the run's runner; each flow's batch is one
 stdin line, its verdicts one stdout line (refprover README, 'Verifier input and output').
 Verdicts stay per proof and per partition, an unreadable proof gets its own error, exactly as

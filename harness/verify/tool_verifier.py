@@ -2,9 +2,9 @@
 verifier image, or as a process on this host (process and attach runtimes).
 
 The verifier sees only public inputs, the proof and the ``.vk`` files (params mounted read-only
-at ``/params``, no network), never the daemon's state. Input and output formats: refprover
-README, 'Verifier input and output'. Verifiers are pluggable behind :class:`Verifier`;
-:class:`ToolVerifier` is the default.
+at ``/params``, no network), never the daemon's state. Input and output formats:
+targets/refprover/README.md, 'Verifier input and output'. Verifiers are pluggable behind
+:class:`Verifier`; :class:`ToolVerifier` is the default.
 """
 
 from __future__ import annotations

@@ -1,16 +1,15 @@
-"""Verifying a flow's proofs while the flow is still in flight (issue 18).
+"""Verifying a flow's proofs while the flow is still in flight.
 
-A flow's proofs were verified in one batch once its last job was answered: the run's main
-thread waited for the verifier between one flow and the next (0.13-0.28 s of a default run on
-a GPU host, 0.27 s here, 2 cores). :class:`VerifyAhead` sends each proof to the verifier as
+Verified in one batch once a flow's last job is answered, the proofs would make the run's main
+thread wait for the verifier between one flow and the next. :class:`VerifyAhead` sends each proof to the verifier as
 its job is answered, on one thread of its own, while the rest of the flow proves; at the
 flow's end :func:`~proofdiff.verify.tool_verifier.attach_verdicts` finds those verdicts made
 and asks only for the rest. Verdicts are the verifier's own, item for item: the same item (its
 id, public inputs and proof) gets the same verdict whenever it is asked.
 
 Only where a batch is cheap: one ``verify --serve`` process
-(:class:`~proofdiff.verify.served_verifier.ServedVerifier`, about 5 ms of one core for a
-2-partition WindowPoSt proof, against seconds for the proof). A verifier container per batch
+(:class:`~proofdiff.verify.served_verifier.ServedVerifier`, a small fraction of one core
+beside the proof's own time). A verifier container per batch
 (the docker runtime) would start one container per proof: there the flow's batch stays one.
 """
 

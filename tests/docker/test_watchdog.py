@@ -59,7 +59,7 @@ def test_sigkill_of_the_owner_removes_its_containers_and_dirs(artifacts: Any,
 
 
 def test_a_close_without_waiting_still_sweeps_what_the_owner_left(tmp_path: Path) -> None:
-    # Session.close does not wait for the last sweep (issue 18: its cost at every run's end);
+    # Session.close does not wait for the last sweep (it would cost every run's end a wait);
     # the watchdog still makes it, by itself, and ends
     from proofdiff.runtime.watchdog import Watchdog
 

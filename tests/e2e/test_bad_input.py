@@ -82,9 +82,11 @@ def test_a_c1_for_another_sector_size(artifacts: Any, tmp_path: Path) -> None:
 
 def test_a_proof_of_the_wrong_length(artifacts: Any, tmp_path: Path) -> None:
     doc = json.loads(Path(artifacts.workloads["wpost-2k"]).read_text())
-    doc["partitions"] = 3  # the daemon proves 4 sectors = 2 partitions = 384 bytes
+    # the workload says 1 partition; the daemon proves its 4 sectors as 2 (2 per 2 KiB
+    # WindowPoSt partition): 384 bytes where 192 are expected
     doc["jobs"] = doc["jobs"][:2]  # every job's proof is judged alike: two show it
-    path = tmp_path / "wpost-2k-3p.json"
+    doc["partitions"] = 1
+    path = tmp_path / "wpost-2k-1p.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     rc, out, res = _pytest_suites(artifacts, tmp_path, "e2e-length", "wpost-2k", path, "validity")
     assert rc != 0 and res.verdict is Verdict.FAILED, res.verdict_line
@@ -92,7 +94,7 @@ def test_a_proof_of_the_wrong_length(artifacts: Any, tmp_path: Path) -> None:
         proofs = res.records_of("validity", profile, oracle="proofs")[0]
         assert proofs.outcome is Outcome.FAIL and proofs.counts.invalid == 2
         assert proofs.evidence["bad"][0]["reason"] == \
-            "proof is 384 bytes, expected 576 (3 partitions x 192)"
+            "proof is 384 bytes, expected 192 (1 partitions x 192)"
 
 
 def test_a_daemon_that_crashes_mid_run(cli_run: Any, two_job_workload: str) -> None:

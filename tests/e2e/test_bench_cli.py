@@ -85,8 +85,8 @@ def test_gpu_request_without_an_nvidia_runtime_says_what_to_do(cli_run: Any, art
 
 @pytest.mark.slow
 def test_real_cuzk_image_on_a_gpu_host(cli_run: Any) -> None:
-    """The GPU part: needs a curio-cuzk image and the Filecoin params it proves with (README,
-    'Running against cuzk on a GPU host')."""
+    """The GPU part: needs a curio-cuzk image and the Filecoin params it proves with
+    (docs/guide/cuzk.md)."""
     image, params = os.environ.get("PROOFDIFF_CUZK_IMAGE"), os.environ.get("PROOFDIFF_CUZK_PARAMS")
     if not image or not params:
         pytest.skip("no cuzk image on this host: set PROOFDIFF_CUZK_IMAGE=<tag> and "

@@ -1,4 +1,4 @@
-"""proofdiff's workflows on a real Dask cluster (README: A fleet of hosts): a ``LocalCluster`` of
+"""proofdiff's workflows on a real Dask cluster (docs/guide/fleet.md): a ``LocalCluster`` of
 two worker processes on 127.0.0.1 (no dashboard), started here and stopped after, joined by
 ``--cluster`` as a scheduler of GPU hosts would be. The daemons run as processes (refprover's
 binaries: the process runtime, as on a host without Docker).

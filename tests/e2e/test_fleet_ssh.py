@@ -1,4 +1,4 @@
-"""proofdiff's workflows over a fleet of SSH hosts with no Docker (README: A fleet of hosts):
+"""proofdiff's workflows over a fleet of SSH hosts with no Docker (docs/guide/fleet.md):
 three containers of the SSH host image (tests/e2e/ssh_hosts.py), a Dask ``SSHCluster`` started
 over them from a hosts file (the scheduler on the first host, one worker per host), every
 daemon run there as a process from binaries, params and workloads shipped through the engine.
@@ -223,7 +223,7 @@ def test_a_night_runs_on_every_host_and_each_joins_its_own_series(
     rid = unique("ssh-night")
     report = tmp_path / "nights"
     two, names = _two_hosts(hosts, tmp_path)  # a row each
-    # and a third host that does not answer: a row of the matrix too, never left out (issue 42)
+    # and a third host that does not answer: a row of the matrix too, never left out
     with two.open("a", encoding="utf-8") as f:
         f.write(f'\n\n[[host]]\nname = "host-z"\nssh = "prover@127.0.0.1:{free_port()}"\n')
     proc = subprocess.run([sys.executable, "-m", "proofdiff", "nightly", "--hosts",

@@ -215,8 +215,9 @@ def stored_gate(db: Path, run_id: str) -> tuple[tuple[str, str, int], dict[str, 
 
 def test_one_ctrl_c_while_a_daemon_wedges_ends_the_gate_before_any_timing_round(
         artifacts: Any, tmp_path: Path) -> None:
-    """prod on a daemon with ``queue-deadlock`` (docs/fault-catalog.md: a job submitted while 2
-    are unfinished is never answered, and the daemon keeps it pending, so no stall guard ends
+    """prod on a daemon with ``queue-deadlock`` (docs/design/fault-catalog.md: a job submitted
+    while 2 are unfinished is never answered, and the daemon keeps it pending, so no stall guard
+    ends
     the wait): once two of prod's four jobs are answered the other two hang; one SIGINT to the
     gate's process group, as a terminal's Ctrl-C sends, ends it with 130, a report, and no
     timing round."""

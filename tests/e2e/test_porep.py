@@ -25,8 +25,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 #: Deadline of one PoRep `proofdiff run`, seconds: two workloads x two profiles of C2 proofs
 #: on 2 cores take about 10 minutes; the first run may also build the params (~20 min cold).
 RUN_TIMEOUT_S = 3600
-#: Per-job deadline for these runs: 4 PoRep jobs in flight on 2 shared cores took up to 10 min
-#: each (beyond refprover.toml's 600 s) while other runs used the same machine.
+#: Per-job deadline for these runs: 4 PoRep jobs in flight on 2 shared cores, with other runs
+#: on the same machine, can take longer than refprover.toml's 600 s each.
 SLOW_JOB_TIMEOUT = ("--set", "*.timeout_s=1800")
 #: The validity suite alone: these tests are about PoRep validity verdicts; the other suites
 #: (isolation, warmup, timing, ...) would add minutes of PoRep proving per run.

@@ -90,8 +90,8 @@ def test_the_clean_build_passes_every_suite_as_processes_side_by_side(
         assert run.daemon is not None and run.daemon.runtime == "process", run.profile
         assert run.image.digest.startswith("sha256:") and run.image.tag.endswith("/refprover")
     # each daemon pinned to its own CPUs, and the two profiles proving at the same time: their
-    # workload runs, and the flows of the suites after it (before ccbf100 only the workload
-    # runs overlapped: prod's later flows started once bench's had all ended)
+    # workload runs, and the flows of the suites after it (not the workload runs alone, with
+    # prod's later flows starting once bench's had all ended)
     sets = [set(run.daemon.cpuset) for run in res.runs if run.daemon]
     assert len(sets) == 2 and all(sets) and not sets[0] & sets[1], sets
     for later in (False, True):

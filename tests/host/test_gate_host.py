@@ -1,5 +1,5 @@
 """``proofdiff gate`` over two builds' host binaries (the process runtime, no container): a GPU
-host without Docker gates a build this way (issue 17, gate item 6). One run: a candidate whose
+host without Docker gates a build this way. One run: a candidate whose
 daemon has the partition-race fault (a wrapper that starts the build's refprover with it) against
 the build's refprover, bench and prod, with an allowlist that accepts prod's invalid proofs and
 holds an entry that has expired (the gate's allowlist is the same for images and folders)."""

@@ -117,7 +117,7 @@ def test_report_rows_show_unverified_proofs_next_to_valid_ones() -> None:
     assert (rows["bench"]["valid"], rows["bench"]["unverified"]) == (0, 4)
     assert (rows["prod"]["valid"], rows["prod"]["unverified"]) == (4, 0)
     # bench's client hands out no proof: unverifiable, covered by prod's verified proofs, and
-    # named in the verdict's line (issue 17: the other checks decide the run)
+    # named in the verdict's line (the other checks decide the run)
     assert res.verdict is Verdict.SAME and not res.divergences
     assert "UNVERIFIABLE: validity/proofs on bench/wpost-2k: no --save-proofs" in res.verdict_line
 

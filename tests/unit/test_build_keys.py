@@ -199,7 +199,7 @@ def test_unknown_workload_lists_the_known_ones() -> None:
 
 def test_seeding_the_verifier_target_never_copies_a_folder_into_itself(tmp_path: Path) -> None:
     """The pinned verifier's cargo target is seeded from the main one; a target inside the
-    folder copied would be copied into itself until the disk is full (seen once: 78 GB)."""
+    folder copied would be copied into itself until the disk is full."""
     from proofdiff.artifacts.build_errors import BuildError
     from proofdiff.artifacts.pinned_verifier import seed_target
 

@@ -1,4 +1,4 @@
-"""A warm build runs no cargo (issue 18: cargo's no-op took 1-2 s of every run, twice): the
+"""A warm build runs no cargo (its no-op would still cost seconds of every run): the
 binaries step compares a key over the crate's files, the arguments and the toolchain with the
 last build's stamp, and calls cargo only when they differ or a binary was touched.
 

@@ -1,4 +1,4 @@
-"""The CI recipes under ci/ (README: "CI recipes"), as a user copies them: valid against the
+"""The CI recipes under ci/ (docs/guide/ci-recipes.md), as a user copies them: valid against the
 published schemas that check-jsonschema ships (offline, ``--builtin-schema vendor.*``), clean
 under actionlint, and every ``proofdiff`` command line in them, as its shell script expands it,
 accepted by proofdiff's own parser. Each validator is also shown to reject a broken copy, so a
@@ -152,7 +152,7 @@ def test_the_proofdiff_command_lines_parse(script: str, env: dict[str, str],
                  "--notify"):
         assert flag in argv, f"{flag} missing from {argv}"
     assert not [a for a in argv if a.startswith("sample-") and a.endswith("RUN_ID")]
-    if command == "nightly":  # the previous night's Allure history (README "CI recipes")
+    if command == "nightly":  # the previous night's Allure history (docs/guide/ci-recipes.md)
         assert argv[argv.index("--allure-history") + 1] in (
             str(tmp_path / ".local/share/proofdiff/allure-history"),  # the default
             "sample-PROOFDIFF_ALLURE_HISTORY"), argv

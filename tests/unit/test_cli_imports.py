@@ -1,4 +1,4 @@
-"""The CLI answers at once (issue 18): ``--help`` and a bad profile file load none of the heavy
+"""The CLI answers at once: ``--help`` and a bad profile file load none of the heavy
 libraries, checked through ``sys.modules`` of a fresh interpreter (not with a timing).
 
 ``--help`` of every command loads only argparse and the options table: not the suites (scipy),
@@ -73,10 +73,10 @@ def test_a_bad_profile_file_is_reported_before_anything_is_built(tmp_path: Path)
 
 
 def test_the_run_path_of_a_process_host_loads_no_docker_sdk() -> None:
-    # a GPU host often has no Docker, and on the H200 the SDK's import was part of the fixed
-    # cost of every process run: the session, the runner, the samplers and the artifacts
-    # package load it only where a container is made or an image built; the regression replay
-    # and repro too (`run --suite regressions` on an H100 host without the SDK: a traceback)
+    # a GPU host often has no Docker, and the SDK's import would be part of the fixed cost of
+    # every process run: the session, the runner, the samplers and the artifacts package load
+    # it only where a container is made or an image built; the regression replay and repro
+    # too (`run --suite regressions` on a host without the SDK must not end in a traceback)
     code = ("import sys, proofdiff.cli.cmd_run, proofdiff.core.differential, "
             "proofdiff.core.session, proofdiff.runtime.resources, proofdiff.artifacts, "
             "proofdiff.regressions.replay_all, proofdiff.regressions.repro, "

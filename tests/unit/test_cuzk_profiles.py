@@ -57,7 +57,7 @@ def test_config_delta_ranks_the_incident_switches_first() -> None:
     ranked = [s.path for s in rank(delta, failed)]
     # proof assembly first (pipeline, then the [synthesis] table prod alone has), then the
     # jobs that meet in the daemon before the scheduler, the params and what validity does
-    # not exercise (docs/cuzk-interface.md, "What each key controls")
+    # not exercise (docs/design/cuzk-interface.md, "What each key controls")
     assert ranked[:2] == ["config.pipeline.enabled", "config.synthesis"], ranked
     assert ranked.index("concurrency") < ranked.index("config.scheduler.max_batch_size") \
         < ranked.index("env.FIL_PROOFS_PARAMETER_CACHE") < ranked.index("driver"), ranked

@@ -22,7 +22,7 @@ import docs_check  # noqa: E402
 from check_dated import dated_comments  # noqa: E402
 from measurements import RecordError, load_records  # noqa: E402
 
-#: Today's README `repro` example (issue 40): `--workload-file` takes NAME=PATH.
+#: A `repro` example that does not parse: `--workload-file` takes NAME=PATH, not a file.
 REPRO_EXAMPLE = """\
 ```sh
 .venv/bin/proofdiff repro --id ID --title T --from-report reports/<run> [--bisect]
@@ -48,7 +48,7 @@ def _shown(findings: list[docs_check.Finding]) -> list[str]:
 def docs_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of what the generator reads and writes: docs/, benchmarks/, harness/."""
     root = tmp_path_factory.mktemp("checkout")
-    ignore = shutil.ignore_patterns("__pycache__", "_incoming")
+    ignore = shutil.ignore_patterns("__pycache__")
     for folder in ("docs", "benchmarks", "harness"):
         shutil.copytree(REPO / folder, root / folder, ignore=ignore)
     return root
@@ -112,7 +112,7 @@ Inline: `proofdiff bisect --hosts`, `proofdiff gate --budget-s S` and `proofdiff
 `proofdiff gate --rounds two` and `proofdiff run --no-such-flag`.
 """)
     _write(tmp_path, "docs/guide/gate.md", "```bash\nproofdiff gate --budget-s -5\n```\n")
-    _write(tmp_path, "docs/_incoming/fragment.md", "`proofdiff run --not-checked-here`\n")
+    _write(tmp_path, "tests/data/fragment.md", "`proofdiff run --not-checked-here`\n")
     got = docs_check.check_examples(tmp_path)
     assert _shown(got) == ["README.md:5 example", "README.md:14 example",
                            "README.md:18 example", "README.md:18 example",

@@ -1,5 +1,5 @@
 """What the cleanup after a fleet run stops on a host (harness/fleet/ssh_leftovers.py): this
-run's Dask processes only (issue 42: every ``dask_spec`` for the same port, other runs'
+run's Dask processes only (never every ``dask_spec`` for the same port, other runs'
 included). Its shell runs here as it runs on a host over SSH (bash, a login's shell), against real processes whose
 command lines are a Dask SSHCluster's (``dask_spec tcp://HOST:PORT`` for a worker, the
 scheduler's ``--spec`` JSON), each the leader of a process group of its own, as a nanny is.

@@ -318,8 +318,8 @@ def test_the_gate_accepts_a_failure_never_an_error_and_a_pass_needs_a_passing_ch
                                                "no check of the candidate's differential passed"]
 
 
-#: A stand-in for a broken pinned verifier, as ``verify --input FILE`` speaks (refprover
-#: README, 'Verifier input and output'): every proof valid. The real tool cannot be made to
+#: A stand-in for a broken pinned verifier, as ``verify --input FILE`` speaks
+#: (targets/refprover/README.md, 'Verifier input and output'): every proof valid. The real tool cannot be made to
 #: accept a tampered proof; this is the fault the gate's control exists for.
 LENIENT = """\
 import json, sys

@@ -31,7 +31,7 @@ from proofdiff.model.result import DifferentialResult
 from tests.report_page import external_urls, open_page
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "history" / "runs.jsonl.gz"
-#: The first night of a series (2026-11-01 03:00 UTC).
+#: The first night of a series, Unix seconds (a night at 03:00 UTC).
 NIGHT0 = 1_793_502_000.0
 
 

@@ -1,4 +1,4 @@
-"""The idle daemon's memory in the run history (issue 43): each flow's reading before it stored
+"""The idle daemon's memory in the run history: each flow's reading before it stored
 per run, read back as the ``daemon-memory`` metric, and a step up over the nights flagged by the
 nightly's change points once, on a real SQLite history; level nights flag nothing."""
 

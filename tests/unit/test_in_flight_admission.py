@@ -16,7 +16,7 @@ from proofdiff.oracles.evidence import Recorder
 from tests.conftest import job, run
 from tests.unit.fakes import FakeEvidence, refprover_profiles
 
-T0 = 1796665155.8  # 2026-12-07T17:39:15.8Z
+T0 = 1796665155.8  # the first log line's time, Unix seconds
 
 
 def _items(spec: list[tuple[str, int, str, str]]) -> str:

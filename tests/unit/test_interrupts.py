@@ -1,4 +1,4 @@
-"""A Ctrl-C at any moment is never a normal result (issue 42): the executors on a real Dask
+"""A Ctrl-C at any moment is never a normal result: the executors on a real Dask
 ``LocalCluster`` (worker processes on 127.0.0.1) and on threads, each given a real SIGINT
 while units wait to start, while they run, and while a unit that ignores it comes back
 whole; the interrupt reaching the threads of a flow (its hang guard); a Ctrl-C while a report
@@ -77,8 +77,8 @@ def test_a_ctrl_c_stops_the_running_units_cancels_the_queued_and_is_raised(
 
 def test_a_unit_that_comes_back_whole_after_a_ctrl_c_is_still_no_normal_result(
         cluster: str, tmp_path: Path) -> None:
-    # the unit ended normally while the interrupt was on its way: before issue 42 it came
-    # back as a normal result, and a run so interrupted exited 0
+    # the unit ends normally while the interrupt is on its way: it must not come back as a
+    # normal result, nor a run so interrupted exit 0
     def ends_whatever(marker: str) -> str:  # ignores any interrupt, ends a moment later
         Path(marker).touch()
         time.sleep(1.0)
@@ -145,8 +145,8 @@ def test_a_ctrl_c_while_a_report_is_written_is_held_until_it_is_whole(tmp_path: 
 def test_a_ctrl_c_before_any_unit_started_ends_the_run_with_130_and_its_report(
         tmp_path: Path) -> None:
     # `run --cluster` while it joins a "scheduler" that accepts the connection and never
-    # answers: the Ctrl-C comes before any unit is placed. Before issue 42 it escaped as an
-    # uncaught KeyboardInterrupt: no report, and no 130
+    # answers: the Ctrl-C comes before any unit is placed. It must not escape as an uncaught
+    # KeyboardInterrupt (no report, and no 130)
     import json
     import socket
     import subprocess

@@ -21,7 +21,7 @@ REFPROVER = """\
 2026-12-07T17:39:19.972117Z DEBUG refprover::engine: partition done job_id=925a seq=36 partition=0 worker=2
 2026-12-07T17:39:19.972166Z  INFO job completed job_id=925a seq=36 total_ms=4155
 """
-T0 = 1796665155.8  # 2026-12-07T17:39:15.8Z
+T0 = 1796665155.8  # the first log line's time, Unix seconds
 
 
 def _job(rid: str, sent: float, wall_ms: float) -> JobRecord:

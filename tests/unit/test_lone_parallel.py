@@ -17,7 +17,7 @@ from proofdiff.oracles.suite_table import applies
 from tests.conftest import job, run
 from tests.unit.fakes import FakeEvidence, refprover_profiles
 
-T0 = 1796665155.8  # 2026-12-07T17:39:15.8Z
+T0 = 1796665155.8  # the first log line's time, Unix seconds
 
 
 def _lone(rid: str, sent: float, gpu_ms: int, wall_ms: float = 2600.0) -> JobRecord:

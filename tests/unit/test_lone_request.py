@@ -53,8 +53,8 @@ def test_a_request_held_back_while_alone_fails_though_batches_never_wait() -> No
 
 
 def test_a_machine_under_load_stretches_proving_not_waiting() -> None:
-    # a correct daemon a minute later on a busier machine: every lone proof took 3x as long
-    # (a clean nightly here, 2026-12-02: 3.1x), but it waited for nothing
+    # a correct daemon a minute later on a busier machine: every lone proof takes 3x as long
+    # (as a clean nightly on a shared machine can), but it waits for nothing
     slow = [_answered(6150.0 + i, total_ms=6145 + i, queue_ms=2) for i in range(3)]
     outcome, message, ev = lone_request.judge_lone(slow, BATCH, WHERE)
     assert outcome is Outcome.PASS, message

@@ -92,8 +92,8 @@ def test_the_decision_and_its_exit_code(standing: Standing, verdict: Verdict,
 
 
 def test_an_error_is_never_flaky_still_failing_or_clean() -> None:
-    # issue 42: a night whose daemon never started (its records ERROR) was "still failing"
-    # from the night before, and CLEAN; an ERROR that flipped twice was "flaky"
+    # a night whose daemon never started (its records ERROR) is neither "still failing"
+    # from the night before nor CLEAN; an ERROR that flipped twice is not "flaky"
     (c,) = standings({A: "error"}, [{A: "fail"}])
     assert c.standing is Standing.ERROR and c.flips == 0
     (c,) = standings({A: "error"}, [{A: "fail"}, {A: "pass"}, {A: "fail"}])
@@ -283,7 +283,7 @@ def test_only_new_divergences_are_bisected_within_the_budget(tmp_path: Path) -> 
     off = bisect_new(diff, checks, RunOptions(), budget_s=0, run_dir=tmp_path)
     assert [(b.check, b.status) for b in off] == [
         (A[0], "disabled"), (C[0], "not-bisectable"), (D[0], "not-bisectable")]
-    assert off[0].line == "not bisected: --bisect-budget-s 0"
+    assert off[0].line == "not bisected: --bisect-budget 0"
     assert off[1].line == "not bisected: prod is error, not a failure to isolate"
     assert off[2].line == "not bisected: bench has no record of warmup/first-proof"
     # a budget spent before the first probe: no bisection starts, none is guessed
@@ -365,7 +365,7 @@ def test_the_previous_nights_allure_history_is_carried_into_tonights_results(
     n1 = night("night-1", "--allure-history", str(kept))
     assert "none yet" in json.loads((n1 / "summary.json").read_text())["allure_history"]
     assert not (n1 / "allure-results" / "history").exists()
-    # CI generated night 1's Allure report and kept its history/ (README "CI recipes")
+    # CI generated night 1's Allure report and kept its history/ (docs/guide/ci-recipes.md)
     (kept / "history").mkdir(parents=True)
     for name in ("history.json", "history-trend.json"):
         (kept / "history" / name).write_text(json.dumps(ALLURE_HISTORY), encoding="utf-8")

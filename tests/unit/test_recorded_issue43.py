@@ -1,4 +1,5 @@
-"""Issue 43's checks on recorded real runs: every flow of the behaviour suite on refprover's
+"""The behaviour suite's checks of repeated work (growth, parallel, timings, control-plane,
+in-flight) on recorded real runs: every flow of the behaviour suite on refprover's
 bench and prod and on a copy of prod per fault, with the daemons' log lines the checks read and
 their processes' last reading (tests/data/issue43/flows.json, made by
 tests/data/issue43/record_flows.py on the reference image). The clean daemons pass every check;

@@ -219,7 +219,7 @@ def test_a_replay_where_every_case_was_skipped_exits_non_zero() -> None:
 
 
 def test_a_replay_with_any_case_skipped_exits_2_unless_skips_are_allowed() -> None:
-    # issue 42: one case holding and nine skipped exited 0
+    # one case holding and nine skipped must not exit 0
     skipped = [CaseVerdict(case=f"c{i}", verdict="SKIP") for i in range(9)]
     one = [*skipped, CaseVerdict(case="c9", verdict="ok")]
     assert exit_code(one) == 2

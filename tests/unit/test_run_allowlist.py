@@ -24,7 +24,7 @@ from proofdiff.report.writer import write_report
 
 T0 = dt.datetime(2026, 12, 1, 12, tzinfo=dt.timezone.utc).timestamp()
 
-#: prod's isolation failure against a real cuzk (README, "Running on a GPU host without Docker")
+#: prod's isolation failure against a real cuzk (docs/guide/gpu-host-without-docker.md)
 ISOLATION = ("isolation/colliding-ids: 2 requests sharing id wdpost-1000-0-ab12cd34 both got "
              "the first one's proof")
 
@@ -148,8 +148,8 @@ expires = 2027-01-31
 
 
 def test_an_error_record_is_never_accepted_whatever_its_message(tmp_path: Path) -> None:
-    # issue 42: an entry written for `partition N invalid` accepted a verifier crash that
-    # mentions a partition, and the run said SAME with 0 checks passed
+    # an entry written for `partition N invalid` must not accept a verifier crash that
+    # mentions a partition (the run would say SAME with 0 checks passed)
     crash = "the verifier crashed on partition 0: Groth16 vk file truncated"
     res = _run(tmp_path, PARTITION, [("bench", Outcome.ERROR, crash),
                                      ("prod", Outcome.ERROR, crash)])

@@ -1,5 +1,5 @@
 """The served verifier (``verify --serve``, one process per run) after an answer that is not
-its batch's verdicts (issue 42): the batch fails and the server is replaced, so no later batch
+its batch's verdicts: the batch fails and the server is replaced, so no later batch
 reads the rest of that answer as its own; each batch's item ids are its own, so an answer to
 another batch is refused. The server here is a stand-in process speaking the tool's line
 protocol (refprover README, 'Verifier input and output') that misbehaves on purpose: the real

@@ -33,8 +33,8 @@ def test_no_answer_for_far_longer_than_its_proofs_take_is_a_stall_whatever_it_cl
 
 
 def test_a_lone_proof_that_runs_past_the_stall_floor_is_not_a_stall() -> None:
-    # real cuzk lists no queue for a lone RUNNING job (scheduler.rs stats(): queued entries only);
-    # the old guard read that as idle and gave up after 15 s. A 60 s proof alone is no stall:
+    # real cuzk lists no queue for a lone RUNNING job (scheduler.rs stats(): queued entries only),
+    # which must not read as idle after the 15 s floor. A 60 s proof alone is no stall:
     # its earlier proofs took 60 s, and with no history (its first proof) only the deadline stops it
     assert stall_reason(_at(40.0, waiting=1, longest_s=60.0)) is None
     assert stall_reason(_at(40.0, waiting=1, longest_s=None)) is None

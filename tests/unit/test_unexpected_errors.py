@@ -1,4 +1,4 @@
-"""What is not a result is never exit 1 (issue 42): an exception that no workflow expected (a
+"""What is not a result is never exit 1: an exception that no workflow expected (a
 bug of proofdiff's, a library's error nobody explained) is ERROR (exit 3) with its traceback,
 and the report the workflow has is written; bad input that a library rejects in its own words
 (a non-numeric port in a ``--history`` URL) is a clear error naming the fix."""

@@ -65,7 +65,7 @@ def test_missing_file(tmp_path: Path) -> None:
     (lambda d: d["jobs"][0]["vanilla_proofs"].__setitem__(0, "!!"), "not base64"),
     (lambda d: d.update(jobs=[]), "'jobs' is empty"),
     (lambda d: d.update(sector_size="2048"), "'sector_size' has the wrong type"),
-    # issue 42: passed the load and failed at the first request
+    # fails at the load, not at the first request
     (lambda d: d.update(partitions=5), "4 sector\\(s\\) for 5 partitions: fewer sectors than "
                                        "partitions"),
     (lambda d: d.update(partitions=3), "4 sector\\(s\\) for 3 partitions: in runs of 2 .* the "

@@ -1,4 +1,5 @@
-"""Records real flows for the unit tests of issue 43's checks (tests/unit/test_recorded_issue43.py):
+"""Records real flows for the unit tests of the behaviour suite's checks of repeated work
+(tests/unit/test_recorded_issue43.py):
 the isolation and behaviour suites (the default run's repeated work) on the refprover set's
 bench and prod, and one copy of prod per fault of :data:`FAULTS` (``prod-<fault>``), on the
 build's wpost-2k, each daemon's every flow and the lines of its log the checks read.

@@ -3,7 +3,6 @@
 
 Revision ID: 0001
 Revises: none
-Create Date: 2026-12-02
 """
 
 from __future__ import annotations
