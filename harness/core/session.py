@@ -6,7 +6,9 @@ the other flows after it (so a fresh daemon's first proof is always the workload
 job: the warmup), and evaluates each suite once per workload. What it computes is kept in a
 :class:`~proofdiff.core.store.Store`: in memory, or shared between pytest-xdist workers.
 What preflight looks at around the daemons is :class:`~proofdiff.core.preflight_looks.
-PreflightLooks`; the order and overlap of a whole plan's work, :mod:`proofdiff.core.schedule`.
+PreflightLooks`; what the oracles read of a started daemon,
+:class:`~proofdiff.core.daemon_readings.DaemonReadings`; the order and overlap of a whole
+plan's work, :mod:`proofdiff.core.schedule`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 import msgspec
 
 from proofdiff.core import preload, probes
+from proofdiff.core.daemon_readings import DaemonReadings, daemon_facts
 from proofdiff.core.plan import Plan
 from proofdiff.core.library_probe import LibraryLook
 from proofdiff.core.preflight_looks import PreflightLooks
@@ -38,14 +41,13 @@ from proofdiff.model.image import ImageInfo
 from proofdiff.model.jobs import FlowRecord, JobSpec
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.profile import DEFAULT_VERIFIER, Profile
-from proofdiff.model.runs import DaemonFacts, RunRecord
+from proofdiff.model.runs import RunRecord
 from proofdiff.model.status import JobStatus
 from proofdiff.model.workload import MIXED, Workload, WorkloadError, load_workload
 from proofdiff.oracles.preflight import BLOCKING
 from proofdiff.oracles.suite_table import SUITES
 from proofdiff.runtime.daemon import Daemon, LaunchError, ReadyProbe, start_daemon
 from proofdiff.runtime.identity import program_identity
-from proofdiff.runtime.process_probe import Reading
 from proofdiff.runtime.runner import Runner
 from proofdiff.runtime.spec import ContainerError
 from proofdiff.runtime.watchdog import Watchdog
@@ -61,7 +63,6 @@ __all__ = ["Session", "SuiteResult", "TIMED_FLOWS", "merge_flows"]
 TIMED_FLOWS = ("timing", "gate", "noise")
 
 
-
 # gRPC's stack (grpc, the cuzk stubs: a noticeable import) is imported by the first daemon's
 # readiness probe, on its start thread while the daemon boots, not with this module, so that
 # no run waits for it on its critical path
@@ -71,12 +72,7 @@ def _status_probe(address: str) -> ReadyProbe:
     return status_probe(address)
 
 
-def _loaded_srs(address: str) -> tuple[str, ...]:
-    from proofdiff.drivers.cuzk_client import loaded_srs
-
-    return loaded_srs(address)
-
-class Session(PreflightLooks):
+class Session(PreflightLooks, DaemonReadings):
     """Computes a plan's runs and records on demand; see the module docstring.
 
     Args:
@@ -274,14 +270,15 @@ class Session(PreflightLooks):
         if isinstance(driver, BenchCliDriver):  # a rejected command line is not a daemon result
             problem = self.bench_command_problem(profile, workload)
             if problem:
-                return msgspec.structs.replace(base, errors=(problem,), daemon=self._facts(daemon))
+                return msgspec.structs.replace(base, errors=(problem,),
+                                               daemon=daemon_facts(daemon))
         self.log(f"{profile}/{workload}: {len(specs)} jobs at concurrency {p.concurrency}")
         flow = self._prove(profile, wl, specs, name="workload", concurrency=p.concurrency)
         self.log(f"{profile}/{workload}: {len(flow.completed())}/{len(flow.jobs)} completed in "
                  f"{flow.wall_ms / 1000:.1f} s")
         cut_off = any(j.status in (JobStatus.ERROR, JobStatus.LOST) for j in flow.jobs)
         return msgspec.structs.replace(base, flows=(flow,),
-                                       daemon=self._facts(daemon, settle_s=3.0 if cut_off else 0.0))
+                                       daemon=daemon_facts(daemon, settle_s=3.0 if cut_off else 0.0))
 
     def send(self, profile: str, workload: str, specs: Sequence[JobSpec], *, name: str,
              label: str = "", concurrency: int, mode: Mode = Mode.PROVE,
@@ -316,27 +313,6 @@ class Session(PreflightLooks):
     def flows(self, profile: str, workload: str) -> list[FlowRecord]:
         """See :class:`proofdiff.oracles.evidence.Evidence`."""
         return [*self.run(profile, workload).flows, *self._flows.get((profile, workload), [])]
-
-    @staticmethod
-    def _facts(daemon: Daemon, settle_s: float = 0.0) -> DaemonFacts:
-        """The daemon's facts, with the SRS its API reports loaded."""
-        return daemon.facts(settle_s, srs_loaded=_loaded_srs(daemon.address) if daemon.address
-                            else ())
-
-    def facts(self, profile: str) -> DaemonFacts | None:
-        """See :class:`proofdiff.oracles.evidence.Evidence`."""
-        try:
-            return self._facts(self.daemon(profile))
-        except LaunchError:
-            return None
-
-    def look(self, profile: str) -> Reading | None:
-        """See :class:`proofdiff.oracles.evidence.Evidence`."""
-        try:
-            probe = self.daemon(profile).process
-        except LaunchError:
-            return None
-        return probe.read() if probe is not None else None
 
     def blocked(self, profile: str, workload: str) -> str | None:
         """Why proving checks skip ``profile``: a failed blocking preflight check, or a daemon
