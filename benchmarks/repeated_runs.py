@@ -140,7 +140,7 @@ def main() -> int:
         figures[f"{key} cost (median)"] = (round(statistics.median(cost[key]), 3), "s")
         figures[f"{key} outcomes"] = (", ".join(sorted(set(outcomes[key]))), "")
     what = (f"{a.runs} default runs with {a.expect} planted: caught" if want_check else
-            f"{a.runs} default runs of the clean build: verdicts and what issue 43's checks cost")
+            f"{a.runs} default runs of the clean build: verdicts and what the over-time behaviour checks cost")
     write_record(a.topic or ("catch-repeat" if want_check else "clean-runs"), what, figures)
     ok = caught == a.runs if want_check else verdicts.count("SAME") == a.runs
     return 0 if ok else 1

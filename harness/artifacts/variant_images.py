@@ -1,7 +1,7 @@
 """Image variants for self-tests: the reference image with one shared library left out, so
 that its programs are linked against a library the image does not have, as the curio-cuzk
 image of the seed incident lacked ``libconfig++``, ``libaio``, ``libfuse3`` and
-``libarchive`` at run time (issue 45; caught by ``preflight/libraries``).
+``libarchive`` at run time (caught by ``preflight/libraries``).
 
 Made the way the base image is made: a root filesystem tar given to ``docker import``
 (:mod:`proofdiff.artifacts.base_image`), here the source image's own filesystem (``docker

@@ -12,7 +12,7 @@ library into it as it does into the daemon's.
 
 Source of the check: the seed incident of a curio-cuzk image that was built and pushed, then
 failed on the GPU host because ``libconfig++``, ``libaio``, ``libfuse3`` and ``libarchive``
-were absent at run time (issue 45).
+were absent at run time.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ reason (:meth:`~proofdiff.oracles.evidence.Evidence.blocked`).
 Source: the seed incident of a cuzk benchmark whose warmup proof was to extract the
 pre-compiled constraint evaluator (PCE; 2-5 minutes on a first run). The warmup failed in 1 s
 (params missing), no PCE was written, and the script went on, hoping the daemon kept it
-somewhere else (issue 45).
+somewhere else.
 
 What each daemon kind leaves (:data:`KIND_ARTIFACTS`; a profile's ``first_run_artifacts``
 overrides it):

@@ -7,7 +7,7 @@ proofdiff would otherwise report late and indirectly as a daemon that did not st
 when the daemon cannot start. Blocking: proving on the profile is skipped with this reason.
 
 Source: the seed incident of a curio-cuzk image missing ``libconfig++``, ``libaio``,
-``libfuse3`` and ``libarchive`` at run time on the GPU host (issue 45).
+``libfuse3`` and ``libarchive`` at run time on the GPU host.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The two checks of issue 45 on the real image and daemon, each with the fault on prod and
+"""The library and first-run-artifact checks on the real image and daemon, each with the fault on prod and
 bench as the control in the same run (the check passes there, so it fails only with the fault):
 
 * ``preflight/libraries``: prod runs the reference image variant without ``libgcc_s.so.1``

@@ -1,7 +1,7 @@
-"""What issue 45's two checks cost per run, and their catch-matrix rows, as records.
+"""What the library and first-run-artifact checks cost per run, and their catch-matrix rows, as records.
 
-    python benchmarks/issue45_checks.py cost [--runs N]   # N runs of preflight + warmup
-    python benchmarks/issue45_checks.py matrix REPORT_DIR  # a catch-matrix report's rows
+    python benchmarks/library_and_first_run_checks.py cost [--runs N]   # N runs of preflight + warmup
+    python benchmarks/library_and_first_run_checks.py matrix REPORT_DIR  # a catch-matrix report's rows
 
 ``cost``: ``proofdiff run --suite preflight --suite warmup`` N times (default 2) on the
 reference image; each record's time is read from its report (``started_unix_s`` to
@@ -31,7 +31,7 @@ def cost(runs: int) -> None:
     took: dict[str, list[float]] = {f"{s}/{o}": [] for s, o in CHECKS}
     with tempfile.TemporaryDirectory() as out:
         for i in range(runs):
-            rid = f"issue45-cost-{uuid.uuid4().hex[:6]}"
+            rid = f"checks-cost-{uuid.uuid4().hex[:6]}"
             subprocess.run([sys.executable, "-m", "proofdiff", "run", "--suite", "preflight",
                             "--suite", "warmup", "--report-dir", out, "--run-id", rid],
                            cwd=REPO, capture_output=True, timeout=900, check=False)
@@ -56,7 +56,7 @@ def matrix(report: Path) -> None:
     for r in rows:
         figures[r["fault"]] = (r["verdict"], "")
         figures[f"{r['fault']} wall"] = (r["wall_s"], "s")
-    write_record("catch-matrix", "issue 45's two faults with their own suites, the clean row "
+    write_record("catch-matrix", "the library and first-run faults with their own suites, the clean row "
                  "through every suite", figures,
                  benchmark="proofdiff catch-matrix --targeted --fault missing-library --fault "
                  "no-first-run-artifact", notes=f"report {report.name}; faults on prod only")
