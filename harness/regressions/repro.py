@@ -23,7 +23,6 @@ import re
 import shlex
 import shutil
 import time
-import tomllib
 from collections.abc import Callable, Sequence
 from datetime import date
 from pathlib import Path
@@ -32,7 +31,6 @@ from typing import Any
 import msgspec
 import tomli_w
 
-from proofdiff.model.errors import ProofdiffError
 from proofdiff.bisect import BisectResult, bisect_profiles
 from proofdiff.bisect.probe import judge, suites_for
 from proofdiff.artifacts.build_errors import BuildError
@@ -45,7 +43,7 @@ from proofdiff.model.config_delta import ABSENT
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.profile import Profile
 from proofdiff.model.profile_file import (ProfileError, build_profiles, load_profiles,
-                                        profile_table, select_profiles, toml_error_where)
+                                        profile_table, select_profiles)
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
 from proofdiff.model.status import Outcome
@@ -56,15 +54,11 @@ from proofdiff.runtime.spec import ContainerError
 from proofdiff.runtime.runner import Runner
 
 from proofdiff.regressions.case import CaseError, load_case, write_case
+from proofdiff.regressions.deployed_files import ReproError, read_config, read_env_file
 from proofdiff.regressions.replay import build_for
 
 __all__ = ["ProductionArtifacts", "ReproError", "ReproResult", "host_programs", "read_env_file",
            "repro", "revert", "signature"]
-
-
-class ReproError(ProofdiffError):
-    """Bad input to repro (names the file, the line and the fix), or a case that does not
-    reproduce."""
 
 
 class ProductionArtifacts(msgspec.Struct, frozen=True, kw_only=True):
@@ -97,47 +91,6 @@ class ReproResult(msgspec.Struct, frozen=True, kw_only=True):
     report: str = ""
     bisect: BisectResult | None = None
     wall_s: float = 0.0
-
-
-def read_env_file(path: str | Path) -> dict[str, str]:
-    """``KEY=VALUE`` lines (``export`` and quotes allowed, ``#`` comments, blank lines).
-
-    Raises:
-        ReproError: unreadable, or a line that is not ``KEY=VALUE`` (file:line).
-    """
-    p = Path(path)
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ReproError(f"env file {p}: cannot be read ({exc.strerror})",
-                         fix="pass an existing file with --env-file") from None
-    env: dict[str, str] = {}
-    for n, line in enumerate(lines, 1):
-        s = line.strip()
-        if not s or s.startswith("#"):
-            continue
-        m = re.fullmatch(r"(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)", s)
-        if not m:
-            raise ReproError(f"{p}:{n}: not KEY=VALUE: {line!r}",
-                             fix="an env file has one variable per line, as docker's "
-                                 "--env-file: write it as KEY=VALUE")
-        value = m.group(2)
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        env[m.group(1)] = value
-    return env
-
-
-def _read_config(path: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ReproError(f"daemon config {path}: cannot be read ({exc.strerror})",
-                         fix="pass an existing file with --config") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ReproError(f"{toml_error_where(path, exc)}: the deployed daemon config is not "
-                         f"TOML: {exc}", fix="pass the daemon's TOML config file with "
-                         "--config") from None
 
 
 def _failing(result: DifferentialResult, profile: str,
@@ -192,7 +145,7 @@ def _from_artifacts(a: ProductionArtifacts, opts: RunOptions, like: str,
     base = chosen[like]
     raw = profile_table(base)
     if a.config:
-        raw["config"] = _read_config(a.config)
+        raw["config"] = read_config(a.config)
     if a.env_file:
         raw["env"] = read_env_file(a.env_file)
     if a.command is not None:
