@@ -87,7 +87,8 @@ def test_catch_matrix_every_fault_through_every_suite(artifacts: Any, tmp_path: 
                          "param-path-default", "serialize-pipeline", "queue-deadlock",
                          "shared-witness", "ignore-priority", "exceed-inflight", "env-bool",
                          "ignore-deprecated", "host-memory", "missing-library",
-                         "no-first-run-artifact"}, rows.keys()
+                         "no-first-run-artifact", "retain-witness", "serialize-partitions",
+                         "compute-micros", "status-waits", "early-release"}, rows.keys()
     bad = {k: r["verdict"] for k, r in rows.items() if not r["ok"]}
     assert not bad and proc.returncode == 0, (bad, proc.stdout[-4000:])
     assert rows["partition-race"]["verdict"] == "caught by validity/proofs"
