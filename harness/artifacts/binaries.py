@@ -145,15 +145,18 @@ def build_binaries(
             env=env,
             heartbeat_s=120.0,
         )
-    missing = [name for name, path in bins.items() if not path.is_file()]
-    if missing:
-        raise BuildError(
-            step,
-            f"cargo build succeeded but did not produce {missing} in {target / 'release'}",
-            f"add the binaries {list(BINARIES)} to {crate_dir} (src/bin/<name>.rs or [[bin]])",
-        )
+        missing = [name for name, path in bins.items() if not path.is_file()]
+        if missing:
+            raise BuildError(
+                step,
+                f"cargo build succeeded but did not produce {missing} in {target / 'release'}",
+                f"add the binaries {list(BINARIES)} to {crate_dir} (src/bin/<name>.rs or "
+                "[[bin]])",
+            )
+        # under the lock: another tree's build that follows must not find this key on its
+        # binaries (a stamp written after the lock could name this key on that build's output)
+        stamp.write_text(json.dumps({"key": key, "binaries": _stat(bins)}), encoding="utf-8")
     changed = _mtimes(bins) != before
-    stamp.write_text(json.dumps({"key": key, "binaries": _stat(bins)}), encoding="utf-8")
     total = sum(p.stat().st_size for p in bins.values())
     return bins, StepReport(
         step,
