@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from proofdiff.model.jobs import JobRecord
+from proofdiff.oracles.overlap_sweep import most_at_once
 
 __all__ = ["LoggedItem", "fitted", "logged_items", "logged_totals", "max_overlap"]
 
@@ -125,19 +126,6 @@ def fitted(items: Iterable[LoggedItem], jobs: Sequence[JobRecord]) -> tuple[list
 
 def max_overlap(items: Sequence[LoggedItem]) -> tuple[int, float, tuple[str, ...]]:
     """The most ``items`` in progress at one instant: ``(count, when, "job#partition" of each
-    then)``; touching ends do not overlap (an end before a start at the same instant)."""
-    events = sorted([(i.start, 1, n) for n, i in enumerate(items)]
-                    + [(i.end, -1, n) for n, i in enumerate(items)], key=lambda e: (e[0], e[1]))
-    best, when, now = 0, 0.0, 0
-    live: set[int] = set()
-    best_live: frozenset[int] = frozenset()
-    for t, step, n in events:
-        now += step
-        if step > 0:
-            live.add(n)
-        else:
-            live.discard(n)
-        if now > best:
-            best, when, best_live = now, t, frozenset(live)
-    names = tuple(f"{items[n].job_id}#{items[n].partition}" for n in sorted(best_live))
-    return best, when, names
+    then)``, in the order of ``items``; touching ends do not overlap."""
+    best, when, live = most_at_once([(i.start, i.end) for i in items])
+    return best, when, tuple(f"{items[n].job_id}#{items[n].partition}" for n in sorted(live))

@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 import msgspec
 
 from proofdiff.model.jobs import FlowRecord, JobRecord
+from proofdiff.oracles.overlap_sweep import most_at_once
 
 __all__ = ["SLACK_S", "Overlap", "max_overlap", "observed_floor", "proving_interval"]
 
@@ -82,19 +83,8 @@ def max_overlap(jobs: Sequence[JobRecord]) -> tuple[int, float, tuple[str, ...],
     """The most of ``jobs`` whose proving intervals share an instant: ``(count, when, ids,
     intervals looked at)`` (a sweep over the interval ends; touching ends do not overlap)."""
     iv = [(p, j.request_id or j.job) for j in jobs if (p := proving_interval(j)) is not None]
-    events = sorted([(s, 1, rid) for (s, _e), rid in iv] + [(e, -1, rid) for (_s, e), rid in iv],
-                    key=lambda x: (x[0], x[1]))  # an end before a start at the same instant
-    best, when, now, open_ids = 0, 0.0, 0, []
-    best_ids: tuple[str, ...] = ()
-    for t, step, rid in events:
-        now += step
-        if step > 0:
-            open_ids.append(rid)
-        else:
-            open_ids.remove(rid)
-        if now > best:
-            best, when, best_ids = now, t, tuple(open_ids)
-    return best, when, best_ids, len(iv)
+    best, when, live = most_at_once([p for p, _rid in iv])
+    return best, when, tuple(iv[n][1] for n in live), len(iv)
 
 
 def observed_floor(flows: Sequence[FlowRecord], kind_of: Callable[[str], str]) -> Overlap:
