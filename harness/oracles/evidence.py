@@ -182,6 +182,12 @@ class Recorder:
         self.records.append(r)
         return r
 
+    def skip_attached(self, oracle: str, profile: str, address: str, what: str) -> None:
+        """Record ``oracle`` on an attached ``profile`` as skipped: proofdiff did not start the
+        daemon at ``address``, so ``what`` (e.g. "its programs") is not known here."""
+        self(oracle, profile, Outcome.SKIPPED, f"attached daemon at {address}: proofdiff did "
+             f"not start it, so {what} is not known here")
+
     def skip_all(self, oracles: Sequence[str], profile: str, why: str) -> None:
         """Record every oracle of ``oracles`` on ``profile`` as skipped, with the reason."""
         for o in oracles:

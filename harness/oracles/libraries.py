@@ -42,8 +42,7 @@ def problems(look: LibraryLook) -> list[str]:
 def judge(ev: Evidence, rec: Recorder, p: Profile) -> None:
     """The ``libraries`` record of ``p`` (module docstring)."""
     if p.runtime is Runtime.ATTACH:
-        rec("libraries", p.name, Outcome.SKIPPED, f"attached daemon at {p.address}: "
-            "proofdiff did not start it, so its programs are not known here")
+        rec.skip_attached("libraries", p.name, p.address, "the set of its programs")
         return
     try:
         look = ev.libraries(p.name)

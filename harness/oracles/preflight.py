@@ -224,8 +224,7 @@ def _image(ev: Evidence, rec: Recorder, p: Profile) -> None:
     """What runs the daemon, with its digest: the image (docker), the program file
     (process: sha256 of the file), nothing proofdiff can see (attach: skipped)."""
     if p.runtime is Runtime.ATTACH:
-        rec("image", p.name, Outcome.SKIPPED, f"attached daemon at {p.address}: proofdiff did "
-            "not start it, so its image or program is not known here")
+        rec.skip_attached("image", p.name, p.address, "its image or program")
         return
     try:
         ident = ev.image(p.name)
