@@ -13,11 +13,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn, TypeVar
 
-import msgspec
-
 from proofdiff.fleet.executor import FleetError, UnitsInterrupted
 from proofdiff.fleet.on_worker import LostBefore, run_unit, started_marker, stop_units
-from proofdiff.fleet.hosts import Host, Hosts
+from proofdiff.fleet.hosts import Hosts
 from proofdiff.fleet.shipping import ShipReport
 from proofdiff.model.errors import ProofdiffError
 from proofdiff.model.run_options import RunOptions

@@ -50,12 +50,10 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from proofdiff.model import progress
 from proofdiff.model.jobs import FlowRecord, JobSpec
-from proofdiff.model.timing_verdict import TimingVerdict
 from proofdiff.stats.concurrency import in_progress_of
 from proofdiff.stats.looks import DEFAULT_BUDGET
 from proofdiff.stats.paired import DEFAULT_MAX_SLOWDOWN, Question

@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from proofdiff.drivers.protocol import Mode
-from proofdiff.model.jobs import FlowRecord, JobRecord, JobSpec, StatusSample
+from proofdiff.model.jobs import FlowRecord, JobRecord, JobSpec
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.profile import Profile
 from proofdiff.model.status import Outcome

@@ -16,7 +16,6 @@ The outcome says what held:
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import time
 from collections.abc import Callable
@@ -32,7 +31,6 @@ from proofdiff.core.failure_signature import matches
 from proofdiff.core.plan import pin_artifacts
 from proofdiff.model.choices import Runtime
 from proofdiff.model.image import ImageInfo
-from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.run_options import RunOptions
 from proofdiff.model.status import Outcome, Verdict

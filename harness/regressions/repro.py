@@ -161,14 +161,14 @@ def _from_artifacts(a: ProductionArtifacts, opts: RunOptions, like: str,
     for key in ("concurrency", "job_ids"):
         if getattr(a, key) is not None:
             raw[key] = getattr(a, key)
-    wl_name, files = a.workload or base.workload, {}
+    wl_name = a.workload or base.workload
     if a.inputs:
         try:
             w = load_workload(a.inputs)
             build_for(w, opts.param_cache)
         except WorkloadError as exc:
             raise ReproError(f"the inputs: {exc.cause}", fix=exc.fix) from None
-        wl_name, files = w.name, {w.name: a.inputs}
+        wl_name = w.name
     raw["workload"] = wl_name
     if a.image:
         raw["image"] = a.image

@@ -20,7 +20,6 @@ from proofdiff.gate.gate_result import (GATE_SCHEMA_VERSION, Decision, Finding, 
 from proofdiff.gate.gate_view import SCHEMA_FILE, intoto_statement, schema, write_gate_report
 from proofdiff.gate.findings import waived_only
 from proofdiff.gate.gating import decide, findings_of, timing_findings, unjudged
-from proofdiff.model.jobs import ProofVerdict
 from proofdiff.model.oracle_records import OracleRecord
 from proofdiff.model.result import DifferentialResult
 from proofdiff.model.status import Outcome, Verdict
