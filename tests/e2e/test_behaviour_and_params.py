@@ -70,6 +70,9 @@ def _fault_profiles(tmp_path: Path, faults: list[str]) -> Path:
     return path
 
 
+# slow: two full runs of every behaviour fault; the oracles' failing paths are
+# tests/unit/test_behaviour.py's, on recorded flows
+@pytest.mark.slow
 def test_each_behaviour_fault_is_caught_where_it_is_planted(
         cli_run: Any, artifacts: Any, tmp_path: Path, one_partition_workload: str) -> None:
     # One-partition jobs: the priority flow's 5 jobs put 4 items in flight on prod, past its

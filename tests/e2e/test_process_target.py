@@ -120,6 +120,9 @@ def test_the_clean_build_passes_every_suite_as_processes_side_by_side(
     assert not _leftovers(), "daemon processes outlived the run"
 
 
+# slow: the same faults are caught in containers by tests/e2e/test_fault_catalog.py; this runs
+# them once more through the process runtime
+@pytest.mark.slow
 def test_catalog_rows_as_processes(cli_run: Any, tmp_path: Path, three_job_workload: str) -> None:
     # three jobs: a third distinct input, which shared-witness answers with another's proofs
     # whatever order the daemon ends the first two's partitions in (with two inputs it showed

@@ -13,6 +13,7 @@ from typing import Any
 
 import docker
 import msgspec
+import pytest
 
 from proofdiff.gate import run_gate
 from proofdiff.gate.gate_result import Decision
@@ -51,6 +52,8 @@ def _containers_not_watched_elsewhere() -> set[str]:
                     and not c.labels[LABEL_OWNER].startswith(mine))}
 
 
+# slow: a gate of host binaries also runs in make test, on SSH hosts (tests/e2e/test_fleet_ssh.py)
+@pytest.mark.slow
 def test_a_gate_of_host_binaries_runs_every_profile_as_a_process(
         artifacts: Any, run_opts: RunOptions, tmp_path: Path,
         one_partition_workload: str) -> None:
