@@ -76,6 +76,9 @@ def test_partition_race_needs_the_pipeline_and_more_than_one_partition_worker(
     assert "minimal failure-inducing change" in out and "config.pipeline.enabled" in out
 
 
+# slow: a second two-key bisection; test_partition_race_needs_the_pipeline_and_more_than_one_
+# partition_worker shows a two-key minimal change in make test
+@pytest.mark.slow
 def test_shared_assembler_needs_one_job_id_for_all_and_concurrency(
         one_partition_workload: str, tmp_path: Path) -> None:
     # one partition a job: the second job with the id inserts partition 0 again

@@ -71,6 +71,9 @@ def _leftovers() -> list[str]:
             if any(here in a for a in p.info["cmdline"] or [])]
 
 
+# slow: every suite through the process runtime; make test runs the process runtime through the
+# fleet's SSH hosts (tests/e2e/test_fleet_ssh.py) and the attached daemon below
+@pytest.mark.slow
 def test_the_clean_build_passes_every_suite_as_processes_side_by_side(
         cli_run: Any, two_job_workload: str) -> None:
     # Every suite but timing (whose verdicts need a quiet host: an undecided arm makes a run
