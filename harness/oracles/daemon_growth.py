@@ -24,16 +24,20 @@ The bound is derived from the same daemon's work. An allocator keeps freed memor
 never more than the process had in use: the warm-up ran at the profile's own concurrency, so the
 most the process held during it (its high-water mark) bounds what a correct daemon's floor can
 rise to afterwards. The bound is that high-water mark above the lowest floor after the warm-up.
-Where a later flow has more work items in progress at once than the warm-up could (the items
-its jobs offer together, capped by the workers and the in-flight limit), the bound grows in
-that proportion. It fails when the floors grew over the window by more than the bound:
-Theil-Sen's slope over the floors (robust to one flow's allocator ups and downs) times the jobs
-served in the window. What the warm-up's own jobs left behind is in its high-water mark and in
-every floor alike, so it cancels; what the window's jobs leave raises the floors only: a leak
-shows once the window's jobs left more than the warm-up worked with. Descriptors and threads (their floors too): a handle kept per job, per
-partition or per request adds at least one per job served; pools and connections come and go.
-They fail when the floor grew by more than half the jobs served in the window, and by at least
-:data:`HANDLES_FLOOR`.
+Where a later flow has more work items in progress at once than the warm-up could (the items its
+jobs offer together, capped by the workers and the in-flight limit), the bound grows in that
+proportion. It fails when the floors grew over the window by more than the bound: Theil-Sen's
+slope over the floors (robust to one flow's allocator ups and downs) times the jobs served in
+the window, and the last floor ends above the lowest by more than the bound too (the slope over
+a few floors can overshoot a rise that stopped at the high-water mark: memory an allocator keeps
+never takes the floor past what the process had in use). What the warm-up's own jobs left behind
+is in its high-water mark and in every floor alike, so it cancels; what the window's jobs leave
+raises the floors only: a leak shows once the window's jobs left more than the warm-up worked
+with.
+
+Descriptors and threads (their floors too): a handle kept per job, per partition or per request
+adds at least one per job served; pools and connections come and go. They fail when the floor
+grew by more than half the jobs served in the window, and by at least :data:`HANDLES_FLOOR`.
 
 Too little repeated work to judge (fewer than :data:`MIN_POINTS` flows after the warm-up, or
 fewer than :data:`MIN_JOBS` jobs between the first and the last: a run of one suite) is
@@ -149,13 +153,18 @@ def judge_growth(points: Sequence[Floor], bound_bytes: int,
     xs = [p.served for p in points]
     slope = _slope(xs, [float(p.rss_bytes) for p in points])
     growth = slope * jobs
-    ev.update(rss_slope_kib_per_job=round(slope / 1024, 1), rss_growth_mib=round(growth / 2 ** 20, 2))
+    # the trend must also be in the readings: the last floor above the lowest by more than the
+    # bound (a slope over few floors can overshoot a rise that stopped at the high-water mark)
+    reached = points[-1].rss_bytes - min(p.rss_bytes for p in points)
+    ev.update(rss_slope_kib_per_job=round(slope / 1024, 1), rss_growth_mib=round(growth / 2 ** 20, 2),
+              rss_reached_mib=round(reached / 2 ** 20, 2))
     problems = []
-    if bound_bytes > 0 and growth > bound_bytes:
+    if bound_bytes > 0 and growth > bound_bytes and reached > bound_bytes:
         problems.append(
-            f"its floor grew {_mib(slope)} per job, {_mib(growth)} over the {jobs} jobs: more "
-            f"than the {_mib(bound_bytes)} the warm-up held at its busiest above it, which is "
-            "all an allocator keeps for reuse: the daemon keeps something of every job")
+            f"its floor grew {_mib(slope)} per job, {_mib(growth)} over the {jobs} jobs, and "
+            f"ended {_mib(reached)} above its lowest: more than the {_mib(bound_bytes)} the "
+            "warm-up held at its busiest above it, which is all an allocator keeps for reuse: "
+            "the daemon keeps something of every job")
     for name in ("fds", "threads"):
         counts = [getattr(p, name) for p in points]
         if any(c is None for c in counts):

@@ -62,6 +62,21 @@ def test_an_allocators_ups_and_downs_pass(workload_file: Path) -> None:
     assert ok.evidence["now"]["rss_mib"] == 52.0  # quoted, not judged
 
 
+def test_a_floor_that_rises_to_the_warm_ups_high_water_mark_and_stops_passes(
+        workload_file: Path) -> None:
+    # floors as a clean bench daemon's (process runtime, fresh-clone CI): the allocator gave
+    # back less after each flow, up to the most the warm-up held, and never more; Theil-Sen's
+    # slope over the four floors extrapolates past that mark, the readings do not reach it
+    ev = _ev(workload_file, [37.3, 37.5, 43.8, 49.9])
+    warm = ev.runs["prod"].flows[0]
+    ev.runs["prod"] = replace(ev.runs["prod"], flows=(replace(warm, usage=(
+        UsageSample(0.0, 0, 7 * MIB, 10, 7, 0.0), UsageSample(250.0, 0, 50 * MIB, 12, 11, 1.0))),))
+    (ok,) = _judge(ev)
+    assert ok.evidence["rss_growth_mib"] > ok.evidence["bound_mib"], ok.evidence  # the slope's
+    assert ok.evidence["rss_reached_mib"] <= ok.evidence["bound_mib"], ok.evidence
+    assert ok.outcome is Outcome.PASS, ok.message
+
+
 def test_memory_that_climbs_with_every_job_fails_with_the_figures(workload_file: Path) -> None:
     # about 7 MiB kept per job: a partition's witness per partition, never freed
     (bad,) = _judge(_ev(workload_file, [45.0, 74.0, 81.0, 95.0]))
