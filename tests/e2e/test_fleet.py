@@ -51,7 +51,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory,
                           for k in ("ca-file", "client.cert", "client.key")}), \
             LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                          protocol="tls", security=creds.security(), dashboard_address=None,
-                         worker_dashboard_address=None) as lc:
+                         worker_dashboard_address=None,
+                         scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as lc:
         yield str(lc.scheduler_address)
 
 
@@ -158,7 +159,8 @@ def test_an_image_a_docker_host_lacks_is_saved_here_shipped_once_and_loaded_ther
         monkeypatch.setenv("PROOFDIFF_SHIPPED", str(tmp_path / "shipped"))  # the workers'
         hosts = {n: Host(name=n, ssh="127.0.0.1", runtime="docker") for n in ("0", "1")}
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                          dashboard_address=None, worker_dashboard_address=None) as lc, \
+                          dashboard_address=None, worker_dashboard_address=None,
+                          scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as lc, \
                 Client(lc) as client:
             lines: list[str] = []
             first = ship_images(client, [(image, image_id)], hosts, cache_root=cache,

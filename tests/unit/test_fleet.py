@@ -56,7 +56,8 @@ def cluster(creds: RunCredentials) -> Iterator[str]:
                           "distributed.comm.tls.client.key": creds.key_pem}), \
             LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                          protocol="tls", security=creds.security(), dashboard_address=None,
-                         worker_dashboard_address=None) as lc:
+                         worker_dashboard_address=None,
+                         scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as lc:
         yield str(lc.scheduler_address)
 
 

@@ -30,7 +30,8 @@ def cluster() -> Iterator[str]:
     from distributed import LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None, worker_dashboard_address=None) as lc:
+                      dashboard_address=None, worker_dashboard_address=None,
+                      scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as lc:
         yield str(lc.scheduler_address)
 
 
