@@ -156,7 +156,8 @@ def judge_growth(points: Sequence[Floor], bound_bytes: int,
     # the trend must also be in the readings: the last floor above the lowest by more than the
     # bound (a slope over few floors can overshoot a rise that stopped at the high-water mark)
     reached = points[-1].rss_bytes - min(p.rss_bytes for p in points)
-    ev.update(rss_slope_kib_per_job=round(slope / 1024, 1), rss_growth_mib=round(growth / 2 ** 20, 2),
+    ev.update(rss_slope_kib_per_job=round(slope / 1024, 1),
+              rss_growth_mib=round(growth / 2 ** 20, 2),
               rss_reached_mib=round(reached / 2 ** 20, 2))
     problems = []
     if bound_bytes > 0 and growth > bound_bytes and reached > bound_bytes:
