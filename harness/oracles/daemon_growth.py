@@ -30,7 +30,8 @@ proportion. It fails when the floors grew over the window by more than the bound
 slope over the floors (robust to one flow's allocator ups and downs) times the jobs served in
 the window, and the last floor ends above the lowest by more than the bound too (the slope over
 a few floors can overshoot a rise that stopped at the high-water mark: memory an allocator keeps
-never takes the floor past what the process had in use). What the warm-up's own jobs left behind
+never takes the floor past what the process had in use), both by at least
+:data:`MIN_GROWTH_BYTES`, the floor's own noise. What the warm-up's own jobs left behind
 is in its high-water mark and in every floor alike, so it cancels; what the window's jobs leave
 raises the floors only: a leak shows once the window's jobs left more than the warm-up worked
 with.
@@ -57,14 +58,20 @@ from proofdiff.oracles.evidence import Evidence, Recorder
 from proofdiff.oracles.in_flight import items_at_once
 from proofdiff.oracles.lone_parallel import promised
 
-__all__ = ["HANDLES_FLOOR", "Floor", "MIN_JOBS", "MIN_POINTS", "allocator_bound", "check",
-           "floors", "judge_growth"]
+__all__ = ["HANDLES_FLOOR", "Floor", "MIN_GROWTH_BYTES", "MIN_JOBS", "MIN_POINTS",
+           "allocator_bound", "check", "floors", "judge_growth"]
 
 #: Flows after the warm-up the window needs at least.
 MIN_POINTS = 3
 #: Jobs served between the window's first flow and its last, at least: fewer cannot tell a
 #: leak from an allocator's reuse.
 MIN_JOBS = 6
+#: Memory growth over the window below which nothing fails, whatever the bound: an idle daemon's
+#: floor moves by a few MiB with no job kept (its gRPC server's per-stream buffers, allocator
+#: arenas of threads that served a burst), and a warm-up whose high-water mark the readings
+#: caught barely above the floor would otherwise set a bound under that noise. A leak that
+#: kills a daemon in production keeps far more per job.
+MIN_GROWTH_BYTES = 8 * 2 ** 20
 #: Handles the floor must grow by, at least, to fail (one descriptor or thread that comes and
 #: goes with a connection or a pooled thread is no leak).
 HANDLES_FLOOR = 2
@@ -160,12 +167,14 @@ def judge_growth(points: Sequence[Floor], bound_bytes: int,
               rss_growth_mib=round(growth / 2 ** 20, 2),
               rss_reached_mib=round(reached / 2 ** 20, 2))
     problems = []
-    if bound_bytes > 0 and growth > bound_bytes and reached > bound_bytes:
+    limit = max(bound_bytes, MIN_GROWTH_BYTES)
+    if bound_bytes > 0 and growth > limit and reached > limit:
         problems.append(
             f"its floor grew {_mib(slope)} per job, {_mib(growth)} over the {jobs} jobs, and "
             f"ended {_mib(reached)} above its lowest: more than the {_mib(bound_bytes)} the "
-            "warm-up held at its busiest above it, which is all an allocator keeps for reuse: "
-            "the daemon keeps something of every job")
+            "warm-up held at its busiest above it, which is all an allocator keeps for reuse, "
+            f"and more than the floor's own noise ({_mib(MIN_GROWTH_BYTES)}): the daemon keeps "
+            "something of every job")
     for name in ("fds", "threads"):
         counts = [getattr(p, name) for p in points]
         if any(c is None for c in counts):
