@@ -30,18 +30,7 @@ from proofdiff.nightly.nightly_view import write_nightly_report
 from tests.unit.test_history_store import result, timed_run
 from tests.unit.test_notify import Hook, hook  # noqa: F401 - the served webhook fixture
 from tests.report_page import open_page
-
-
-A = ("validity/proofs", "prod", "wpost-2k")
-B = ("isolation/colliding-ids", "prod", "wpost-2k")
-C = ("behaviour/priority", "prod", "wpost-2k")
-D = ("warmup/first-proof", "prod", "wpost-2k")
-E = ("isolation/reused-id", "prod", "wpost-2k")
-F = ("validity/jobs", "prod", "wpost-2k")
-
-
-def _by_key(found: list[CheckStanding]) -> dict[tuple[str, str, str], Standing]:
-    return {(c.check, c.profile, c.workload): c.standing for c in found}
+from tests.unit.test_nightly import A, B, C, D  # the checks the standings tests name
 
 
 def _night(rid: str, day: int, *, prod: Outcome = Outcome.PASS, wall_ms: float = 1000.0
